@@ -1,0 +1,185 @@
+"""The `fslab` command line: the only place that prints for the user and exits.
+
+Every FslabError becomes one line on stderr and exit code 2; a run whose guest failed exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import signal
+import sys
+from pathlib import Path
+
+from . import accel, config, filesystems, images, plan, results, runner, suites
+from .config import ACCELERATORS
+from .errors import FslabError
+from .units import parse_duration
+
+DEFAULT_VMCONFIG = "vmconfigs/default.yaml"
+
+
+def _add_plan_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("vmconfig", nargs="?", default=DEFAULT_VMCONFIG,
+                   help=f"VM configuration YAML (default: {DEFAULT_VMCONFIG})")
+    p.add_argument("--suite", help="workload suite (default: the vmconfig's)")
+    p.add_argument("--profile", help="profile of the suite (default: the vmconfig's)")
+    p.add_argument("--fio-job", metavar="FILE", help="run this fio job file instead of the suite's cases")
+    p.add_argument("--accel", choices=ACCELERATORS, help="override the vmconfig's accelerator")
+    p.add_argument("--deadline", help="override the vmconfig's deadline, e.g. 20m")
+
+
+def _resolve(args: argparse.Namespace) -> dict:
+    cfg = config.load(args.vmconfig)
+    deadline = None
+    if args.deadline:
+        try:
+            deadline = parse_duration(args.deadline)
+        except ValueError as e:
+            raise FslabError(f"--deadline: {args.deadline!r} is not allowed; allowed: {e}") from None
+    return plan.resolve(cfg, suite=args.suite, profile=args.profile, fio_job=args.fio_job,
+                        deadline=deadline, accelerator=args.accel)
+
+
+def _image_for(p: dict, image_dir: str | None) -> images.Image:
+    image = images.load(image_dir) if image_dir else images.find(p["image"]["name"])
+    images.verify(image)  # a run refuses an image whose files do not match its manifest
+    plan.check_image_support(p, image.manifest["name"], images.supported_filesystems(image))
+    return image
+
+
+def cmd_show_config(args: argparse.Namespace) -> int:
+    print(json.dumps(_resolve(args), indent=2))
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    p = _resolve(args)
+    image = _image_for(p, args.image_dir)
+    choice = accel.choose(p["vm"]["accelerator"], image.kernel)
+    if choice.warning:
+        print(f"fslab: WARNING: {choice.warning}", file=sys.stderr)
+    results_root = Path(args.results_dir)
+    if args.show_command or args.dry_run:
+        run_dir = results_root / p["run_id"]
+        scratch = Path(args.scratch_dir) / p["run_id"] if args.scratch_dir else run_dir / "scratch"
+        _, argv = runner.prepare(p, image, choice.used, run_dir, scratch)
+        print(shlex.join(argv))
+        return 0
+    out = runner.run(p, image, choice, results_root,
+                     scratch_root=Path(args.scratch_dir) if args.scratch_dir else None,
+                     keep_scratch=args.keep_scratch)
+    print(results.format_table(out.records))
+    if choice.used == "tcg":
+        print("note: accel=tcg (software emulation): these timings do not describe real hardware")
+    print(f"status: {out.status} ({out.reason})")
+    print(out.run_dir)
+    return 0 if out.status == "ok" else 1
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    run_dir = Path(args.run_dir)
+    if not (run_dir / "results.jsonl").exists():
+        raise FslabError(f"{run_dir}: not a run directory (no results.jsonl)")
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    print(f"run {manifest['run_id']}: {manifest['status']} ({manifest.get('reason')}), accel={manifest['accel']}")
+    print(results.format_table(results.read_jsonl(run_dir / "results.jsonl")))
+    return 0
+
+
+def cmd_image(args: argparse.Namespace) -> int:
+    if args.image_cmd == "build":
+        image = images.build(args.name, accelerator=args.accel, force=args.force)
+        print(f"{image.manifest['name']}: {image.digest} ({image.dir})")
+    elif args.image_cmd == "list":
+        found = images.list_images()
+        for im in found:
+            m = im.manifest
+            print(f"{m['name']:<18} {m['input_hash'][:16]}  {m['digest'][:23]}  {m.get('kernel')}  "
+                  f"{m.get('built_at')}  {im.dir}")
+        if not found:
+            print(f"no images built yet in {images.store_dir()}; run `fslab image build debian-12`")
+    elif args.image_cmd == "verify":
+        target = args.name
+        image = images.load(target) if os.path.sep in target or Path(target).exists() else images.find(target)
+        images.verify(image)
+        print(f"{image.manifest['name']}: ok, {image.digest} matches its manifest")
+    elif args.image_cmd == "validate":
+        for line in images.validate_templates():
+            print(line)
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    if args.what == "suites":
+        for s in suites.registry().values():
+            print(f"{s.name} (v{s.version}): {s.description}")
+            for prof, desc in s.profiles.items():
+                print(f"  {prof}: {desc}")
+    else:
+        for name in filesystems.names():
+            print(f"{name:<10} {filesystems.get(name).description}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="fslab", description="Reproducible filesystem comparisons in QEMU VMs.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("run", help="boot a VM and run a suite on each of its filesystems")
+    _add_plan_args(p)
+    p.add_argument("--results-dir", default="results", help="where run directories go (default: results)")
+    p.add_argument("--scratch-dir", help="where the run's disks are created (default: inside the run directory)")
+    p.add_argument("--keep-scratch", action="store_true", help="keep disks and overlay after the run")
+    p.add_argument("--image-dir", help="use this built image directory instead of the current build")
+    p.add_argument("--show-command", action="store_true", help="print the exact QEMU command line and stop")
+    p.add_argument("--dry-run", action="store_true", help="resolve everything, print the command, boot nothing")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("show-config", help="print the fully resolved plan as JSON")
+    _add_plan_args(p)
+    p.set_defaults(func=cmd_show_config)
+
+    p = sub.add_parser("report", help="summarise a run directory")
+    p.add_argument("run_dir")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("image", help="build, list and verify guest images")
+    isub = p.add_subparsers(dest="image_cmd", required=True)
+    b = isub.add_parser("build", help="build (or reuse) an image")
+    b.add_argument("name", nargs="?", default="debian-12")
+    b.add_argument("--accel", choices=ACCELERATORS, default="auto", help="accelerator for the Packer boot")
+    b.add_argument("--force", action="store_true", help="rebuild even if an image with these inputs exists")
+    isub.add_parser("list", help="list built images")
+    v = isub.add_parser("verify", help="re-check an image's digests against its manifest")
+    v.add_argument("name", nargs="?", default="debian-12", help="image name or directory")
+    isub.add_parser("validate", help="packer fmt -check and packer validate every template")
+    p.set_defaults(func=cmd_image)
+
+    p = sub.add_parser("list", help="list suites or filesystems")
+    p.add_argument("what", choices=("suites", "filesystems"))
+    p.set_defaults(func=cmd_list)
+    return ap
+
+
+def _sigterm(_signo: int, _frame: object) -> None:
+    raise KeyboardInterrupt  # unwinds through Machine.__exit__, so QEMU is ended and results kept
+
+
+def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _sigterm)
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except FslabError as e:
+        print(f"fslab: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("fslab: interrupted; QEMU stopped, partial results kept", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

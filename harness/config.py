@@ -1,0 +1,281 @@
+"""Strict loading of vmconfigs/*.yaml into frozen dataclasses.
+
+Every key is declared once, in the tables below (key, parser, default, help), so that the loader,
+the error messages and `fslab show-config` agree. An unknown key or a bad value is one FslabError
+naming the file, the key path and what is allowed; nothing is guessed or silently substituted.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from . import filesystems
+from .errors import FslabError
+from .units import parse_duration, parse_size
+
+ACCELERATORS = ("auto", "kvm", "tcg")
+BACKENDS = ("qemu",)
+FORMATS = ("raw", "qcow2")
+PREALLOCATIONS = ("off", "metadata", "falloc", "full")
+CACHES = ("none", "writeback", "writethrough", "directsync", "unsafe")
+AIOS = ("threads", "native", "io_uring")
+BUSES = ("virtio-blk", "virtio-scsi", "nvme")
+
+
+@dataclass(frozen=True)
+class Disk:
+    id: str
+    size: int
+    format: str
+    preallocation: str
+    cache: str
+    aio: str
+    bus: str
+
+    @property
+    def serial(self) -> str:
+        return f"fslab-{self.id}"
+
+
+@dataclass(frozen=True)
+class Filesystem:
+    name: str
+    type: str
+    disks: tuple[str, ...]
+    mkfs_options: tuple[str, ...]
+    mount_options: str
+
+
+@dataclass(frozen=True)
+class VMConfig:
+    name: str
+    description: str
+    vcpus: int
+    memory: int
+    accelerator: str
+    backend: str
+    image: str
+    deadline: int
+    suite: str
+    profile: str
+    disks: tuple[Disk, ...]
+    filesystems: tuple[Filesystem, ...]
+    source: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class _Bad(ValueError):
+    """A value is wrong; the message says what is allowed."""
+
+
+def _choice(allowed: tuple[str, ...]) -> Callable[[Any], str]:
+    def parse(v: Any) -> str:
+        if not isinstance(v, str) or v not in allowed:
+            raise _Bad(f"{v!r} is not allowed; allowed: {', '.join(allowed)}")
+        return v
+    return parse
+
+
+def _int_range(lo: int, hi: int) -> Callable[[Any], int]:
+    def parse(v: Any) -> int:
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            raise _Bad(f"{v!r} is not allowed; allowed: a whole number from {lo} to {hi}")
+        return v
+    return parse
+
+
+def _text(v: Any) -> str:
+    if not isinstance(v, str):
+        raise _Bad(f"{v!r} is not allowed; allowed: a string")
+    return v
+
+
+def _name(v: Any) -> str:
+    s = _text(v)
+    if not s or not all(c.isalnum() or c in "-_." for c in s) or s.startswith("."):
+        raise _Bad(f"{v!r} is not allowed; allowed: letters, digits, '-', '_' and '.'")
+    return s
+
+
+def _size(v: Any) -> int:
+    try:
+        return parse_size(v)
+    except ValueError as e:
+        raise _Bad(f"{v!r} is not allowed; allowed: {e}") from None
+
+
+def _duration(v: Any) -> int:
+    try:
+        return parse_duration(v)
+    except ValueError as e:
+        raise _Bad(f"{v!r} is not allowed; allowed: {e}") from None
+
+
+def _argv(v: Any) -> tuple[str, ...]:
+    if isinstance(v, str):
+        return tuple(shlex.split(v))
+    if isinstance(v, list) and all(isinstance(x, (str, int)) for x in v):
+        return tuple(str(x) for x in v)
+    raise _Bad(f"{v!r} is not allowed; allowed: a string or a list of strings")
+
+
+def _mount_options(v: Any) -> str:
+    if isinstance(v, list):
+        v = ",".join(str(x) for x in v)
+    s = _text(v)
+    if any(c.isspace() for c in s):
+        raise _Bad(f"{v!r} is not allowed; allowed: comma-separated options without spaces")
+    return s
+
+
+def _fstype(v: Any) -> str:
+    s = _text(v)
+    if s not in filesystems.CATALOG:
+        raise _Bad(f"{v!r} is not a known filesystem; allowed: {', '.join(filesystems.names())}")
+    return s
+
+
+_REQUIRED = object()
+
+# key: (parser, default, help)
+VM_KEYS: dict[str, tuple[Callable[[Any], Any], Any, str]] = {
+    "name": (_name, None, "name of this VM configuration (default: the file name)"),
+    "description": (_text, "", "free text"),
+    "vcpus": (_int_range(1, 256), 2, "virtual CPUs"),
+    "memory": (_size, 2 * 1024**3, "guest RAM, e.g. 8GiB"),
+    "accelerator": (_choice(ACCELERATORS), "auto", "auto probes KVM by booting a tiny guest, else TCG"),
+    "backend": (_choice(BACKENDS), "qemu", "how VMs are started"),
+    "image": (_name, "debian-12", "image definition under images/"),
+    "deadline": (_duration, 1800, "the VM is killed after this long, e.g. 30m"),
+    "suite": (_name, "fio-basic", "workload suite"),
+    "profile": (_name, "default", "profile of the suite"),
+    "disks": (None, _REQUIRED, "virtual disks under test"),
+    "filesystems": (None, _REQUIRED, "filesystems to make, one per disk"),
+}
+DISK_KEYS: dict[str, tuple[Callable[[Any], Any], Any, str]] = {
+    "id": (_name, None, "disk id (default d0, d1, ...); the guest sees serial fslab-<id>"),
+    "size": (_size, _REQUIRED, "disk size, e.g. 8GiB"),
+    "format": (_choice(FORMATS), "raw", "image format on the host"),
+    "preallocation": (_choice(PREALLOCATIONS), "falloc", "qemu-img preallocation"),
+    "cache": (_choice(CACHES), "none", "QEMU cache mode"),
+    "aio": (_choice(AIOS), "threads", "QEMU AIO backend"),
+    "bus": (_choice(BUSES), "virtio-blk", "how the disk is attached"),
+}
+FS_KEYS: dict[str, tuple[Callable[[Any], Any], Any, str]] = {
+    "name": (_name, _REQUIRED, "variant name used in results (e.g. ext4-noatime)"),
+    "type": (_fstype, None, "catalog filesystem (default: the name)"),
+    "disk": (_name, None, "disk id this filesystem is made on"),
+    "mkfs_options": (_argv, (), "extra mkfs arguments"),
+    "mount_options": (_mount_options, "", "mount -o options"),
+}
+
+
+def _fields(src: str, path: str, data: Any, table: dict) -> dict[str, Any]:
+    """Parse one mapping against its table of keys; one clear error on the first problem."""
+    if not isinstance(data, dict):
+        raise FslabError(f"{src}: {path or 'top level'}: expected a mapping of keys")
+    unknown = [k for k in data if k not in table]
+    if unknown:
+        where = f"{path}.{unknown[0]}" if path else str(unknown[0])
+        raise FslabError(f"{src}: {where}: unknown key; allowed: {', '.join(table)}")
+    out: dict[str, Any] = {}
+    for key, (parse, default, _help) in table.items():
+        where = f"{path}.{key}" if path else key
+        if key not in data or data[key] is None:
+            if default is _REQUIRED:
+                raise FslabError(f"{src}: {where}: required key is missing")
+            out[key] = default
+        elif parse is None:
+            out[key] = data[key]
+        else:
+            try:
+                out[key] = parse(data[key])
+            except _Bad as e:
+                raise FslabError(f"{src}: {where}: {e}") from None
+    return out
+
+
+def parse(data: Any, src: str) -> VMConfig:
+    """A VMConfig from already-loaded YAML data; `src` names the file in errors."""
+    top = _fields(src, "", data, VM_KEYS)
+    if not isinstance(top["disks"], list) or not top["disks"]:
+        raise FslabError(f"{src}: disks: expected a non-empty list of disks")
+    if not isinstance(top["filesystems"], list) or not top["filesystems"]:
+        raise FslabError(f"{src}: filesystems: expected a non-empty list of filesystems")
+
+    disks: list[Disk] = []
+    for i, d in enumerate(top["disks"]):
+        f = _fields(src, f"disks[{i}]", d, DISK_KEYS)
+        f["id"] = f["id"] or f"d{i}"
+        disk = Disk(**f)
+        if disk.id in {x.id for x in disks}:
+            raise FslabError(f"{src}: disks[{i}].id: '{disk.id}' is used twice; disk ids must be unique")
+        if disk.preallocation == "metadata" and disk.format != "qcow2":
+            raise FslabError(f"{src}: disks[{i}].preallocation: 'metadata' needs format qcow2; "
+                             f"allowed for raw: off, falloc, full")
+        if disk.aio == "native" and disk.cache not in ("none", "directsync"):
+            raise FslabError(f"{src}: disks[{i}].aio: 'native' needs cache none or directsync "
+                             f"(O_DIRECT), not '{disk.cache}'; allowed with it: threads, io_uring")
+        disks.append(disk)
+
+    fss: list[Filesystem] = []
+    used: dict[str, str] = {}
+    for i, fdata in enumerate(top["filesystems"]):
+        f = _fields(src, f"filesystems[{i}]", fdata, FS_KEYS)
+        fstype = f["type"] or f["name"]
+        if fstype not in filesystems.CATALOG:
+            raise FslabError(f"{src}: filesystems[{i}].type: '{fstype}' is not a known filesystem; "
+                             f"allowed: {', '.join(filesystems.names())}")
+        disk_id = f["disk"] or (disks[i].id if i < len(disks) else None)
+        if disk_id is None:
+            raise FslabError(f"{src}: filesystems[{i}].disk: no disk left for '{f['name']}'; "
+                             f"add a disk or name one")
+        if disk_id not in {d.id for d in disks}:
+            raise FslabError(f"{src}: filesystems[{i}].disk: '{disk_id}' is not a disk; "
+                             f"allowed: {', '.join(d.id for d in disks)}")
+        if disk_id in used:
+            raise FslabError(f"{src}: filesystems[{i}].disk: '{disk_id}' is already used by "
+                             f"'{used[disk_id]}'; each filesystem needs its own disk")
+        if f["name"] in {x.name for x in fss}:
+            raise FslabError(f"{src}: filesystems[{i}].name: '{f['name']}' is used twice")
+        size = next(d.size for d in disks if d.id == disk_id)
+        fsdef = filesystems.CATALOG[fstype]
+        if size < fsdef.min_size:
+            raise FslabError(f"{src}: filesystems[{i}]: {fstype} needs a disk of at least "
+                             f"{fsdef.min_size // 1024**2}MiB; disk '{disk_id}' has {size // 1024**2}MiB")
+        used[disk_id] = f["name"]
+        fss.append(Filesystem(name=f["name"], type=fstype, disks=(disk_id,),
+                              mkfs_options=f["mkfs_options"], mount_options=f["mount_options"]))
+
+    return VMConfig(
+        name=top["name"] or Path(src).stem, description=top["description"], vcpus=top["vcpus"],
+        memory=top["memory"], accelerator=top["accelerator"], backend=top["backend"],
+        image=top["image"], deadline=top["deadline"], suite=top["suite"], profile=top["profile"],
+        disks=tuple(disks), filesystems=tuple(fss), source=src,
+    )
+
+
+def load(path: str | Path) -> VMConfig:
+    """Load and validate a vmconfig file."""
+    p = Path(path)
+    src = str(path)
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        raise FslabError(f"{src}: no such vmconfig file", hint="see vmconfigs/ for examples") from None
+    except OSError as e:
+        raise FslabError(f"{src}: cannot read: {e.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "?"
+        raise FslabError(f"{src}: {where}: not valid YAML: {getattr(e, 'problem', e)}") from None
+    return parse(data, src)

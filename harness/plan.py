@@ -1,0 +1,100 @@
+"""The plan: a vmconfig, a suite and its profile resolved into one JSON document.
+
+The plan is the only thing the guest agent reads, and it is stored whole in the run's manifest,
+so everything that decides what is measured is in it, spelled out (mkfs argv, mount options,
+fio job text, disk cache/aio/preallocation).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import secrets
+from dataclasses import replace
+from typing import Any
+
+from . import filesystems, suites
+from .config import VMConfig
+from .errors import FslabError
+from .fiojob import load_user_job
+from .suites import Case
+
+PLAN_VERSION = 1
+
+
+def new_run_id(name: str, now: _dt.datetime | None = None) -> str:
+    """A sortable, unique run id: 20261122-080000-default-ab12."""
+    now = now or _dt.datetime.now(_dt.timezone.utc)
+    return f"{now:%Y%m%d-%H%M%S}-{name}-{secrets.token_hex(2)}"
+
+
+def _cases(cfg: VMConfig, suite: suites.Suite, profile: str, fio_job: str | None) -> list[Case]:
+    if fio_job:
+        cid, job = load_user_job(fio_job)
+        return [Case(id=cid, kind="fio", params={"job_file": fio_job}, job=job,
+                     timeout_s=cfg.deadline)]
+    return suite.cases(profile, src=f"{cfg.source}: profile")
+
+
+def resolve(
+    cfg: VMConfig,
+    *,
+    suite: str | None = None,
+    profile: str | None = None,
+    fio_job: str | None = None,
+    deadline: int | None = None,
+    accelerator: str | None = None,
+    run_id: str | None = None,
+) -> dict[str, Any]:
+    """The fully resolved plan for one VM boot. Command-line choices override the vmconfig."""
+    if deadline is not None:
+        cfg = replace(cfg, deadline=deadline)
+    s = suites.get(suite or cfg.suite, src=f"{cfg.source}: suite")
+    prof = profile or cfg.profile
+    if profile is None and prof not in s.profiles:
+        prof = next(iter(s.profiles))  # the vmconfig's profile belongs to its own suite
+    cases = _cases(cfg, s, prof, fio_job)
+    fss = []
+    for f in cfg.filesystems:
+        d = filesystems.get(f.type)
+        fss.append({
+            "name": f.name,
+            "type": f.type,
+            "fstype": d.fstype,
+            "disks": list(f.disks),
+            "mkfs": d.mkfs_argv(list(f.mkfs_options)),
+            "mount_options": f.mount_options or d.default_mount_options,
+            "geometry": [list(g) for g in d.geometry],
+            "module": d.module,
+        })
+    return {
+        "fslab_plan": PLAN_VERSION,
+        "run_id": run_id or new_run_id(cfg.name),
+        "vm": {
+            "name": cfg.name,
+            "source": cfg.source,
+            "vcpus": cfg.vcpus,
+            "memory_mib": cfg.memory // 1024**2,
+            "accelerator": accelerator or cfg.accelerator,
+            "deadline_s": cfg.deadline,
+            "backend": cfg.backend,
+        },
+        "image": {"name": cfg.image},
+        "disks": [
+            {"id": d.id, "serial": d.serial, "size_bytes": d.size, "format": d.format,
+             "preallocation": d.preallocation, "cache": d.cache, "aio": d.aio, "bus": d.bus}
+            for d in cfg.disks
+        ],
+        "filesystems": fss,
+        "suite": {"name": s.name, "profile": "custom-job" if fio_job else prof, "version": s.version,
+                  "headline": s.headline},
+        "cases": [c.to_json() for c in cases],
+    }
+
+
+def check_image_support(plan: dict[str, Any], image_name: str, supported: list[str]) -> None:
+    """Refuse, before any boot, a filesystem the image (or its kernel family) cannot make."""
+    missing = [f"{f['name']} ({f['type']})" for f in plan["filesystems"] if f["type"] not in supported]
+    if missing:
+        raise FslabError(
+            f"{plan['vm']['source']}: filesystems: image {image_name} cannot make {', '.join(missing)}; "
+            f"it makes: {', '.join(sorted(supported))}")

@@ -1,0 +1,91 @@
+"""The QEMU command line, as a pure function of the plan and the run's paths.
+
+Kept pure so that it can be printed (`fslab run --show-command`), compared with golden files in
+tests, and stored in the manifest exactly as it was run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+DEFAULT_CMDLINE = "root=LABEL=fslab-root ro console=ttyS0,115200 net.ifnames=0"
+RESULTS_PORT = "org.fslab.results"
+PROGRESS_PORT = "org.fslab.progress"
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """Every host file a VM touches, all inside the run's scratch or run directory."""
+
+    overlay: Path
+    kernel: Path
+    initrd: Path
+    seed_iso: Path
+    disks: dict[str, Path]
+    console: Path
+    results_stream: Path
+    progress: Path
+    qmp: Path
+
+    @classmethod
+    def under(cls, scratch: Path, run_dir: Path, kernel: Path, initrd: Path,
+              disks: dict[str, Path]) -> "RunPaths":
+        return cls(overlay=scratch / "root-overlay.qcow2", kernel=kernel, initrd=initrd,
+                   seed_iso=scratch / "seed.iso", disks=disks, console=run_dir / "console.log",
+                   results_stream=scratch / "results.tar", progress=run_dir / "progress.jsonl",
+                   qmp=scratch / "qmp.sock")
+
+
+def _disk_device(disk: dict[str, Any], drive_id: str) -> list[str]:
+    serial = disk["serial"]
+    if disk["bus"] == "virtio-blk":
+        return ["-device", f"virtio-blk-pci,drive={drive_id},serial={serial}"]
+    if disk["bus"] == "virtio-scsi":
+        return ["-device", f"scsi-hd,drive={drive_id},bus=scsi0.0,serial={serial}"]
+    if disk["bus"] == "nvme":
+        return ["-device", f"nvme,drive={drive_id},serial={serial}"]
+    raise ValueError(f"unknown bus {disk['bus']!r}")
+
+
+def build_argv(plan: dict[str, Any], paths: RunPaths, accel: str, cmdline: str = DEFAULT_CMDLINE) -> list[str]:
+    """The full qemu-system-x86_64 argv for one VM of `plan`.
+
+    Disks under test get exactly the plan's cache, aio and bus; the guest finds them by
+    `serial=` (stable across buses). The root disk is a qcow2 overlay on the image. The guest
+    has no NIC. Results and progress leave through two virtio-serial ports backed by files.
+    """
+    vm = plan["vm"]
+    argv = [
+        "qemu-system-x86_64",
+        "-name", f"fslab-{plan['run_id']}",
+        "-machine", "q35",
+        "-accel", accel,
+        "-cpu", "host" if accel == "kvm" else "max",
+        "-smp", str(vm["vcpus"]),
+        "-m", f"{vm['memory_mib']}M",
+        "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+        "-kernel", str(paths.kernel), "-initrd", str(paths.initrd), "-append", cmdline,
+        "-serial", f"file:{paths.console}",
+        "-nic", "none",
+        "-device", "virtio-rng-pci",
+        "-qmp", f"unix:{paths.qmp},server=on,wait=off",
+        "-drive", f"if=none,id=root,file={paths.overlay},format=qcow2,cache=writeback",
+        "-device", "virtio-blk-pci,drive=root,serial=fslab-root",
+        "-drive", f"if=none,id=seed,file={paths.seed_iso},format=raw,readonly=on",
+        "-device", "virtio-blk-pci,drive=seed,serial=fslab-seed",
+        "-device", "virtio-serial-pci,id=vser0",
+        "-chardev", f"file,id=results,path={paths.results_stream}",
+        "-device", f"virtserialport,bus=vser0.0,chardev=results,name={RESULTS_PORT}",
+        "-chardev", f"file,id=progress,path={paths.progress}",
+        "-device", f"virtserialport,bus=vser0.0,chardev=progress,name={PROGRESS_PORT}",
+    ]
+    if any(d["bus"] == "virtio-scsi" for d in plan["disks"]):
+        argv += ["-device", "virtio-scsi-pci,id=scsi0"]
+    for d in plan["disks"]:
+        drive_id = f"disk-{d['id']}"
+        argv += ["-drive", f"if=none,id={drive_id},file={paths.disks[d['id']]},format={d['format']},"
+                           f"cache={d['cache']},aio={d['aio']}"]
+        argv += _disk_device(d, drive_id)
+    return argv

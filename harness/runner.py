@@ -1,0 +1,186 @@
+"""One VM run, from a resolved plan to a run directory with results.
+
+    plan ─► verify image ─► choose accelerator ─► disks + overlay + seed ─► QEMU (deadline)
+         ─► results stream ─► raw/ + results.jsonl + manifest.json
+
+Whatever happens after the boot — success, a guest that powers off without its success marker, a
+deadline, Ctrl-C — the results that came back are collected and the manifest says what happened.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import shlex
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from . import accel as accel_mod
+from . import cloudinit, disks, images, provenance, qemu, results
+from .machine import Machine
+
+Log = Callable[[str], None]
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class Outcome:
+    run_dir: Path
+    status: str  # ok | failed | interrupted
+    reason: str
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+
+class _Progress:
+    """Follows progress.jsonl as the guest writes it; remembers when events first arrived."""
+
+    def __init__(self, path: Path, started: float, log: Log):
+        self.path, self.started, self.log = path, started, log
+        self.offset = 0
+        self.first_seen: dict[str, float] = {}
+
+    def __call__(self) -> None:
+        if not self.path.exists():
+            return
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            chunk = f.read()
+        end = chunk.rfind(b"\n")
+        if end < 0:
+            return
+        self.offset += end + 1
+        for line in chunk[: end + 1].splitlines():
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            name = ev.get("event", "?")
+            t = time.monotonic() - self.started
+            self.first_seen.setdefault(name, t)
+            where = "/".join(str(ev[k]) for k in ("fs", "case") if ev.get(k))
+            ok = "" if "ok" not in ev else (" ok" if ev["ok"] else " FAILED")
+            self.log(f"  [{t:6.0f}s] {name} {where}{ok}".rstrip())
+
+
+def prepare(plan: dict[str, Any], image: images.Image, accel: str, run_dir: Path,
+            scratch: Path) -> tuple[qemu.RunPaths, list[str]]:
+    """Paths and the QEMU argv; pure — creates nothing (so --dry-run can stop here)."""
+    disk_paths = {d["id"]: disks.disk_path(scratch, d) for d in plan["disks"]}
+    paths = qemu.RunPaths.under(scratch, run_dir, image.kernel, image.initrd, disk_paths)
+    cmdline = image.manifest.get("kernel_cmdline") or qemu.DEFAULT_CMDLINE
+    return paths, qemu.build_argv(plan, paths, accel, cmdline)
+
+
+def run(plan: dict[str, Any], image: images.Image, choice: accel_mod.Choice, results_root: Path,
+        scratch_root: Path | None = None, keep_scratch: bool = False, log: Log = _stderr) -> Outcome:
+    """Boot one VM for `plan` and bring its results home. The image was verified by the caller."""
+    run_dir = results_root / plan["run_id"]
+    scratch = (scratch_root / plan["run_id"]) if scratch_root else run_dir / "scratch"
+    paths, argv = prepare(plan, image, choice.used, run_dir, scratch)
+    disks.check_space(plan["disks"], scratch)
+    run_dir.mkdir(parents=True)
+    scratch.mkdir(parents=True, exist_ok=True)
+
+    manifest: dict[str, Any] = {
+        "fslab_run": 1,
+        "run_id": plan["run_id"],
+        "status": "running",
+        "started": _now(),
+        "plan": plan,
+        "image": {k: image.manifest.get(k) for k in ("name", "digest", "input_hash", "kernel", "os",
+                                                      "built_at", "filesystems", "kernel_cmdline")},
+        "image_dir": str(image.dir),
+        "accelerator": choice.to_json(),
+        "accel": choice.used,
+        "qemu": {"version": provenance.qemu_version(), "argv": argv, "command": shlex.join(argv)},
+        "host": provenance.host(),
+        "git": provenance.git_revision(),
+    }
+    _write_manifest(run_dir, manifest)
+    status, reason = "failed", "did not start"
+    outcome_records: list[dict[str, Any]] = []
+    try:
+        host_cmds = [disks.create(d, paths.disks[d["id"]]) for d in plan["disks"]]
+        host_cmds.append(disks.create_overlay(image.disk, paths.overlay))
+        host_cmds.append(cloudinit.write_seed(plan, scratch / "seed", paths.seed_iso))
+        manifest["host_commands"] = host_cmds
+        manifest["disks"] = {d["id"]: disks.info(paths.disks[d["id"]]) for d in plan["disks"]}
+        _write_manifest(run_dir, manifest)
+
+        log(f"fslab: booting {plan['vm']['name']} ({choice.used}, {len(plan['filesystems'])} filesystems, "
+            f"{len(plan['cases'])} cases each, deadline {plan['vm']['deadline_s']} s)")
+        t0 = time.monotonic()
+        progress = _Progress(paths.progress, t0, log)
+        with Machine(argv, paths.qmp, scratch / "qemu.stderr") as m:
+            rc = m.wait(plan["vm"]["deadline_s"], tick=progress)
+            if rc is None:
+                status, reason = "failed", f"deadline of {plan['vm']['deadline_s']} s passed; VM killed"
+                log(f"fslab: {reason}")
+            elif rc != 0:
+                status, reason = "failed", f"qemu exited with code {rc}"
+        progress()
+        wall = time.monotonic() - t0
+        manifest["timings"] = {
+            "vm_seconds": round(wall, 1),
+            "qemu_to_agent_s": _round(progress.first_seen.get("boot")),
+            "qemu_to_first_case_s": _round(progress.first_seen.get("case-start")),
+        }
+        if rc == 0:
+            status, reason = "ok", "guest reported success"
+    except KeyboardInterrupt:
+        status, reason = "interrupted", "interrupted by the user; VM killed"
+        raise
+    finally:
+        outcome_records = _collect(plan, run_dir, paths, choice.used, manifest, status, reason, log)
+        qerr = scratch / "qemu.stderr"
+        if qerr.exists() and qerr.stat().st_size:
+            (run_dir / "qemu.stderr").write_bytes(qerr.read_bytes())
+        if not keep_scratch:
+            disks.remove_scratch(scratch)
+    return Outcome(run_dir, manifest["status"], manifest["reason"], outcome_records)
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 1)
+
+
+def _collect(plan: dict[str, Any], run_dir: Path, paths: qemu.RunPaths, accel: str,
+             manifest: dict[str, Any], status: str, reason: str, log: Log) -> list[dict[str, Any]]:
+    """Everything the guest sent, whatever state it ended in; the manifest gets the verdict."""
+    collected = None
+    if paths.results_stream.exists():
+        collected = results.read_stream(paths.results_stream, run_dir)
+        if collected.truncated:
+            log("fslab: the results stream ended inside a member (guest stopped mid-write); kept the rest")
+    done = collected.done if collected else None
+    if status == "ok":
+        if done is None:
+            status, reason = "failed", "guest powered off without its success marker (DONE.json)"
+        elif done.get("status") != "ok":
+            status, reason = "failed", f"guest reported failures: {done.get('cases_ok')}/{done.get('cases')} cases ok"
+    records = results.records_for_run(run_dir, plan, accel)
+    results.write_jsonl(run_dir / "results.jsonl", records)
+    info = run_dir / "guest" / "info.json"
+    if info.exists():
+        manifest["guest"] = json.loads(info.read_text())
+    manifest.update(status=status, reason=reason, finished=_now(), done=done,
+                    records=len(records), records_ok=sum(1 for r in records if r.get("ok")))
+    _write_manifest(run_dir, manifest)
+    return records
+
+
+def _write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
+    tmp = run_dir / "manifest.json.tmp"
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
+    tmp.replace(run_dir / "manifest.json")
+

@@ -1,0 +1,51 @@
+"""Workload suites. Each suite module defines SUITE: a name, a version, its profiles and the
+cases a profile expands to. A case is a self-contained unit the guest agent can run."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+from ..errors import FslabError
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    kind: str  # "fio" (the agent knows how to run each kind)
+    params: dict[str, Any]
+    job: str  # for kind fio: the complete job file, pointed at ${FSLAB_MNT}
+    timeout_s: int
+    rep: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    version: int
+    description: str
+    profiles: dict[str, str]  # profile -> one-line description
+    expand: Callable[[str], list[Case]] = field(repr=False)
+    headline: str = "iops"
+
+    def cases(self, profile: str, src: str = "profile") -> list[Case]:
+        if profile not in self.profiles:
+            raise FslabError(f"{src}: '{profile}' is not a profile of suite {self.name}; "
+                             f"allowed: {', '.join(self.profiles)}")
+        return self.expand(profile)
+
+
+def registry() -> dict[str, Suite]:
+    from . import fio_basic
+
+    return {s.name: s for s in (fio_basic.SUITE,)}
+
+
+def get(name: str, src: str = "suite") -> Suite:
+    suites = registry()
+    if name not in suites:
+        raise FslabError(f"{src}: '{name}' is not a suite; allowed: {', '.join(sorted(suites))}")
+    return suites[name]

@@ -1,0 +1,171 @@
+"""One test for each error a user can make in a vmconfig, and the shipped examples load."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness import config
+from harness.errors import FslabError
+
+ROOT = Path(__file__).resolve().parent.parent
+GOOD = {
+    "vcpus": 2, "memory": "1GiB",
+    "disks": [{"size": "1GiB"}, {"size": "1GiB"}],
+    "filesystems": [{"name": "ext4"}, {"name": "xfs"}],
+}
+
+
+def load(tmp_path, data):
+    p = tmp_path / "vm.yaml"
+    p.write_text(yaml.safe_dump(data) if not isinstance(data, str) else data)
+    return config.load(p)
+
+
+def err(tmp_path, data) -> str:
+    with pytest.raises(FslabError) as e:
+        load(tmp_path, data)
+    msg = str(e.value)
+    assert "\n" not in msg and str(tmp_path / "vm.yaml") in msg
+    return msg
+
+
+def with_(**changes):
+    d = {k: (list(v) if isinstance(v, list) else v) for k, v in GOOD.items()}
+    d.update(changes)
+    return d
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "vmconfigs").glob("*.yaml")))
+def test_shipped_vmconfigs_load(name):
+    cfg = config.load(ROOT / "vmconfigs" / name)
+    assert cfg.filesystems and len(cfg.disks) >= len(cfg.filesystems)
+
+
+def test_seed000_is_the_study_vm():
+    cfg = config.load(ROOT / "vmconfigs" / "seed000.yaml")
+    assert (cfg.vcpus, cfg.memory) == (2, 8 * 1024**3)
+    assert [d.size for d in cfg.disks] == [8 * 1024**3] * 4
+    assert all(d.preallocation in ("falloc", "full") for d in cfg.disks)
+    assert [f.type for f in cfg.filesystems] == ["ext3", "ext4", "xfs", "jfs"]
+
+
+def test_defaults_and_names(tmp_path):
+    cfg = load(tmp_path, GOOD)
+    assert cfg.name == "vm" and cfg.accelerator == "auto" and cfg.deadline == 1800
+    assert [d.id for d in cfg.disks] == ["d0", "d1"] and cfg.disks[0].serial == "fslab-d0"
+    assert [f.disks for f in cfg.filesystems] == [("d0",), ("d1",)]
+
+
+def test_unknown_top_key(tmp_path):
+    m = err(tmp_path, with_(vcpu=2))
+    assert "vcpu: unknown key; allowed: name, description, vcpus" in m
+
+
+def test_unknown_disk_key(tmp_path):
+    m = err(tmp_path, with_(disks=[{"size": "1GiB", "cahce": "none"}]))
+    assert "disks[0].cahce: unknown key; allowed: id, size, format, preallocation, cache, aio, bus" in m
+
+
+@pytest.mark.parametrize("key,value,allowed", [
+    ("cache", "wb", "none, writeback, writethrough, directsync, unsafe"),
+    ("aio", "posix", "threads, native, io_uring"),
+    ("bus", "ide", "virtio-blk, virtio-scsi, nvme"),
+    ("format", "vmdk", "raw, qcow2"),
+    ("preallocation", "yes", "off, metadata, falloc, full"),
+])
+def test_bad_disk_choice(tmp_path, key, value, allowed):
+    m = err(tmp_path, with_(disks=[{"size": "1GiB", key: value}, {"size": "1GiB"}]))
+    assert f"disks[0].{key}: '{value}' is not allowed; allowed: {allowed}" in m
+
+
+def test_bad_accelerator(tmp_path):
+    assert "accelerator: 'hvf' is not allowed; allowed: auto, kvm, tcg" in err(tmp_path, with_(accelerator="hvf"))
+
+
+def test_bad_vcpus(tmp_path):
+    assert "vcpus: 0 is not allowed; allowed: a whole number from 1 to 256" in err(tmp_path, with_(vcpus=0))
+
+
+def test_bad_size(tmp_path):
+    m = err(tmp_path, with_(memory="lots"))
+    assert "memory: 'lots' is not allowed; allowed: a size" in m
+
+
+def test_bad_deadline(tmp_path):
+    assert "deadline: '5 fortnights' is not allowed" in err(tmp_path, with_(deadline="5 fortnights"))
+
+
+def test_missing_disk_size(tmp_path):
+    assert "disks[1].size: required key is missing" in err(tmp_path, with_(disks=[{"size": "1G"}, {}]))
+
+
+def test_missing_disks(tmp_path):
+    d = with_()
+    del d["disks"]
+    assert "disks: required key is missing" in err(tmp_path, d)
+
+
+def test_unknown_filesystem(tmp_path):
+    m = err(tmp_path, with_(filesystems=[{"name": "ntfs"}]))
+    assert "filesystems[0].type: 'ntfs' is not a known filesystem; allowed: btrfs, ext2" in m
+
+
+def test_filesystem_on_missing_disk(tmp_path):
+    m = err(tmp_path, with_(filesystems=[{"name": "ext4", "disk": "d7"}]))
+    assert "filesystems[0].disk: 'd7' is not a disk; allowed: d0, d1" in m
+
+
+def test_two_filesystems_one_disk(tmp_path):
+    m = err(tmp_path, with_(filesystems=[{"name": "ext4", "disk": "d0"}, {"name": "xfs", "disk": "d0"}]))
+    assert "filesystems[1].disk: 'd0' is already used by 'ext4'" in m
+
+
+def test_more_filesystems_than_disks(tmp_path):
+    m = err(tmp_path, with_(filesystems=[{"name": "ext4"}, {"name": "xfs"}, {"name": "jfs"}]))
+    assert "filesystems[2].disk: no disk left for 'jfs'" in m
+
+
+def test_duplicate_variant_name(tmp_path):
+    m = err(tmp_path, with_(filesystems=[{"name": "ext4"}, {"name": "ext4"}]))
+    assert "filesystems[1].name: 'ext4' is used twice" in m
+
+
+def test_disk_too_small_for_filesystem(tmp_path):
+    m = err(tmp_path, with_(disks=[{"size": "100MiB"}], filesystems=[{"name": "xfs"}]))
+    assert "xfs needs a disk of at least 300MiB; disk 'd0' has 100MiB" in m
+
+
+def test_native_aio_needs_direct_cache(tmp_path):
+    m = err(tmp_path, with_(disks=[{"size": "1G", "cache": "writeback", "aio": "native"}, {"size": "1G"}]))
+    assert "disks[0].aio: 'native' needs cache none or directsync" in m
+
+
+def test_metadata_preallocation_needs_qcow2(tmp_path):
+    m = err(tmp_path, with_(disks=[{"size": "1G", "preallocation": "metadata"}, {"size": "1G"}]))
+    assert "disks[0].preallocation: 'metadata' needs format qcow2" in m
+
+
+def test_duplicate_disk_id(tmp_path):
+    m = err(tmp_path, with_(disks=[{"id": "a", "size": "1G"}, {"id": "a", "size": "1G"}]))
+    assert "disks[1].id: 'a' is used twice" in m
+
+
+def test_not_yaml(tmp_path):
+    assert "line 2: not valid YAML" in err(tmp_path, "vcpus: [2\n")
+
+
+def test_not_a_mapping(tmp_path):
+    assert "top level: expected a mapping of keys" in err(tmp_path, "- 1\n- 2\n")
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(FslabError, match="no such vmconfig file"):
+        config.load(tmp_path / "absent.yaml")
+
+
+def test_mkfs_options_string_or_list(tmp_path):
+    cfg = load(tmp_path, with_(filesystems=[{"name": "ext4", "mkfs_options": "-b 4096 -O ^has_journal"},
+                                            {"name": "xfs", "mkfs_options": ["-b", "size=4096"]}]))
+    assert cfg.filesystems[0].mkfs_options == ("-b", "4096", "-O", "^has_journal")
+    assert cfg.filesystems[1].mkfs_options == ("-b", "size=4096")
