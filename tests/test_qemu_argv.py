@@ -1,0 +1,71 @@
+"""Golden files for the QEMU command line of each example vmconfig.
+
+Set FSLAB_UPDATE_GOLDEN=1 to rewrite them after an intended change, then review the diff.
+"""
+
+import os
+import shlex
+from pathlib import Path
+
+import pytest
+
+from harness import config, plan, qemu
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = Path(__file__).resolve().parent / "golden"
+CONFIGS = sorted(p.stem for p in (ROOT / "vmconfigs").glob("*.yaml"))
+
+
+def argv_for(name: str, accel: str = "tcg") -> list[str]:
+    cfg = config.load(ROOT / "vmconfigs" / f"{name}.yaml")
+    p = plan.resolve(cfg, run_id="RUNID")
+    scratch, run_dir = Path("/scratch"), Path("/results/RUNID")
+    disks = {d["id"]: scratch / f"{d['id']}.{d['format']}" for d in p["disks"]}
+    paths = qemu.RunPaths.under(scratch, run_dir, Path("/img/vmlinuz"), Path("/img/initrd.img"), disks)
+    return qemu.build_argv(p, paths, accel)
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_argv_matches_golden(name):
+    text = "\n".join(shlex.quote(a) for a in argv_for(name)) + "\n"
+    golden = GOLDEN / f"{name}.argv"
+    if os.environ.get("FSLAB_UPDATE_GOLDEN"):
+        golden.write_text(text)
+    assert golden.exists(), f"no golden file {golden}; run with FSLAB_UPDATE_GOLDEN=1"
+    assert text == golden.read_text()
+
+
+def test_disks_get_exactly_the_requested_modes():
+    argv = argv_for("smoke")
+    drives = [argv[i + 1] for i, a in enumerate(argv) if a == "-drive" and "id=disk-" in argv[i + 1]]
+    assert drives == [
+        "if=none,id=disk-d0,file=/scratch/d0.raw,format=raw,cache=none,aio=native",
+        "if=none,id=disk-d1,file=/scratch/d1.qcow2,format=qcow2,cache=writeback,aio=threads",
+    ]
+    assert "virtio-blk-pci,drive=disk-d0,serial=fslab-d0" in argv
+    assert "scsi-hd,drive=disk-d1,bus=scsi0.0,serial=fslab-d1" in argv
+    assert "virtio-scsi-pci,id=scsi0" in argv
+
+
+def test_guest_has_no_network_and_boots_an_overlay():
+    argv = argv_for("default")
+    assert argv[argv.index("-nic") + 1] == "none"
+    assert "-nodefaults" in argv
+    root = [a for a in argv if a.startswith("if=none,id=root,")]
+    assert root == ["if=none,id=root,file=/scratch/root-overlay.qcow2,format=qcow2,cache=writeback"]
+
+
+def test_kvm_uses_host_cpu_and_tcg_does_not():
+    kvm, tcg = argv_for("smoke", "kvm"), argv_for("smoke", "tcg")
+    assert kvm[kvm.index("-accel") + 1] == "kvm" and kvm[kvm.index("-cpu") + 1] == "host"
+    assert tcg[tcg.index("-accel") + 1] == "tcg" and tcg[tcg.index("-cpu") + 1] == "max"
+
+
+def test_nvme_bus():
+    p = {"run_id": "R", "vm": {"vcpus": 1, "memory_mib": 512},
+         "disks": [{"id": "d0", "serial": "fslab-d0", "bus": "nvme", "format": "raw", "cache": "none",
+                    "aio": "io_uring"}]}
+    paths = qemu.RunPaths.under(Path("/s"), Path("/r"), Path("/k"), Path("/i"), {"d0": Path("/s/d0.raw")})
+    argv = qemu.build_argv(p, paths, "tcg")
+    assert "nvme,drive=disk-d0,serial=fslab-d0" in argv
+    assert "if=none,id=disk-d0,file=/s/d0.raw,format=raw,cache=none,aio=io_uring" in argv

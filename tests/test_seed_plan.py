@@ -1,0 +1,118 @@
+"""The plan the guest gets, the NoCloud seed that carries it, the fio job rewriting, disks."""
+
+import base64
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from harness import cloudinit, config, disks, fiojob, plan
+from harness.errors import FslabError
+from harness.suites import get as get_suite
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def smoke_plan(**kw):
+    return plan.resolve(config.load(ROOT / "vmconfigs" / "smoke.yaml"), run_id="R1", **kw)
+
+
+def test_plan_is_fully_resolved():
+    p = smoke_plan()
+    assert p["suite"] == {"name": "fio-basic", "profile": "smoke", "version": 1, "headline": "iops"}
+    assert [f["name"] for f in p["filesystems"]] == ["ext4", "xfs"]
+    ext4 = p["filesystems"][0]
+    assert ext4["mkfs"] == ["mkfs.ext4", "-F", "-q", "{dev}"] and ext4["mount_options"] == "noatime,commit=30"
+    assert ext4["geometry"][0] == ["dumpe2fs", "-h", "{dev}"]
+    (case,) = p["cases"]
+    assert case["kind"] == "fio" and case["params"]["runtime"] == 5
+    assert "directory=${FSLAB_MNT}" in case["job"] and "rw=randrw" in case["job"]
+    json.dumps(p)  # JSON all the way down
+
+
+def test_plan_overrides_and_bad_profile():
+    assert smoke_plan(profile="default")["suite"]["profile"] == "default"
+    vm = smoke_plan(accelerator="tcg", deadline=60)["vm"]
+    assert (vm["accelerator"], vm["deadline_s"]) == ("tcg", 60)
+    with pytest.raises(FslabError, match="'huge' is not a profile of suite fio-basic; allowed: default, smoke"):
+        smoke_plan(profile="huge")
+    with pytest.raises(FslabError, match="'nope' is not a suite; allowed: fio-basic"):
+        smoke_plan(suite="nope")
+
+
+def test_fio_basic_profiles_have_the_same_shape():
+    s = get_suite("fio-basic")
+    assert [c.id for c in s.cases("smoke")] == ["randrw-4k"]
+    assert len(s.cases("default")) == 4
+    assert all(c.params["direct"] == 1 for c in s.cases("default"))
+
+
+def test_user_fio_job_is_pointed_at_the_mount(tmp_path):
+    job = tmp_path / "mine.fio"
+    job.write_text("[global]\ndirectory=/data\nbs=8k\n[a]\nrw=randread\nfilename=/dev/vdb\nsize=16m\n")
+    p = smoke_plan(fio_job=str(job))
+    (case,) = p["cases"]
+    assert case["id"] == "mine" and p["suite"]["profile"] == "custom-job"
+    assert "/data" not in case["job"] and "/dev/" not in case["job"]
+    assert "directory=${FSLAB_MNT}" in case["job"] and "filename=vdb" in case["job"]
+
+
+def test_user_fio_job_errors(tmp_path):
+    empty = tmp_path / "g.fio"
+    empty.write_text("[global]\nbs=4k\n")
+    with pytest.raises(FslabError, match="g.fio: the fio job file has no job section"):
+        fiojob.load_user_job(str(empty))
+    with pytest.raises(FslabError, match="cannot read fio job file"):
+        fiojob.load_user_job(str(tmp_path / "absent.fio"))
+
+
+def test_rewritten_job_is_valid_for_fio(tmp_path):
+    """fio itself parses the rewritten job and expands ${FSLAB_MNT} (real fio, null engine)."""
+    if shutil.which("fio") is None:
+        pytest.skip("fio not installed on the host")
+    text = fiojob.point_at_mount("[j]\nioengine=null\nrw=read\nsize=1m\nfilename=/x/y\n", "j.fio")
+    (tmp_path / "j.fio").write_text(text)
+    cp = subprocess.run(["fio", "--parse-only", str(tmp_path / "j.fio")], env={"FSLAB_MNT": str(tmp_path)},
+                        capture_output=True, text=True)
+    assert cp.returncode == 0, cp.stderr
+
+
+def test_user_data_carries_the_plan():
+    p = smoke_plan()
+    ud = cloudinit.user_data(p)
+    assert ud.startswith("#cloud-config\n")
+    doc = yaml.safe_load(ud)
+    (wf,) = doc["write_files"]
+    assert wf["path"] == "/run/fslab/plan.json"
+    assert json.loads(base64.b64decode(wf["content"])) == p
+    assert doc["runcmd"] == [["/usr/local/bin/fslab-guest", "run", "/run/fslab/plan.json"]]
+
+
+def test_seed_iso_is_labelled_cidata(tmp_path):
+    cloudinit.write_seed(smoke_plan(), tmp_path / "seed", tmp_path / "seed.iso")
+    out = subprocess.run(["isoinfo", "-d", "-i", str(tmp_path / "seed.iso")], capture_output=True, text=True).stdout
+    assert "Volume id: cidata" in out
+    listing = subprocess.run(["isoinfo", "-J", "-f", "-i", str(tmp_path / "seed.iso")],
+                             capture_output=True, text=True).stdout.split()
+    assert sorted(listing) == ["/meta-data", "/user-data"]
+
+
+def test_disks_are_created_with_the_requested_preallocation(tmp_path):
+    falloc = {"id": "a", "size_bytes": 64 * 1024**2, "format": "raw", "preallocation": "falloc"}
+    off = {"id": "b", "size_bytes": 64 * 1024**2, "format": "qcow2", "preallocation": "off"}
+    for d in (falloc, off):
+        argv = disks.create(d, disks.disk_path(tmp_path, d))
+        assert f"preallocation={d['preallocation']}" in argv
+    a = disks.info(tmp_path / "a.raw")
+    b = disks.info(tmp_path / "b.qcow2")
+    assert a["virtual-size"] == 64 * 1024**2 and a["actual-size"] >= 64 * 1024**2
+    assert b["format"] == "qcow2" and b["actual-size"] < 4 * 1024**2
+
+
+def test_not_enough_space_is_one_clear_error(tmp_path):
+    huge = {"id": "d0", "size_bytes": 1 << 60, "format": "raw", "preallocation": "full"}
+    with pytest.raises(FslabError, match=r"not enough free space in .* for the run's disks: need .*GiB \(d0 1048576TiB full"):
+        disks.check_space([huge], tmp_path / "not" / "yet")
