@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Install what fslab needs on a Debian 12 machine, idempotently, then make .venv with fslab and just.
+# Run as root (or with sudo available). Safe to run again: it installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+APT_PACKAGES=(
+  qemu-system-x86 qemu-utils      # the VMs and their disks
+  mmdebstrap packer               # the image: offline base from Debian's archive, then Packer
+  genisoimage xorriso             # NoCloud seed ISOs (ours and Packer's cd_files)
+  openssh-client                  # ssh-keygen for the Packer build's throwaway key
+  e2fsprogs                       # mkfs.ext4 -d makes the root filesystem image
+  fio                             # host-side tests turn real fio JSON into records
+  python3-venv python3-pip
+  shellcheck                      # lint of the shell scripts
+  git
+)
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "bootstrap: installing ${missing[*]}" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+stamp=.venv/.fslab-installed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -e '.[test]' rust-just
+  touch "$stamp"
+fi
+echo "bootstrap: ready (.venv/bin/fslab, .venv/bin/just)" >&2

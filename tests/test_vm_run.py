@@ -1,0 +1,127 @@
+"""VM tests: real guests booted from the real image (TCG where KVM does not work).
+
+Boots are expensive under TCG (about a minute each), so each test here is one boot that checks
+many things at once. The image is built once per session, or reused from the image store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import accel, images
+
+pytestmark = pytest.mark.vm
+ROOT = Path(__file__).resolve().parent.parent
+FSLAB = [sys.executable, "-m", "harness.cli"]
+
+
+@pytest.fixture(scope="session")
+def image() -> images.Image:
+    return images.build("debian-12", accelerator="auto")
+
+
+def fslab(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*FSLAB, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+
+
+def read_records(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
+
+
+def no_qemu_left(run_id: str) -> bool:
+    return subprocess.run(["pgrep", "-f", f"fslab-{run_id}"], capture_output=True).returncode != 0
+
+
+def test_probe_boots_the_image_kernel_under_tcg(image):
+    ok, seen, seconds = accel.probe("tcg", image.kernel)
+    assert ok, seen
+    choice = accel.choose("auto", image.kernel)
+    assert choice.used in ("kvm", "tcg")
+    if choice.used == "tcg":
+        assert "KVM probe failed" in choice.reason and "do not describe real hardware" in choice.warning
+
+
+def test_smoke_run_end_to_end(image, tmp_path):
+    """One boot: ext4 and xfs, one 5 s fio case each, everything that comes back is checked."""
+    cp = fslab("run", "vmconfigs/smoke.yaml", "--results-dir", str(tmp_path))
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    run_dir = Path(cp.stdout.strip().splitlines()[-1])
+    assert run_dir.parent == tmp_path and run_dir.is_dir()
+    for name in ("manifest.json", "results.jsonl", "console.log", "raw"):
+        assert (run_dir / name).exists(), name
+    assert not (run_dir / "scratch").exists()  # disks and overlay are removed after the run
+
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "ok" and manifest["done"]["status"] == "ok"
+    assert manifest["image"]["digest"] == image.digest
+    assert manifest["accel"] in ("kvm", "tcg") and manifest["qemu"]["argv"][0] == "qemu-system-x86_64"
+    if manifest["accel"] == "tcg":
+        assert "WARNING: accelerator: TCG" in cp.stderr and "do not describe real hardware" in cp.stdout
+    assert manifest["guest"]["kernel"] == image.manifest["kernel"]
+    assert "fio-" in manifest["guest"]["fio"]
+    assert manifest["host"]["kernel"] and manifest["git"]["revision"]
+    assert manifest["timings"]["qemu_to_agent_s"] > 0
+    assert manifest["disks"]["d0"]["actual-size"] >= 1024**3  # falloc really allocated
+
+    recs = read_records(run_dir)
+    iops = {r["fs"]: r["value"] for r in recs if r["metric"] == "iops"}
+    assert set(iops) == {"ext4", "xfs"} and all(v > 0 for v in iops.values()), iops
+    assert all(r["ok"] and r["accel"] == manifest["accel"] and r["suite"] == "fio-basic" for r in recs)
+    assert {r["case"] for r in recs} == {"randrw-4k"}
+
+    for fs, opts in (("ext4", "noatime,commit=30"), ("xfs", "noatime,logbufs=8")):
+        info = json.loads((run_dir / "raw" / fs / "fs.json").read_text())
+        dev, mnt, fstype, mounted, *_ = info["mount_line"].split()
+        assert fstype == fs and mnt == f"/mnt/fslab/{fs}"
+        assert set(opts.split(",")) <= set(mounted.split(",")), info["mount_line"]
+        fio = json.loads((run_dir / "raw" / fs / "randrw-4k" / "fio.json").read_text())
+        assert fio["jobs"][0]["read"]["io_bytes"] > 0
+    assert "Filesystem volume name" in (run_dir / "raw" / "ext4" / "geometry.txt").read_text()
+    assert no_qemu_left(manifest["run_id"])
+    images.verify(image)  # the run left the image untouched
+
+
+def test_hung_guest_is_killed_at_its_deadline(image, tmp_path):
+    """A case that never ends: the VM is killed at the deadline and what came back is kept."""
+    job = tmp_path / "forever.fio"
+    job.write_text("[forever]\nrw=randread\nbs=4k\nsize=16m\ntime_based\nruntime=3600\nioengine=psync\n")
+    cp = fslab("run", "vmconfigs/smoke.yaml", "--accel", "tcg", "--fio-job", str(job), "--deadline", "200s",
+               "--results-dir", str(tmp_path / "runs"))
+    assert cp.returncode == 1, cp.stdout + cp.stderr
+    run_dir = Path(cp.stdout.strip().splitlines()[-1])
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["status"] == "failed" and "deadline of 200 s passed" in manifest["reason"]
+    assert manifest["timings"]["vm_seconds"] < 200 + 30
+    # Partial results: what the guest sent before the hang is kept.
+    assert (run_dir / "guest" / "info.json").exists()
+    assert json.loads((run_dir / "raw" / "ext4" / "fs.json").read_text())["ok"] is True
+    assert (run_dir / "console.log").stat().st_size > 0
+    # Every case has a record, none pretends to be ok.
+    recs = read_records(run_dir)
+    assert {(r["fs"], r["case"]) for r in recs} == {("ext4", "forever"), ("xfs", "forever")}
+    assert not any(r["ok"] for r in recs) and all(r["error"] for r in recs)
+    assert no_qemu_left(manifest["run_id"])
+
+
+def test_tampered_image_is_refused(image, tmp_path):
+    """A copy of the image with one byte changed is refused before anything boots."""
+    copy = tmp_path / "image"
+    copy.mkdir()
+    for name in ("vmlinuz", "initrd.img", "manifest.json"):
+        os.symlink(image.dir / name, copy / name)
+    subprocess.run(["cp", "--sparse=always", str(image.disk), str(copy / "disk.qcow2")], check=True)
+    with open(copy / "disk.qcow2", "ab") as f:
+        f.write(b"\0")
+    cp = fslab("run", "vmconfigs/smoke.yaml", "--image-dir", str(copy), "--results-dir", str(tmp_path / "runs"))
+    assert cp.returncode == 2
+    (line,) = cp.stderr.strip().splitlines()
+    assert line.startswith("fslab: error:") and "disk.qcow2" in line and "Traceback" not in cp.stderr
+    assert not (tmp_path / "runs").exists()
+    shutil.rmtree(copy)
