@@ -39,9 +39,9 @@ class Suite:
 
 
 def registry() -> dict[str, Suite]:
-    from . import fio_basic
+    from . import fio_basic, fio_matrix
 
-    return {s.name: s for s in (fio_basic.SUITE,)}
+    return {s.name: s for s in (fio_basic.SUITE, fio_matrix.SUITE)}
 
 
 def get(name: str, src: str = "suite") -> Suite:
