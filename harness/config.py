@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import yaml
 
-from . import filesystems
+from . import filesystems, layouts, variants
 from .errors import FslabError
 from .units import parse_duration, parse_size
 
@@ -45,8 +45,10 @@ class Disk:
 @dataclass(frozen=True)
 class Filesystem:
     name: str
-    type: str
+    type: str  # catalog filesystem (a variant is resolved to its base here)
+    variant: str | None  # the catalog variant it came from, if any
     disks: tuple[str, ...]
+    layout: str | None  # None for filesystems without a disk (tmpfs)
     mkfs_options: tuple[str, ...]
     mount_options: str
 
@@ -135,11 +137,23 @@ def _mount_options(v: Any) -> str:
     return s
 
 
+def _known_types() -> list[str]:
+    return filesystems.names() + sorted(variants.VARIANTS)
+
+
 def _fstype(v: Any) -> str:
     s = _text(v)
-    if s not in filesystems.CATALOG:
-        raise _Bad(f"{v!r} is not a known filesystem; allowed: {', '.join(filesystems.names())}")
+    if s not in filesystems.CATALOG and s not in variants.VARIANTS:
+        raise _Bad(f"{v!r} is not a known filesystem or variant; allowed: {', '.join(_known_types())}")
     return s
+
+
+def _disk_list(v: Any) -> tuple[str, ...]:
+    if isinstance(v, str):
+        v = [v]
+    if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
+        raise _Bad(f"{v!r} is not allowed; allowed: a list of disk ids")
+    return tuple(v)
 
 
 _REQUIRED = object()
@@ -170,8 +184,10 @@ DISK_KEYS: dict[str, tuple[Callable[[Any], Any], Any, str]] = {
 }
 FS_KEYS: dict[str, tuple[Callable[[Any], Any], Any, str]] = {
     "name": (_name, _REQUIRED, "variant name used in results (e.g. ext4-noatime)"),
-    "type": (_fstype, None, "catalog filesystem (default: the name)"),
-    "disk": (_name, None, "disk id this filesystem is made on"),
+    "type": (_fstype, None, "catalog filesystem or variant (default: the name)"),
+    "disk": (_name, None, "disk id this filesystem is made on (default: the next unused disk)"),
+    "disks": (_disk_list, None, "several disk ids, for a multi-disk layout"),
+    "layout": (_choice(tuple(layouts.LAYOUTS)), None, "how several disks are combined"),
     "mkfs_options": (_argv, (), "extra mkfs arguments"),
     "mount_options": (_mount_options, "", "mount -o options"),
 }
@@ -228,31 +244,7 @@ def parse(data: Any, src: str) -> VMConfig:
     fss: list[Filesystem] = []
     used: dict[str, str] = {}
     for i, fdata in enumerate(top["filesystems"]):
-        f = _fields(src, f"filesystems[{i}]", fdata, FS_KEYS)
-        fstype = f["type"] or f["name"]
-        if fstype not in filesystems.CATALOG:
-            raise FslabError(f"{src}: filesystems[{i}].type: '{fstype}' is not a known filesystem; "
-                             f"allowed: {', '.join(filesystems.names())}")
-        disk_id = f["disk"] or (disks[i].id if i < len(disks) else None)
-        if disk_id is None:
-            raise FslabError(f"{src}: filesystems[{i}].disk: no disk left for '{f['name']}'; "
-                             f"add a disk or name one")
-        if disk_id not in {d.id for d in disks}:
-            raise FslabError(f"{src}: filesystems[{i}].disk: '{disk_id}' is not a disk; "
-                             f"allowed: {', '.join(d.id for d in disks)}")
-        if disk_id in used:
-            raise FslabError(f"{src}: filesystems[{i}].disk: '{disk_id}' is already used by "
-                             f"'{used[disk_id]}'; each filesystem needs its own disk")
-        if f["name"] in {x.name for x in fss}:
-            raise FslabError(f"{src}: filesystems[{i}].name: '{f['name']}' is used twice")
-        size = next(d.size for d in disks if d.id == disk_id)
-        fsdef = filesystems.CATALOG[fstype]
-        if size < fsdef.min_size:
-            raise FslabError(f"{src}: filesystems[{i}]: {fstype} needs a disk of at least "
-                             f"{fsdef.min_size // 1024**2}MiB; disk '{disk_id}' has {size // 1024**2}MiB")
-        used[disk_id] = f["name"]
-        fss.append(Filesystem(name=f["name"], type=fstype, disks=(disk_id,),
-                              mkfs_options=f["mkfs_options"], mount_options=f["mount_options"]))
+        fss.append(_filesystem(src, i, fdata, disks, used, fss))
 
     return VMConfig(
         name=top["name"] or Path(src).stem, description=top["description"], vcpus=top["vcpus"],
@@ -260,6 +252,63 @@ def parse(data: Any, src: str) -> VMConfig:
         image=top["image"], deadline=top["deadline"], suite=top["suite"], profile=top["profile"],
         disks=tuple(disks), filesystems=tuple(fss), source=src,
     )
+
+
+def _filesystem(src: str, i: int, fdata: Any, disks: list[Disk], used: dict[str, str],
+                fss: list[Filesystem]) -> Filesystem:
+    """One filesystem entry: variant resolved, disks assigned and checked against its layout."""
+    where = f"filesystems[{i}]"
+    f = _fields(src, where, fdata, FS_KEYS)
+    name = f["name"]
+    if name in {x.name for x in fss}:
+        raise FslabError(f"{src}: {where}.name: '{name}' is used twice")
+    tname = f["type"] or name
+    if tname not in filesystems.CATALOG and tname not in variants.VARIANTS:
+        raise FslabError(f"{src}: {where}.type: '{tname}' is not a known filesystem or variant; "
+                         f"allowed: {', '.join(_known_types())}")
+    var = variants.VARIANTS.get(tname)
+    fstype = var.base if var else tname
+    fsdef = filesystems.CATALOG[fstype]
+    mkfs = (var.mkfs_options if var else ()) + f["mkfs_options"]
+    mount = ",".join(x for x in ((var.mount_options if var else ""), f["mount_options"]) if x)
+    if f["disk"] and f["disks"]:
+        raise FslabError(f"{src}: {where}: give either disk or disks, not both")
+    if not fsdef.needs_disk:
+        if f["disk"] or f["disks"] or f["layout"]:
+            raise FslabError(f"{src}: {where}: {fstype} lives in RAM and takes no disk or layout")
+        return Filesystem(name, fstype, var.name if var else None, (), None, mkfs, mount)
+
+    ids = f["disks"] or ((f["disk"],) if f["disk"] else ())
+    if not ids:
+        free = [d.id for d in disks if d.id not in used]
+        if not free:
+            raise FslabError(f"{src}: {where}.disk: no disk left for '{name}'; add a disk or name one")
+        ids = (free[0],)
+    by_id = {d.id: d for d in disks}
+    for d in ids:
+        if d not in by_id:
+            raise FslabError(f"{src}: {where}.disk: '{d}' is not a disk; allowed: {', '.join(by_id)}")
+        if d in used:
+            raise FslabError(f"{src}: {where}.disk: '{d}' is already used by '{used[d]}'; "
+                             f"each filesystem needs its own disk")
+    layout_name = f["layout"] or ("zfs-single" if fstype == "zfs" else "single")
+    lay = layouts.LAYOUTS[layout_name]
+    if lay.fs_types and fstype not in lay.fs_types:
+        raise FslabError(f"{src}: {where}.layout: '{layout_name}' is for {', '.join(lay.fs_types)}, "
+                         f"not {fstype}")
+    if fstype == "zfs" and not layout_name.startswith("zfs-"):
+        raise FslabError(f"{src}: {where}.layout: zfs makes its own pool; allowed: zfs-single, zfs-stripe, "
+                         f"zfs-mirror")
+    if not lay.min_disks <= len(ids) <= lay.max_disks:
+        raise FslabError(f"{src}: {where}.disks: layout '{layout_name}' needs {lay.min_disks} to "
+                         f"{lay.max_disks} disks, got {len(ids)}")
+    size = min(by_id[d].size for d in ids)
+    if size < fsdef.min_size:
+        raise FslabError(f"{src}: {where}: {fstype} needs a disk of at least "
+                         f"{fsdef.min_size // 1024**2}MiB; disk '{ids[0]}' has {size // 1024**2}MiB")
+    for d in ids:
+        used[d] = name
+    return Filesystem(name, fstype, var.name if var else None, tuple(ids), layout_name, mkfs, mount)
 
 
 def load(path: str | Path) -> VMConfig:

@@ -22,6 +22,8 @@ class FsType:
     default_mount_options: str = ""
     min_size: int = 64 * 1024**2
     description: str = ""
+    needs_disk: bool = True  # tmpfs lives in RAM
+    image: str = "debian-12"  # the smallest image that can make it (zfs needs debian-12-zfs)
     notes: tuple[str, ...] = field(default=())
 
     def mkfs_argv(self, options: list[str]) -> list[str]:
@@ -105,6 +107,24 @@ CATALOG: dict[str, FsType] = {
         ),
     )
 }
+
+
+ZFS = FsType(
+    name="zfs", fstype="zfs",
+    mkfs=(),  # a pool is made by the layout's `zpool create`; there is no mkfs
+    geometry=(("zpool", "status", "-v", "fslab-{name}"), ("zpool", "get", "all", "fslab-{name}"),
+              ("zfs", "get", "-s", "local,default", "all", "fslab-{name}"), _STATFS),
+    package="zfsutils-linux", module="zfs", min_size=128 * 1024**2,
+    description="OpenZFS (contrib zfs-dkms, built natively for the image kernel)",
+    image="debian-12-zfs",
+)
+TMPFS = FsType(
+    name="tmpfs", fstype="tmpfs", mkfs=(), geometry=(_STATFS,), package="", module="",
+    default_mount_options="size=50%", min_size=0, needs_disk=False,
+    description="RAM-backed baseline: the 'absolute zero' of study S5 (no disk)",
+)
+CATALOG[ZFS.name] = ZFS
+CATALOG[TMPFS.name] = TMPFS
 
 
 def get(name: str) -> FsType:

@@ -28,13 +28,11 @@ def render(sections: dict[str, dict[str, object]]) -> str:
     time_based
     <BLANKLINE>
     """
-    out = []
+    blocks = []
     for name, opts in sections.items():
-        out.append(f"[{name}]")
-        for k, v in opts.items():
-            out.append(k if v is None else f"{k}={v}")
-        out.append("")
-    return "\n".join(out) + "\n" if out else ""
+        lines = [f"[{name}]"] + [k if v is None else f"{k}={v}" for k, v in opts.items()]
+        blocks.append("\n".join(lines) + "\n")
+    return "\n".join(blocks)
 
 
 def point_at_mount(text: str, src: str) -> str:

@@ -12,8 +12,8 @@ import secrets
 from dataclasses import replace
 from typing import Any
 
-from . import filesystems, suites
-from .config import VMConfig
+from . import filesystems, layouts, suites
+from .config import Filesystem, VMConfig
 from .errors import FslabError
 from .fiojob import load_user_job
 from .suites import Case
@@ -25,6 +25,54 @@ def new_run_id(name: str, now: _dt.datetime | None = None) -> str:
     """A sortable, unique run id: 20261122-080000-default-ab12."""
     now = now or _dt.datetime.now(_dt.timezone.utc)
     return f"{now:%Y%m%d-%H%M%S}-{name}-{secrets.token_hex(2)}"
+
+
+def _fill_opts(argv: tuple[str, ...], opts: list[str]) -> list[str]:
+    out: list[str] = []
+    for a in argv:
+        out.extend(opts if a == "{opts}" else [a])
+    return out
+
+
+def render_filesystem(f: Filesystem) -> dict[str, Any]:
+    """Everything the agent needs to make, mount, describe and tear down one filesystem.
+
+    >>> from harness.config import Filesystem
+    >>> e = render_filesystem(Filesystem("r1", "xfs", None, ("d0", "d1"), "md-raid1", (), "noatime"))
+    >>> e["setup"][0][:3], e["device"], e["mkfs"][-1], e["teardown"][0]
+    (['mdadm', '--create', '/dev/md/fslab-{name}'], '/dev/md/fslab-{name}', '{dev}', ['mdadm', '--stop', '/dev/md/fslab-{name}'])
+    """
+    d = filesystems.get(f.type)
+    lay = layouts.LAYOUTS[f.layout] if f.layout else None
+    opts = list(f.mkfs_options)
+    if f.type == "zfs":
+        mkfs: list[str] = []
+        setup = [_fill_opts(a, opts) for a in lay.setup] if lay else []
+    else:
+        mkfs = d.mkfs_argv(list(lay.mkfs_extra if lay else ()) + opts)
+        if lay and lay.name.startswith("btrfs-"):
+            mkfs = ["{devs}" if a == "{dev}" else a for a in mkfs]  # one filesystem over every disk
+        setup = [list(a) for a in lay.setup] if lay else []
+    zfs_pool = lay.device if (lay and f.type == "zfs") else None
+    return {
+        "name": f.name,
+        "type": f.type,
+        "variant": f.variant,
+        "fstype": d.fstype,
+        "disks": list(f.disks),
+        "layout": f.layout,
+        "setup": setup,
+        "device": lay.device if lay else "tmpfs",
+        "mkfs": mkfs,
+        # ZFS mounts its datasets itself (mountpoint={mnt}); everything else is mounted by the agent.
+        "mount": f.type != "zfs",
+        "mount_options": f.mount_options or d.default_mount_options,
+        "remount": [["zpool", "export", zfs_pool], ["zpool", "import", "-d", "/dev", zfs_pool]] if zfs_pool else None,
+        "teardown": [list(a) for a in lay.teardown] if lay else [],
+        "geometry": [list(g) for g in (lay.geometry if lay else ())] + [list(g) for g in d.geometry],
+        "module": d.module,
+        "image": d.image,
+    }
 
 
 def _cases(cfg: VMConfig, suite: suites.Suite, profile: str, fio_job: str | None) -> list[Case]:
@@ -53,19 +101,7 @@ def resolve(
     if profile is None and prof not in s.profiles:
         prof = next(iter(s.profiles))  # the vmconfig's profile belongs to its own suite
     cases = _cases(cfg, s, prof, fio_job)
-    fss = []
-    for f in cfg.filesystems:
-        d = filesystems.get(f.type)
-        fss.append({
-            "name": f.name,
-            "type": f.type,
-            "fstype": d.fstype,
-            "disks": list(f.disks),
-            "mkfs": d.mkfs_argv(list(f.mkfs_options)),
-            "mount_options": f.mount_options or d.default_mount_options,
-            "geometry": [list(g) for g in d.geometry],
-            "module": d.module,
-        })
+    fss = [render_filesystem(f) for f in cfg.filesystems]
     return {
         "fslab_plan": PLAN_VERSION,
         "run_id": run_id or new_run_id(cfg.name),

@@ -108,7 +108,8 @@ def test_missing_disks(tmp_path):
 
 def test_unknown_filesystem(tmp_path):
     m = err(tmp_path, with_(filesystems=[{"name": "ntfs"}]))
-    assert "filesystems[0].type: 'ntfs' is not a known filesystem; allowed: btrfs, ext2" in m
+    assert "filesystems[0].type: 'ntfs' is not a known filesystem or variant; allowed: btrfs, ext2" in m
+    assert "s2-reiserfs" in m and "tmpfs" in m
 
 
 def test_filesystem_on_missing_disk(tmp_path):

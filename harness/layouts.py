@@ -1,0 +1,85 @@
+"""Multi-disk layouts: how several virtual disks become the one device a filesystem is made on.
+
+Argv templates are filled in by the guest agent: `{devs}` (every member disk, as separate
+arguments), `{disk0}` (the first member), `{ndisks}`, `{name}` (the variant name), `{mnt}`, and in
+mkfs/mount/geometry `{dev}` (the layout's `device`). Setup runs before mkfs, teardown after the
+last umount, so a layout never leaks into the next filesystem's measurements.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+Argv = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Layout:
+    name: str
+    min_disks: int
+    max_disks: int
+    device: str = "{disk0}"
+    setup: tuple[Argv, ...] = ()
+    teardown: tuple[Argv, ...] = ()
+    fs_types: tuple[str, ...] = ()  # only these filesystems (empty: any block-device filesystem)
+    mkfs_extra: tuple[str, ...] = ()  # options this layout adds to mkfs (btrfs profiles)
+    geometry: tuple[Argv, ...] = ()
+    description: str = ""
+
+
+_MD = "/dev/md/fslab-{name}"
+_MD_GEOMETRY = (("mdadm", "--detail", _MD), ("cat", "/proc/mdstat"))
+
+
+def _md(level: str, extra: Argv = ()) -> Layout:
+    return Layout(
+        name=f"md-raid{level}", min_disks=2, max_disks=32, device=_MD,
+        # --assume-clean: the members are fresh zeroed disks, so a RAID1 resync would only add
+        # background I/O to the first measurements.
+        setup=(("mdadm", "--create", _MD, "--run", "--quiet", f"--level={level}", "--metadata=1.2",
+                "--raid-devices={ndisks}", *extra, "{devs}"),),
+        teardown=(("mdadm", "--stop", _MD), ("mdadm", "--zero-superblock", "{devs}")),
+        geometry=_MD_GEOMETRY,
+        description=f"Linux software RAID {level} (mdadm) over the disks",
+    )
+
+
+_VG = "fslab-{name}"
+_ZPOOL = "fslab-{name}"
+
+
+def _zfs(name: str, vdev: Argv, lo: int, hi: int, description: str) -> Layout:
+    return Layout(
+        name=name, min_disks=lo, max_disks=hi, device=_ZPOOL,
+        setup=(("zpool", "create", "-f", "-o", "ashift=12", "-O", "mountpoint={mnt}", "{opts}", _ZPOOL,
+                *vdev, "{devs}"),),
+        teardown=(("zpool", "destroy", "-f", _ZPOOL),),
+        fs_types=("zfs",), description=description,
+    )
+
+
+LAYOUTS: dict[str, Layout] = {x.name: x for x in (
+    Layout("single", 1, 1, description="the filesystem directly on one disk"),
+    _md("0"),
+    _md("1", ("--assume-clean",)),
+    Layout(
+        name="lvm-striped", min_disks=2, max_disks=32, device="/dev/" + _VG + "/lv",
+        setup=(("pvcreate", "-q", "-ff", "-y", "{devs}"), ("vgcreate", "-q", _VG, "{devs}"),
+               ("lvcreate", "-q", "-y", "-W", "y", "-Z", "y", "-i", "{ndisks}", "-I", "64k", "-l", "100%FREE",
+                "-n", "lv", _VG)),
+        teardown=(("vgremove", "-q", "-f", _VG), ("pvremove", "-q", "-ff", "-y", "{devs}")),
+        geometry=(("lvs", "-o", "+stripes,stripe_size,devices", _VG),),
+        description="LVM logical volume striped over the disks (64 KiB stripes)",
+    ),
+    Layout("btrfs-raid0", 2, 32, fs_types=("btrfs",), mkfs_extra=("-d", "raid0", "-m", "raid1"),
+           description="one btrfs over the disks, data raid0, metadata raid1"),
+    Layout("btrfs-raid1", 2, 32, fs_types=("btrfs",), mkfs_extra=("-d", "raid1", "-m", "raid1"),
+           description="one btrfs over the disks, data and metadata raid1"),
+    _zfs("zfs-single", (), 1, 1, "a ZFS pool on one disk"),
+    _zfs("zfs-stripe", (), 2, 32, "a ZFS pool striped over the disks"),
+    _zfs("zfs-mirror", ("mirror",), 2, 32, "a ZFS pool of one mirror vdev over the disks"),
+)}
+
+
+def names() -> list[str]:
+    return list(LAYOUTS)
