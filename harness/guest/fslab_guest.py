@@ -1,0 +1,564 @@
+#!/usr/bin/env python3
+"""fslab guest agent: runs a plan.json inside the VM and streams raw results to the host.
+
+Installed in the image alone as /usr/local/bin/fslab-guest, so it is one file using only the
+standard library. cloud-init starts it as `fslab-guest run /run/fslab/plan.json`.
+
+The results go out as a ustar stream on a virtio-serial port, one whole member at a time with a
+flush after each: a guest killed at its deadline still delivers everything completed before.
+DONE.json is always the last member; without it the host counts the run as failed. Whatever
+happens (even an exception in this file) the agent tries to write DONE.json and powers off,
+because a guest left running would only be killed at its deadline.
+
+Device lookup, mount/umount, cache dropping and poweroff are module-level functions so that the
+tests can replace them and run whole plans on a host without root devices.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import posixpath
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import traceback
+
+RESULTS_PORT = "/dev/virtio-ports/org.fslab.results"
+PROGRESS_PORT = "/dev/virtio-ports/org.fslab.progress"
+MNT_ROOT = "/mnt/fslab"
+DEVICE_WAIT_S = 10.0
+MKFS_TIMEOUT_S = 900
+# mkfs tools whose versions go into guest/info.json when present (plus those the plan names).
+MKFS_TOOLS = ["mkfs.ext4", "mkfs.xfs", "mkfs.btrfs", "mkfs.f2fs", "mkfs.jfs", "mkfs.nilfs2",
+              "mkfs.reiserfs"]
+SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+-]*$")
+
+
+class AgentError(Exception):
+    """An error the agent reports in its outputs (case.json, fs.json, DONE.json)."""
+
+
+def utcnow() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def case_dir(case_id: str, rep: int) -> str:
+    """raw/<fs>/<this>: the id for rep 0, else `<id>.rep<N>` (reps share an id). Same in results.py."""
+    return case_id if not rep else f"{case_id}.rep{rep}"
+
+
+# --- output: tar stream and progress port -------------------------------------------------------
+
+def _write_all(fd: int, data: bytes) -> None:
+    """os.write may write less than asked (pipes, serial ports): loop until all is out."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _sync(fd: int) -> None:
+    """fsync; a virtio-serial character device may refuse it (EINVAL), which is harmless."""
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+
+
+def _open_port(path: str, what: str) -> int:
+    if not os.path.exists(path):
+        raise AgentError(f"{what} port {path} does not exist (is this a fslab VM? "
+                         f"for local testing pass --{what} FILE with an existing file)")
+    # O_TRUNC is ignored for character devices and empties a regular file used in testing.
+    return os.open(path, os.O_WRONLY | os.O_TRUNC)
+
+
+class TarWriter:
+    """Writes a ustar stream whole member by whole member, syncing after each."""
+
+    def __init__(self, path: str):
+        self.fd = _open_port(path, "results")
+
+    def add(self, name: str, data: bytes | str) -> None:
+        if isinstance(data, str):
+            data = data.encode("utf-8", "replace")
+        norm = posixpath.normpath(name)
+        if not name or norm != name or name.startswith("/") or ".." in name.split("/"):
+            raise AgentError(f"refusing tar member name {name!r}")
+        info = tarfile.TarInfo(name)
+        info.size, info.mode, info.mtime = len(data), 0o644, int(time.time())
+        # PAX only adds an extended header when a name does not fit ustar; else plain ustar.
+        header = info.tobuf(format=tarfile.PAX_FORMAT, encoding="utf-8", errors="surrogateescape")
+        _write_all(self.fd, header + data + b"\0" * (-len(data) % tarfile.BLOCKSIZE))
+        _sync(self.fd)
+
+    def add_json(self, name: str, obj: object) -> None:
+        self.add(name, json.dumps(obj, indent=1, sort_keys=True) + "\n")
+
+    def close(self) -> None:
+        """End-of-archive (two zero blocks), sync, close."""
+        _write_all(self.fd, b"\0" * (2 * tarfile.BLOCKSIZE))
+        _sync(self.fd)
+        os.close(self.fd)
+
+
+class Reporter:
+    """Progress events (JSON lines on the progress port) and a human log on stdout."""
+
+    def __init__(self, progress_path: str | None):
+        self.lines: list[str] = []
+        self.fd = None
+        if progress_path:
+            try:
+                self.fd = _open_port(progress_path, "progress")
+            except (AgentError, OSError) as e:  # progress is nice to have, results are not
+                self.log(f"warning: no progress events: {e}")
+
+    def log(self, msg: str) -> None:
+        line = f"{utcnow()} fslab-guest: {msg}"
+        self.lines.append(line)
+        print(line, flush=True)
+
+    def event(self, event: str, **fields: object) -> None:
+        if self.fd is not None:
+            rec = {"t": round(time.time(), 3), "event": event, **fields}
+            try:
+                _write_all(self.fd, (json.dumps(rec) + "\n").encode())
+            except OSError as e:
+                self.log(f"warning: progress port write failed: {e}")
+                self.fd = None
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+# --- replaceable system steps --------------------------------------------------------------------
+
+def run_cmd(argv: list[str], timeout: float | None = None) -> tuple[int, str]:
+    """Run argv (no shell), return (exit code, stdout+stderr). A missing tool is rc 127."""
+    try:
+        cp = subprocess.run(argv, check=False, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            timeout=timeout, stdin=subprocess.DEVNULL)
+    except FileNotFoundError:
+        return 127, f"{argv[0]}: command not found\n"
+    except subprocess.TimeoutExpired as e:
+        return 124, (e.output or b"").decode("utf-8", "replace") + f"\ntimed out after {timeout} s\n"
+    return cp.returncode, cp.stdout.decode("utf-8", "replace")
+
+
+def _serials_now() -> dict[str, str]:
+    """serial -> device path, from lsblk, or from sysfs when lsblk is missing."""
+    rc, out = run_cmd(["lsblk", "-dn", "-o", "PATH,SERIAL"], timeout=30)
+    found: dict[str, str] = {}
+    if rc == 0:
+        for line in out.splitlines():
+            parts = line.split(None, 1)
+            if len(parts) == 2:
+                found.setdefault(parts[1].strip(), parts[0])
+        return found
+    for dev in sorted(os.listdir("/sys/block")):
+        for attr in (f"/sys/block/{dev}/serial", f"/sys/block/{dev}/device/serial"):
+            try:
+                with open(attr) as f:
+                    found.setdefault(f.read().strip(), f"/dev/{dev}")
+            except OSError:
+                continue
+    return found
+
+
+def find_devices(serials: list[str], wait_s: float = DEVICE_WAIT_S) -> list[str]:
+    """Device paths for disk serials, waiting up to `wait_s` for udev to settle."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        found = _serials_now()
+        missing = [s for s in serials if s not in found]
+        if not missing:
+            return [found[s] for s in serials]
+        if time.monotonic() >= deadline:
+            raise AgentError(f"disk serial(s) {', '.join(missing)} not found after {wait_s:g} s "
+                             f"(seen: {', '.join(sorted(found)) or 'none'})")
+        time.sleep(0.5)
+
+
+def mount_fs(fstype: str, options: str, dev: str, mnt: str) -> tuple[list[str], int, str]:
+    argv = ["mount", "-t", fstype] + (["-o", options] if options else []) + [dev, mnt]
+    return (argv, *run_cmd(argv, timeout=300))
+
+
+def umount_fs(mnt: str) -> tuple[int, str]:
+    return run_cmd(["umount", mnt], timeout=300)
+
+
+def mount_line(mnt: str) -> str | None:
+    """The exact /proc/mounts line of `mnt`: what the kernel actually applied, not what we asked."""
+    with open("/proc/mounts") as f:
+        lines = [ln.rstrip("\n") for ln in f if ln.split()[1:2] == [mnt]]
+    return lines[-1] if lines else None
+
+
+def drop_caches() -> None:
+    """sync + drop page cache, dentries and inodes so a case does not read its predecessor's cache."""
+    os.sync()
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+def poweroff() -> None:
+    os.sync()
+    if run_cmd(["systemctl", "poweroff"], timeout=60)[0] != 0:
+        with open("/proc/sysrq-trigger", "w") as f:  # last resort: never leave the guest running
+            f.write("o")
+
+
+# --- the plan ------------------------------------------------------------------------------------
+
+def placeholders(fs: dict, devs: list[str], mnt: str) -> dict[str, str]:
+    """Values of the argv placeholders for one filesystem.
+
+    {disk0} first disk, {ndisks}, {name} the filesystem (variant) name, {mnt} its mount point and
+    {dev} the device it is made on: the plan's `device` template (a layout's md/LVM/pool device,
+    or "tmpfs"), by default the first disk. {devs} (every disk) is handled by `substitute`.
+    """
+    vals = {"{disk0}": devs[0] if devs else "", "{ndisks}": str(len(devs)), "{name}": fs["name"],
+            "{mnt}": mnt}
+    vals["{dev}"] = substitute([fs.get("device") or "{disk0}"], vals, devs)[0]
+    return vals
+
+
+def substitute(argv: list[str], vals: dict[str, str], devs: list[str]) -> list[str]:
+    """Fill placeholders, never through a shell; an item that is exactly "{devs}" becomes one
+    item per disk (elsewhere in an item it becomes the space-joined list)."""
+    out: list[str] = []
+    for item in argv:
+        if item == "{devs}":
+            out.extend(devs)
+            continue
+        item = item.replace("{devs}", " ".join(devs))
+        for key, value in vals.items():
+            item = item.replace(key, value)
+        out.append(item)
+    return out
+
+
+def guest_info(plan: dict) -> dict:
+    def first_line(argv: list[str]) -> str:
+        rc, out = run_cmd(argv, timeout=30)
+        return next((ln.strip() for ln in out.splitlines() if ln.strip()), f"rc={rc}")
+
+    def read(path: str) -> str:
+        try:
+            with open(path) as f:
+                return f.read()
+        except OSError:
+            return ""
+
+    cpuinfo, meminfo = read("/proc/cpuinfo"), read("/proc/meminfo")
+    models = re.findall(r"^model name\s*:\s*(.*)$", cpuinfo, re.MULTILINE)
+    mem = re.search(r"^MemTotal:\s*(\d+) kB", meminfo, re.MULTILINE)
+    tools = dict.fromkeys(MKFS_TOOLS + [f["mkfs"][0] for f in plan.get("filesystems", [])
+                                        if f.get("mkfs")])
+    versions = {t: first_line([t, "--version" if t == "mkfs.btrfs" else "-V"])
+                for t in tools if shutil.which(t)}
+    return {"kernel": os.uname().release, "uname": " ".join(os.uname()),
+            "cpu_model": models[0] if models else None, "cpu_count": os.cpu_count(),
+            "mem_total_kib": int(mem.group(1)) if mem else None,
+            "fio": first_line(["fio", "--version"]), "mkfs": versions,
+            "cmdline": read("/proc/cmdline").strip(), "run_id": plan.get("run_id")}
+
+
+def _proc_table() -> dict[int, tuple[int, str]]:
+    """pid -> (ppid, state) of every process, from /proc/<pid>/stat."""
+    table = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                state, ppid = f.read().rsplit(")", 1)[1].split()[:2]
+            table[int(pid)] = (int(ppid), state)
+        except (OSError, ValueError, IndexError):
+            continue
+    return table
+
+
+def kill_tree(pid: int, wait_s: float = 30.0) -> list[int]:
+    """SIGKILL `pid` and all its descendants; return those still alive after `wait_s`.
+
+    A process group is not enough: fio's job processes call setsid(), so killpg on fio's group
+    leaves them running (and writing into the next case's filesystem). They are stopped first so
+    that none forks or is re-parented while the tree is collected.
+    """
+    def signal_all(pids: list[int], sig: int) -> None:
+        for p in pids:
+            try:
+                os.kill(p, sig)
+            except ProcessLookupError:
+                pass
+
+    tree: list[int] = []
+    while new := [p for p, (ppid, _) in _proc_table().items()
+                  if p not in tree and (p == pid or ppid in tree)]:
+        tree += new
+        signal_all(new, signal.SIGSTOP)
+    signal_all(tree, signal.SIGKILL)
+    deadline = time.monotonic() + wait_s
+    while (alive := [p for p, (_, st) in _proc_table().items() if p in tree[1:] and st not in "ZX"]) \
+            and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return alive
+
+
+def load_fio_json(path: str) -> dict | None:
+    """fio's JSON output, or None. fio may put notes before the JSON, so start at the first '{'."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        return json.loads(text[text.index("{"):])
+    except (OSError, ValueError):
+        return None
+
+
+def clean_mount(mnt: str, keep: set[str]) -> None:
+    """Remove what a case left in the mount point (fio data files), so the next starts clean."""
+    for name in set(os.listdir(mnt)) - keep:
+        path = os.path.join(mnt, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            os.unlink(path)
+    os.sync()
+
+
+def cold_start(fs: dict, vals: dict[str, str], devs: list[str]) -> None:
+    """drop_caches, then the plan's `remount` steps: caches drop_caches cannot reach (ZFS's ARC)
+    are emptied by exporting and importing the pool."""
+    drop_caches()
+    for argv in fs.get("remount") or []:
+        argv = substitute(argv, vals, devs)
+        rc, text = run_cmd(argv, timeout=300)
+        if rc != 0:
+            raise failed(f"remount step {' '.join(argv)}", rc, text)
+
+
+def run_fio(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter) -> dict:
+    """Run one fio case; stream job.fio, fio.json, fio.stderr. Returns the case.json fields."""
+    mnt = ctx["mnt"]
+    timeout = case.get("timeout_s")
+    work = tempfile.mkdtemp(prefix="fslab-case-")
+    try:
+        job = os.path.join(work, "job.fio")
+        with open(job, "w") as f:
+            f.write(case["job"])
+        argv = ["fio", "--output-format=json", f"--output={os.path.join(work, 'fio.json')}", "job.fio"]
+        cold_start(ctx["fs"], ctx["vals"], ctx["devs"])
+        keep = set(os.listdir(mnt))
+        res = {"argv": argv, "rc": None, "error": None}
+        with open(os.path.join(work, "fio.stderr"), "wb") as err:
+            # Own session: fio's signals and terminal stay away from the agent (see kill_tree).
+            proc = subprocess.Popen(argv, cwd=work, env={**os.environ, "FSLAB_MNT": mnt},
+                                    stdin=subprocess.DEVNULL, stdout=err, stderr=err,
+                                    start_new_session=True)
+            try:
+                res["rc"] = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                left = kill_tree(proc.pid)
+                try:
+                    res["rc"] = proc.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    left.append(proc.pid)
+                if left:  # stuck in the kernel (D state): the host deadline acts
+                    rep.log(f"fio processes {left} did not die after SIGKILL")
+                res["error"] = f"timed out after {timeout} s"
+        for name in ("job.fio", "fio.json", "fio.stderr"):  # out first, then the cleaning
+            path = os.path.join(work, name)
+            if os.path.exists(path):
+                with open(path, "rb") as f:
+                    out.add(f"{prefix}/{name}", f.read())
+        clean_mount(mnt, keep)
+        if res["error"] is None and res["rc"] != 0:
+            res["error"] = f"fio exited with code {res['rc']}"
+        if res["error"] is None and load_fio_json(os.path.join(work, "fio.json")) is None:
+            res["error"] = "fio wrote no valid JSON to fio.json"
+        return res
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def run_case(case: dict, fs: dict, ctx: dict, fs_error: str | None, out: TarWriter,
+             rep: Reporter) -> bool:
+    cid, rnum = case["id"], case.get("rep", 0)
+    prefix = f"raw/{fs['name']}/{case_dir(cid, rnum)}"
+    started, t0 = utcnow(), time.monotonic()
+    res: dict = {"argv": None, "rc": None, "error": fs_error}
+    if fs_error is None:
+        rep.event("case-start", fs=fs["name"], case=cid, rep=rnum)
+        rep.log(f"{fs['name']}: case {cid} rep {rnum}")
+        try:
+            if case.get("kind") != "fio":
+                raise AgentError(f"unknown case kind {case.get('kind')!r}")
+            res = run_fio(case, ctx, prefix, out, rep)
+        except Exception as e:  # noqa: BLE001 - one broken case must not stop the others
+            res["error"] = str(e) if isinstance(e, AgentError) else f"{type(e).__name__}: {e}"
+            rep.log(traceback.format_exc().rstrip())
+    secs = round(time.monotonic() - t0, 3)
+    ok = res["error"] is None
+    out.add_json(f"{prefix}/case.json", {"case": cid, "fs": fs["name"], "rep": rnum, "kind": case.get("kind"),
+                                         **res, "ok": ok, "started": started, "ended": utcnow(),
+                                         "seconds": secs})
+    rep.event("case-end", fs=fs["name"], case=cid, rep=rnum, ok=ok, seconds=secs)
+    rep.log(f"{fs['name']}: case {cid} rep {rnum}: {'ok' if ok else 'FAILED: ' + res['error']} ({secs} s)")
+    return ok
+
+
+def failed(what: str, rc: int, text: str) -> AgentError:
+    """The error of a failed step: what, exit code and the tail of its output."""
+    return AgentError(f"{what} failed with exit code {rc}: {text.strip()[-300:]}")
+
+
+def prepare_fs(fs: dict, disks: dict, ctx: dict, out: TarWriter) -> None:
+    """Find disks, run layout setup, mkfs, mount, record /proc/mounts and geometry.
+
+    Writes raw/<fs>/fs.json, mkfs.txt (setup + mkfs output), geometry.txt whatever happens; fills
+    `ctx` as it goes so that `finish_fs` can undo exactly what was done.
+    """
+    name, mnt = fs["name"], ctx["mnt"]
+    info: dict = {"device": None, "devices": None, "setup": [], "mkfs_argv": None, "mkfs_rc": None,
+                  "mount_argv": None, "mount_options": fs.get("mount_options", ""), "mount_line": None,
+                  "mount_rc": None, "ok": False, "error": None}
+    mkfs_out, geo_out = "", ""
+    try:
+        devs = ctx["devs"] = find_devices([disks[d]["serial"] for d in fs.get("disks", [])])
+        vals = ctx["vals"] = placeholders(fs, devs, mnt)
+        info["device"], info["devices"] = vals["{dev}"], devs
+        os.makedirs(mnt, exist_ok=True)
+        for argv in fs.get("setup") or []:  # a layout's md/LVM/zpool creation
+            info["setup"].append(substitute(argv, vals, devs))
+            rc, text = run_cmd(info["setup"][-1], timeout=MKFS_TIMEOUT_S)
+            mkfs_out += f"$ {' '.join(info['setup'][-1])}\n{text}"
+            if rc != 0:
+                raise failed(f"setup step {info['setup'][-1][0]}", rc, text)
+        if fs.get("mkfs"):  # none for tmpfs, and for ZFS (its setup makes the pool)
+            info["mkfs_argv"] = substitute(fs["mkfs"], vals, devs)
+            info["mkfs_rc"], text = run_cmd(info["mkfs_argv"], timeout=MKFS_TIMEOUT_S)
+            mkfs_out += text
+            if info["mkfs_rc"] != 0:
+                raise failed("mkfs", info["mkfs_rc"], text)
+        if fs.get("mount", True):  # ZFS mounts its dataset itself (mountpoint={mnt})
+            info["mount_argv"], info["mount_rc"], text = mount_fs(
+                fs.get("fstype") or fs["type"], info["mount_options"], vals["{dev}"], mnt)
+            if info["mount_rc"] != 0:
+                raise failed("mount", info["mount_rc"], text)
+            ctx["mounted"] = True
+        info["mount_line"] = mount_line(mnt)
+        for g in fs.get("geometry", []):
+            gargv = substitute(g, vals, devs)
+            grc, gout = run_cmd(gargv, timeout=120)
+            geo_out += f"$ {' '.join(gargv)}\n{gout}[exit code {grc}]\n\n"
+        info["ok"] = True
+    except Exception as e:
+        info["error"] = str(e) if isinstance(e, AgentError) else f"{type(e).__name__}: {e}"
+        raise AgentError(info["error"]) from e
+    finally:
+        out.add_json(f"raw/{name}/fs.json", info)
+        out.add(f"raw/{name}/mkfs.txt", mkfs_out)
+        out.add(f"raw/{name}/geometry.txt", geo_out)
+
+
+def finish_fs(fs: dict, ctx: dict, rep: Reporter) -> None:
+    """umount and the layout's teardown (also after a failure), so nothing leaks into the next fs."""
+    if ctx.get("mounted"):
+        rc, text = umount_fs(ctx["mnt"])
+        if rc != 0:
+            rep.log(f"{fs['name']}: umount {ctx['mnt']} failed ({rc}): {text.strip()}")
+    if "vals" in ctx:
+        for argv in fs.get("teardown") or []:
+            argv = substitute(argv, ctx["vals"], ctx["devs"])
+            rc, text = run_cmd(argv, timeout=300)
+            if rc != 0:
+                rep.log(f"{fs['name']}: teardown {' '.join(argv)} failed ({rc}): {text.strip()}")
+
+
+def run_plan(plan: dict, out: TarWriter, rep: Reporter) -> tuple[int, int]:
+    """Every filesystem, every case; returns (cases, cases_ok)."""
+    if plan.get("fslab_plan") != 1:
+        raise AgentError(f"unsupported plan version {plan.get('fslab_plan')!r} (this agent reads 1)")
+    names = [f["name"] for f in plan["filesystems"]] + [c["id"] for c in plan["cases"]]
+    bad = [x for x in names if not isinstance(x, str) or not SAFE_NAME.match(x)]
+    if bad:  # they become paths in the results stream
+        raise AgentError(f"plan has unsafe filesystem or case names: {bad}")
+    out.add_json("guest/info.json", guest_info(plan))
+    disks = {d["id"]: d for d in plan["disks"]}
+    n = n_ok = 0
+    for fs in plan["filesystems"]:
+        rep.event("fs-start", fs=fs["name"])
+        rep.log(f"{fs['name']}: setup, mkfs and mount")
+        ctx: dict = {"fs": fs, "mnt": os.path.join(MNT_ROOT, fs["name"])}
+        fs_error = None
+        try:
+            prepare_fs(fs, disks, ctx, out)
+        except Exception as e:  # noqa: BLE001 - a broken fs fails its cases, not the run
+            fs_error = str(e)
+            rep.log(f"{fs['name']}: FAILED: {fs_error}")
+        try:
+            for case in plan["cases"]:
+                n += 1
+                n_ok += run_case(case, fs, ctx, fs_error, out, rep)
+        finally:
+            finish_fs(fs, ctx, rep)
+        rep.event("fs-end", fs=fs["name"], ok=fs_error is None)
+    return n, n_ok
+
+
+def agent_run(plan_path: str, results: str, progress: str | None) -> int:
+    """Run a plan; always end the stream with agent.log and DONE.json when the port is usable."""
+    rep = Reporter(progress)
+    rep.event("boot")
+    out = TarWriter(results)  # raises AgentError if the port is missing: nothing else to do then
+    done: dict = {"status": "failed", "cases": 0, "cases_ok": 0}
+    try:
+        with open(plan_path) as f:
+            plan = json.load(f)
+        rep.log(f"running plan {plan.get('run_id')} from {plan_path}")
+        done["cases"], done["cases_ok"] = run_plan(plan, out, rep)
+        done["status"] = "ok" if done["cases"] == done["cases_ok"] else "failed"
+    except BaseException as e:  # noqa: BLE001 - even Ctrl-C/SystemExit must still end the stream
+        done["error"] = f"{type(e).__name__}: {e}"
+        rep.log("internal error:\n" + traceback.format_exc().rstrip())
+    done["finished"] = utcnow()
+    rep.log(f"done: {done['status']}, {done['cases_ok']}/{done['cases']} cases ok")
+    rep.event("done", ok=done["status"] == "ok", cases=done["cases"], cases_ok=done["cases_ok"])
+    try:
+        out.add("guest/agent.log", rep.text())
+    finally:
+        out.add_json("DONE.json", done)
+        out.close()
+    return 0 if done["status"] == "ok" else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="fslab-guest", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run a plan.json and stream the results")
+    r.add_argument("plan")
+    r.add_argument("--results", default=RESULTS_PORT, help="results port or file (default: %(default)s)")
+    r.add_argument("--progress", default=PROGRESS_PORT, help="progress port or file (default: %(default)s)")
+    r.add_argument("--no-poweroff", action="store_true", help="leave the machine running at the end")
+    args = p.parse_args(argv)
+    rc = 2
+    try:
+        rc = agent_run(args.plan, args.results, args.progress)
+    except BaseException:  # noqa: BLE001 - the port itself failed: say so on the console
+        print(f"fslab-guest: fatal:\n{traceback.format_exc()}", file=sys.stdout, flush=True)
+    finally:
+        if not args.no_poweroff:
+            print("fslab-guest: powering off", flush=True)
+            poweroff()
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

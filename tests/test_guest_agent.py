@@ -1,0 +1,380 @@
+"""The guest agent, run on the host: real fio into a temp dir, fake disks, no mounts, no poweroff.
+
+The agent is one stdlib-only file copied into the image, so it is imported from its path; its
+device lookup, mount and poweroff steps are replaced with fakes (see the `agent` fixture).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from harness import results
+
+AGENT_PATH = Path(__file__).resolve().parents[1] / "harness" / "guest" / "fslab_guest.py"
+needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
+
+JOB = """[global]
+directory=${FSLAB_MNT}
+ioengine=psync
+size=4m
+bs=4k
+runtime=1
+[randrw-4k]
+rw=randrw
+"""
+SLOW_JOB = """[global]
+directory=${FSLAB_MNT}
+ioengine=null
+size=4m
+time_based=1
+runtime=60
+[slow]
+rw=read
+"""
+
+
+def load_agent(name: str = "fslab_guest_under_test"):
+    spec = importlib.util.spec_from_file_location(name, AGENT_PATH)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture
+def agent(tmp_path, monkeypatch):
+    """A fresh agent module whose system steps are fakes that record what they were asked."""
+    mod = load_agent()
+    mod.calls = {"mount": [], "umount": [], "poweroff": 0}
+    monkeypatch.setattr(mod, "MNT_ROOT", str(tmp_path / "mnt"))
+    monkeypatch.setattr(mod, "find_devices", lambda serials, wait_s=0: [f"/dev/fake-{s}" for s in serials])
+
+    def mount_fs(fstype, options, dev, mnt):
+        mod.calls["mount"].append((fstype, options, dev, mnt))
+        return ["mount", "-t", fstype, dev, mnt], 0, ""
+
+    def umount_fs(mnt):
+        mod.calls["umount"].append(mnt)
+        return 0, ""
+
+    def poweroff():
+        mod.calls["poweroff"] += 1
+
+    monkeypatch.setattr(mod, "mount_fs", mount_fs)
+    monkeypatch.setattr(mod, "umount_fs", umount_fs)
+    monkeypatch.setattr(mod, "mount_line", lambda mnt: f"/dev/fake {mnt} ext4 rw,noatime 0 0")
+    monkeypatch.setattr(mod, "drop_caches", lambda: None)
+    monkeypatch.setattr(mod, "poweroff", poweroff)
+    return mod
+
+
+def make_plan(cases, fs_names=("ext4",), mkfs=("true", "{dev}")):
+    return {
+        "fslab_plan": 1,
+        "run_id": "test-run",
+        "vm": {"name": "default"},
+        "disks": [{"id": "d0", "serial": "fslab-d0"}, {"id": "d1", "serial": "fslab-d1"}],
+        "filesystems": [{"name": n, "type": "ext4", "fstype": "ext4", "disks": ["d0"], "mkfs": list(mkfs),
+                         "mount_options": "noatime", "geometry": [["echo", "geo", "{dev}", "{mnt}"]]}
+                        for n in fs_names],
+        "suite": {"name": "fio-basic", "profile": "smoke", "version": 1},
+        "cases": cases,
+    }
+
+
+def fio_case(cid="randrw-4k", job=JOB, timeout_s=120, rep=0):
+    return {"id": cid, "kind": "fio", "rep": rep, "timeout_s": timeout_s,
+            "params": {"rw": "randrw", "bs": "4k"}, "job": job}
+
+
+def run_agent(agent, tmp_path, plan, *extra):
+    """Run the agent's CLI on `plan`; returns (exit code, Collected, run dir, progress events)."""
+    plan_path, res, prog = tmp_path / "plan.json", tmp_path / "results.tar", tmp_path / "progress.jsonl"
+    plan_path.write_text(json.dumps(plan))
+    res.touch()
+    prog.touch()
+    rc = agent.main(["run", str(plan_path), "--results", str(res), "--progress", str(prog), *extra])
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(exist_ok=True)
+    events = [json.loads(line) for line in prog.read_text().splitlines()]
+    return rc, results.read_stream(res, run_dir), run_dir, events
+
+
+def test_agent_is_one_stdlib_only_file():
+    tree = ast.parse(AGENT_PATH.read_text())
+    mods = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    mods |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0}
+    assert mods - {"__future__"} <= set(sys.stdlib_module_names)
+
+
+@needs_fio
+def test_whole_plan_runs_real_fio_and_streams_results(agent, tmp_path):
+    plan = make_plan([fio_case(), fio_case(rep=1)], fs_names=("ext4", "xfs"))
+    rc, col, run_dir, events = run_agent(agent, tmp_path, plan)
+    assert rc == 0 and not col.truncated and col.notes == []
+    assert col.done["status"] == "ok" and col.done["cases"] == col.done["cases_ok"] == 4
+    assert col.members[0] == "guest/info.json" and col.members[-1] == "DONE.json"
+    assert "guest/agent.log" in col.members
+    for fs in ("ext4", "xfs"):
+        for case in ("randrw-4k", "randrw-4k.rep1"):
+            for name in ("fio.json", "fio.stderr", "job.fio", "case.json"):
+                assert (run_dir / "raw" / fs / case / name).is_file()
+        info = json.loads((run_dir / "raw" / fs / "fs.json").read_text())
+        assert info["ok"] and info["device"] == "/dev/fake-fslab-d0" and info["mkfs_argv"] == [
+            "true", "/dev/fake-fslab-d0"]
+        assert info["mount_line"].endswith("rw,noatime 0 0")
+        assert "geo /dev/fake-fslab-d0 " + str(tmp_path / "mnt" / fs) in (
+            run_dir / "raw" / fs / "geometry.txt").read_text()
+        assert list((tmp_path / "mnt" / fs).iterdir()) == []  # fio's data files were removed
+    assert agent.calls["mount"][0] == ("ext4", "noatime", "/dev/fake-fslab-d0", str(tmp_path / "mnt/ext4"))
+    assert agent.calls["umount"] == [str(tmp_path / "mnt/ext4"), str(tmp_path / "mnt/xfs")]
+    assert agent.calls["poweroff"] == 1
+    info = json.loads((run_dir / "guest/info.json").read_text())
+    assert info["fio"].startswith("fio-") and info["kernel"]
+
+    case = json.loads((run_dir / "raw/ext4/randrw-4k/case.json").read_text())
+    assert case["ok"] and case["rc"] == 0 and case["error"] is None and case["seconds"] >= 0
+    recs = results.records_for_run(run_dir, plan, accel="tcg")
+    assert {(r["fs"], r["rep"]) for r in recs} == {("ext4", 0), ("ext4", 1), ("xfs", 0), ("xfs", 1)}
+    assert all(r["ok"] and r["accel"] == "tcg" and r["rw"] == "randrw" for r in recs)
+    heads = [r for r in recs if r["metric"] == "iops"]
+    assert len(heads) == 4 and all(r["value"] > 0 for r in heads)
+    assert {"read_iops", "write_iops", "read_lat_p99", "write_bw"} <= {r["metric"] for r in recs}
+
+    kinds = [e["event"] for e in events]
+    assert kinds[0] == "boot" and kinds[-1] == "done" and kinds.count("case-end") == 4
+    assert kinds.index("fs-start") < kinds.index("case-start") < kinds.index("case-end") < kinds.index("fs-end")
+    assert all(e["ok"] for e in events if e["event"] == "case-end")
+
+
+def test_failed_mkfs_fails_every_case_with_its_error(agent, tmp_path):
+    plan = make_plan([fio_case("a"), fio_case("b")], mkfs=["sh", "-c", "echo no space >&2; exit 3", "{dev}"])
+    rc, col, run_dir, events = run_agent(agent, tmp_path, plan)
+    assert rc == 1 and col.done["status"] == "failed" and col.done["cases_ok"] == 0
+    info = json.loads((run_dir / "raw/ext4/fs.json").read_text())
+    assert not info["ok"] and info["mkfs_rc"] == 3 and "no space" in info["error"]
+    assert "no space" in (run_dir / "raw/ext4/mkfs.txt").read_text()
+    for cid in ("a", "b"):
+        case = json.loads((run_dir / f"raw/ext4/{cid}/case.json").read_text())
+        assert not case["ok"] and case["error"] == info["error"]
+    recs = results.records_for_run(run_dir, plan, accel="kvm")
+    assert [(r["case"], r["ok"], r["value"]) for r in recs] == [("a", False, None), ("b", False, None)]
+    assert all("mkfs failed with exit code 3" in r["error"] for r in recs)
+    assert agent.calls["mount"] == [] and agent.calls["poweroff"] == 1
+    assert [e["ok"] for e in events if e["event"] == "case-end"] == [False, False]
+
+
+def test_failed_mount_fails_cases(agent, tmp_path, monkeypatch):
+    monkeypatch.setattr(agent, "mount_fs", lambda *a: (["mount"], 32, "wrong fs type"))
+    rc, _, run_dir, _ = run_agent(agent, tmp_path, make_plan([fio_case()]))
+    assert rc == 1
+    case = json.loads((run_dir / "raw/ext4/randrw-4k/case.json").read_text())
+    assert case["error"] == "mount failed with exit code 32: wrong fs type"
+
+
+def live_processes_mentioning(text: str) -> list[int]:
+    pids = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in cmdline and state not in "ZX":
+            pids.append(int(pid))
+    return pids
+
+
+@needs_fio
+def test_fio_over_its_timeout_is_killed_and_failed(agent, tmp_path, monkeypatch):
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(work))  # fio's argv then names this test's dir
+    plan = make_plan([fio_case("slow", job=SLOW_JOB, timeout_s=2), fio_case()])
+    rc, col, run_dir, _ = run_agent(agent, tmp_path, plan)
+    slow = json.loads((run_dir / "raw/ext4/slow/case.json").read_text())
+    assert not slow["ok"] and slow["error"] == "timed out after 2 s" and slow["seconds"] < 30
+    assert json.loads((run_dir / "raw/ext4/randrw-4k/case.json").read_text())["ok"]  # the next one ran
+    assert rc == 1 and col.done == {**col.done, "status": "failed", "cases": 2, "cases_ok": 1}
+    recs = results.records_for_run(run_dir, plan, accel="kvm")
+    assert recs[0]["error"] == "timed out after 2 s" and recs[0]["value"] is None
+    assert live_processes_mentioning(str(work)) == []  # fio's job processes (own sessions) too
+
+
+def test_unknown_case_kind_fails_that_case(agent, tmp_path):
+    plan = make_plan([{"id": "x", "kind": "bonnie", "rep": 0, "timeout_s": 5, "params": {}}])
+    rc, _, run_dir, _ = run_agent(agent, tmp_path, plan)
+    case = json.loads((run_dir / "raw/ext4/x/case.json").read_text())
+    assert rc == 1 and case["error"] == "unknown case kind 'bonnie'"
+
+
+def test_internal_error_still_writes_done_and_log_and_powers_off(agent, tmp_path):
+    res = tmp_path / "results.tar"
+    res.touch()
+    rc = agent.main(["run", str(tmp_path / "missing.json"), "--results", str(res), "--progress", ""])
+    col = results.read_stream(res, tmp_path / "run")
+    assert rc == 1 and not col.truncated and col.members == ["guest/agent.log", "DONE.json"]
+    assert col.done["status"] == "failed" and "FileNotFoundError" in col.done["error"]
+    assert "Traceback" in (tmp_path / "run/guest/agent.log").read_text()
+    assert agent.calls["poweroff"] == 1
+
+
+def test_unsafe_names_in_plan_are_refused(agent, tmp_path):
+    rc, col, _, _ = run_agent(agent, tmp_path, make_plan([fio_case("../../etc")]))
+    assert rc == 1 and "unsafe" in col.done["error"]
+    assert not (tmp_path / "etc").exists()
+
+
+def test_missing_results_port_fails_clearly_and_powers_off(agent, tmp_path, capsys):
+    rc = agent.main(["run", str(tmp_path / "plan.json"), "--results", str(tmp_path / "nope"), "--progress", ""])
+    assert rc == 2 and agent.calls["poweroff"] == 1
+    assert "results port" in capsys.readouterr().out
+
+
+def test_no_poweroff_option(agent, tmp_path):
+    rc, *_ = run_agent(agent, tmp_path, make_plan([]), "--no-poweroff")
+    assert rc == 0 and agent.calls["poweroff"] == 0
+
+
+def test_substitute_expands_devs_into_several_items(agent):
+    fs = {"name": "r0", "device": "/dev/md/fslab-{name}"}
+    devs = ["/dev/vdb", "/dev/vdc"]
+    vals = agent.placeholders(fs, devs, "/mnt/fslab/r0")
+    argv = ["mdadm", "--raid-devices={ndisks}", "{devs}", "-L", "x{disk0}", "{mnt}/y", "{dev}"]
+    assert agent.substitute(argv, vals, devs) == [
+        "mdadm", "--raid-devices=2", "/dev/vdb", "/dev/vdc", "-L", "x/dev/vdb", "/mnt/fslab/r0/y",
+        "/dev/md/fslab-r0"]
+    assert agent.placeholders({"name": "e"}, devs, "/m")["{dev}"] == "/dev/vdb"  # default: first disk
+
+
+def logged(log, what):
+    return ["sh", "-c", f'echo "$*" >> {log}', "sh", what]
+
+
+@needs_fio
+def test_layout_setup_remount_and_teardown(agent, tmp_path):
+    log = tmp_path / "steps.log"
+    plan = make_plan([fio_case(job=SLOW_JOB.replace("time_based=1\nruntime=60\n", ""))])
+    plan["filesystems"][0].update(
+        name="r0", disks=["d0", "d1"], device="/dev/md/fslab-{name}", mount=False,
+        setup=[logged(log, "setup") + ["{name}", "{ndisks}", "{devs}"]],
+        mkfs=logged(log, "mkfs") + ["{dev}"], remount=[logged(log, "remount") + ["fslab-{name}"]],
+        teardown=[logged(log, "teardown") + ["{dev}"]])
+    rc, col, run_dir, _ = run_agent(agent, tmp_path, plan)
+    assert rc == 0, col.done
+    assert log.read_text().splitlines() == [
+        "setup r0 2 /dev/fake-fslab-d0 /dev/fake-fslab-d1", "mkfs /dev/md/fslab-r0", "remount fslab-r0",
+        "teardown /dev/md/fslab-r0"]
+    info = json.loads((run_dir / "raw/r0/fs.json").read_text())
+    assert info["device"] == "/dev/md/fslab-r0" and info["mount_argv"] is None
+    assert agent.calls["mount"] == [] and agent.calls["umount"] == []
+    assert "$ sh -c" in (run_dir / "raw/r0/mkfs.txt").read_text()
+
+
+def test_teardown_runs_after_a_failed_mkfs(agent, tmp_path):
+    log = tmp_path / "steps.log"
+    plan = make_plan([fio_case()], mkfs=["false"])
+    plan["filesystems"][0].update(setup=[logged(log, "setup")], teardown=[logged(log, "teardown")])
+    rc, *_ = run_agent(agent, tmp_path, plan)
+    assert rc == 1 and log.read_text().splitlines() == ["setup", "teardown"]
+
+
+def test_tmpfs_has_no_disk_and_no_mkfs(agent, tmp_path):
+    plan = make_plan([])
+    plan["filesystems"][0].update(name="tmpfs", type="tmpfs", fstype="tmpfs", disks=[], device="tmpfs",
+                                  mkfs=[], mount_options="size=50%", geometry=[])
+    rc, _, run_dir, _ = run_agent(agent, tmp_path, plan)
+    assert rc == 0
+    assert agent.calls["mount"] == [("tmpfs", "size=50%", "tmpfs", str(tmp_path / "mnt/tmpfs"))]
+    info = json.loads((run_dir / "raw/tmpfs/fs.json").read_text())
+    assert info["ok"] and info["mkfs_argv"] is None and info["devices"] == []
+
+
+def test_find_devices_by_serial_from_lsblk(monkeypatch):
+    mod = load_agent("fslab_guest_lsblk")
+    out = "/dev/vda\n/dev/vdb fslab-d1\n/dev/vdc fslab-d0\n"
+    monkeypatch.setattr(mod, "run_cmd", lambda argv, **kw: (0, out))
+    assert mod.find_devices(["fslab-d0", "fslab-d1"], wait_s=0) == ["/dev/vdc", "/dev/vdb"]
+    with pytest.raises(mod.AgentError, match="fslab-d9 not found after 0 s"):
+        mod.find_devices(["fslab-d9"], wait_s=0)
+
+
+# --- the tar writer against the host reader ------------------------------------------------------
+
+def write_members(tmp_path, members, close=True):
+    agent = load_agent("fslab_guest_tar")
+    path = tmp_path / "s.tar"
+    path.touch()
+    w = agent.TarWriter(str(path))
+    for name, data in members:
+        w.add(name, data)
+    if close:
+        w.close()
+    return agent, path
+
+
+def test_tar_stream_round_trip_and_is_a_real_tar(tmp_path):
+    long = "raw/" + "x" * 150 + "/case.json"  # longer than ustar's 100-char name field
+    members = [("guest/info.json", b"{}"), ("raw/ext4/a/fio.json", b"A" * 1000), (long, b"L"),
+               ("DONE.json", b'{"status": "ok"}')]
+    _, path = write_members(tmp_path, members)
+    col = results.read_stream(path, tmp_path / "run")
+    assert col.members == [m for m, _ in members] and not col.truncated and col.notes == []
+    assert col.done == {"status": "ok"}
+    assert (tmp_path / "run/raw/ext4/a/fio.json").read_bytes() == b"A" * 1000
+    with tarfile.open(path) as tf:
+        assert tf.getnames() == [m for m, _ in members]
+
+
+def test_truncated_stream_keeps_complete_members(tmp_path):
+    _, path = write_members(tmp_path, [("a.txt", b"a" * 700), ("b.txt", b"b" * 3000), ("c.txt", b"c" * 2000)],
+                            close=False)
+    data = path.read_bytes()
+    cut = tmp_path / "cut.tar"
+    cut.write_bytes(data[: data.index(b"c" * 100) + 1000])  # in the middle of c.txt's data
+    col = results.read_stream(cut, tmp_path / "run")
+    assert col.members == ["a.txt", "b.txt"] and col.truncated and col.done is None
+    assert "c.txt" in col.notes[0] and not (tmp_path / "run/c.txt").exists()
+    assert (tmp_path / "run/b.txt").read_bytes() == b"b" * 3000
+
+    col = results.read_stream(path, tmp_path / "run2")  # all members whole, but no end marker
+    assert col.members == ["a.txt", "b.txt", "c.txt"] and col.truncated
+    (tmp_path / "empty.tar").touch()
+    assert results.read_stream(tmp_path / "empty.tar", tmp_path / "run3").members == []
+
+
+def test_writer_refuses_traversal(tmp_path):
+    agent = load_agent("fslab_guest_names")
+    (tmp_path / "s.tar").touch()
+    w = agent.TarWriter(str(tmp_path / "s.tar"))
+    for bad in ("../x", "/etc/passwd", "raw/../../x", "", "a//b"):
+        with pytest.raises(agent.AgentError):
+            w.add(bad, b"x")
+
+
+def test_reader_refuses_traversal_links_and_devices(tmp_path):
+    path = tmp_path / "evil.tar"
+    with tarfile.open(path, "w", format=tarfile.USTAR_FORMAT) as tf:
+        for name, kind in [("../escape", tarfile.REGTYPE), ("/abs", tarfile.REGTYPE),
+                           ("raw/link", tarfile.SYMTYPE), ("raw/hard", tarfile.LNKTYPE),
+                           ("raw/dev", tarfile.CHRTYPE), ("raw/ok.txt", tarfile.REGTYPE)]:
+            info = tarfile.TarInfo(name)
+            info.type = kind
+            info.linkname = "/etc/passwd" if kind in (tarfile.SYMTYPE, tarfile.LNKTYPE) else ""
+            info.size = 2 if kind == tarfile.REGTYPE else 0
+            tf.addfile(info, __import__("io").BytesIO(b"hi") if kind == tarfile.REGTYPE else None)
+    dest = tmp_path / "run" / "x"
+    dest.mkdir(parents=True)
+    col = results.read_stream(path, dest)
+    assert col.members == ["raw/ok.txt"] and not col.truncated and len(col.notes) == 5
+    assert not (tmp_path / "run" / "escape").exists() and not (dest / "raw/link").exists()
+    assert not (dest / "raw/dev").exists() and not (dest / "raw/hard").exists()

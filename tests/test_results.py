@@ -1,0 +1,154 @@
+"""harness.results on real fio JSON made here with ioengine=null (no disk I/O, a second or so)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from harness import results
+from harness.errors import FslabError
+
+pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
+
+
+def fio(*opts: str) -> dict:
+    out = subprocess.run(["fio", "--name=t", "--ioengine=null", "--size=64m", "--bs=4k",
+                          "--output-format=json", *opts], check=True, capture_output=True, text=True)
+    return results.load_fio_json(out.stdout)
+
+
+@pytest.fixture(scope="module")
+def real():
+    return {"randrw": fio("--rw=randrw"), "read": fio("--rw=read"), "write": fio("--rw=write"),
+            "numjobs": fio("--rw=randread", "--numjobs=4")}
+
+
+def by_metric(recs: list[dict]) -> dict[str, dict]:
+    return {r["metric"]: r for r in recs}
+
+
+def test_randrw_gives_both_directions_and_headline(real):
+    job = real["randrw"]["jobs"][0]
+    m = by_metric(results.fio_records(real["randrw"], {"fs": "ext4", "ok": True}))
+    assert set(m) == {f"{d}_{k}" for d in ("read", "write") for k in ("iops", "bw", "lat_mean", "lat_p99")} | {
+        "iops"}
+    for d in ("read", "write"):
+        assert m[f"{d}_iops"]["value"] == pytest.approx(job[d]["iops"]) and m[f"{d}_iops"]["unit"] == "IO/s"
+        assert m[f"{d}_bw"]["value"] == pytest.approx(job[d]["bw_bytes"] / 2**20)
+        assert m[f"{d}_bw"]["unit"] == "MiB/s"
+        assert m[f"{d}_lat_mean"]["value"] == pytest.approx(job[d]["lat_ns"]["mean"] / 1000)
+        assert m[f"{d}_lat_p99"]["value"] == pytest.approx(job[d]["clat_ns"]["percentile"]["99.000000"] / 1000)
+        assert m[f"{d}_lat_p99"]["unit"] == "us"
+    assert m["iops"]["value"] == pytest.approx(job["read"]["iops"] + job["write"]["iops"])
+    assert m["iops"]["value"] > 0 and all(r["fs"] == "ext4" and r["ok"] for r in m.values())
+
+
+@pytest.mark.parametrize(("rw", "present", "absent"), [("read", "read", "write"), ("write", "write", "read")])
+def test_one_direction_only(real, rw, present, absent):
+    m = by_metric(results.fio_records(real[rw], {}))
+    assert f"{present}_iops" in m and not any(k.startswith(absent) for k in m)
+    assert m["iops"]["value"] == m[f"{present}_iops"]["value"] > 0
+
+
+def test_several_jobs_without_group_reporting_are_summed(real):
+    jobs = real["numjobs"]["jobs"]
+    assert len(jobs) == 4
+    m = by_metric(results.fio_records(real["numjobs"], {}))
+    assert m["read_iops"]["value"] == pytest.approx(sum(j["read"]["iops"] for j in jobs))
+    assert m["read_bw"]["value"] == pytest.approx(sum(j["read"]["bw_bytes"] for j in jobs) / 2**20)
+    n = sum(j["read"]["total_ios"] for j in jobs)
+    mean = sum(j["read"]["lat_ns"]["mean"] * j["read"]["total_ios"] for j in jobs) / n / 1000
+    assert m["read_lat_mean"]["value"] == pytest.approx(mean)
+    assert m["read_lat_p99"]["value"] == max(j["read"]["clat_ns"]["percentile"]["99.000000"] for j in jobs) / 1000
+    assert "write_iops" not in m
+
+
+def test_direction_asked_for_but_idle_reports_zero(real):
+    data = json.loads(json.dumps(real["write"]))
+    w = data["jobs"][0]["write"]
+    w.update(io_bytes=0, iops=0.0, bw_bytes=0, total_ios=0)
+    m = by_metric(results.fio_records(data, {}))
+    assert m["write_iops"]["value"] == 0 and m["iops"]["value"] == 0 and "write_lat_mean" not in m
+
+
+def test_fio_notes_before_json_are_skipped(real):
+    text = "note: both iodepth >= 1 and synchronous I/O engine are selected\n" + json.dumps(real["read"])
+    assert results.load_fio_json(text)["jobs"][0]["jobname"] == "t"
+
+
+PLAN = {
+    "suite": {"name": "fio-basic"},
+    "filesystems": [{"name": "ext4"}, {"name": "xfs"}],
+    "cases": [{"id": "randrw-4k", "kind": "fio", "rep": 0, "params": {"rw": "randrw", "bs": "4k",
+                                                                       "fs": "clash", "opt": {"depth": 4}}},
+              {"id": "randrw-4k", "kind": "fio", "rep": 1, "params": {"rw": "randrw", "bs": "4k"}}],
+}
+
+
+def put_case(run_dir, fs, cdir, ok=True, error=None, fio_json=None):
+    d = run_dir / "raw" / fs / cdir
+    d.mkdir(parents=True)
+    (d / "case.json").write_text(json.dumps({"case": cdir, "fs": fs, "ok": ok, "error": error}))
+    if fio_json is not None:
+        (d / "fio.json").write_text(json.dumps(fio_json))
+
+
+def test_records_for_run_covers_every_pair(real, tmp_path):
+    put_case(tmp_path, "ext4", "randrw-4k", fio_json=real["randrw"])
+    put_case(tmp_path, "ext4", "randrw-4k.rep1", ok=False, error="timed out after 120 s")
+    put_case(tmp_path, "xfs", "randrw-4k", fio_json={"jobs": [{"error": 5, "read": {}}]})
+    recs = results.records_for_run(tmp_path, PLAN, accel="tcg")
+    ok = [r for r in recs if r["ok"]]
+    assert {(r["fs"], r["rep"]) for r in ok} == {("ext4", 0)} and len(ok) == 9
+    head = next(r for r in ok if r["metric"] == "iops")
+    assert list(head)[:9] == ["suite", "case", "fs", "metric", "value", "unit", "rep", "ok", "accel"]
+    assert head["rw"] == "randrw" and head["bs"] == "4k" and head["opt.depth"] == 4
+    assert head["fs"] == "ext4" and head["suite"] == "fio-basic" and head["accel"] == "tcg"
+    failed = {(r["fs"], r["rep"]): r for r in recs if not r["ok"]}
+    assert set(failed) == {("ext4", 1), ("xfs", 0), ("xfs", 1)}
+    assert all(r["metric"] == "iops" and r["value"] is None for r in failed.values())
+    assert failed[("ext4", 1)]["error"] == "timed out after 120 s"
+    assert failed[("xfs", 0)]["error"] == "fio job error(s) [5]"
+    assert failed[("xfs", 1)]["error"] == results.NO_RESULT
+
+
+def test_unreadable_fio_json_is_a_failed_record(tmp_path):
+    put_case(tmp_path, "ext4", "randrw-4k")
+    (tmp_path / "raw/ext4/randrw-4k/fio.json").write_text("{not json")
+    plan = {**PLAN, "filesystems": [{"name": "ext4"}], "cases": PLAN["cases"][:1]}
+    [rec] = results.records_for_run(tmp_path, plan, accel="kvm")
+    assert not rec["ok"] and "unreadable result" in rec["error"]
+
+
+def test_jsonl_round_trip_and_bad_line(real, tmp_path):
+    recs = results.fio_records(real["randrw"], {"fs": "ext4", "case": "c", "unit_note": "µs"})
+    path = tmp_path / "results.jsonl"
+    results.write_jsonl(path, recs)
+    assert results.read_jsonl(path) == recs
+    path.write_text(path.read_text() + "\n{broken\n")
+    with pytest.raises(FslabError, match=r"results.jsonl:\d+: not a JSON record"):
+        results.read_jsonl(path)
+
+
+def test_format_table_averages_reps_and_flags(real):
+    base = {"suite": "s", "ok": True, "accel": "tcg"}
+    recs = []
+    for rep in (0, 1):
+        recs += results.fio_records(real["randrw"], {**base, "fs": "ext4", "case": "rr", "rep": rep})
+    zero = results.fio_records(real["read"], {**base, "fs": "xfs", "case": "rr", "rep": 0})
+    recs += [{**r, "value": 0.0} for r in zero]
+    recs.append({**base, "fs": "btrfs", "case": "rr", "rep": 0, "metric": "iops", "value": None,
+                 "ok": False, "error": "mkfs failed with exit code 1"})
+    text = results.format_table(recs)
+    lines = text.splitlines()
+    assert lines[0].split() == ["fs", "case", "reps", "IOPS", "MiB/s", "lat", "us", "p99", "us", "flags"]
+    ext4 = lines[1].split()
+    job = real["randrw"]["jobs"][0]
+    assert ext4[:3] == ["ext4", "rr", "2"] and ext4[3] == f"{job['read']['iops'] + job['write']['iops']:.0f}"
+    assert "ZERO" in lines[2] and lines[2].startswith("xfs")
+    assert lines[3].split()[:7] == ["btrfs", "rr", "1", "-", "-", "-", "-"]
+    assert "FAILED 1/1: mkfs failed" in lines[3]
+    assert "tcg" in lines[-1]
