@@ -130,11 +130,11 @@ def read_stream(tar_path: str | Path, dest_dir: str | Path) -> Collected:
 # --- fio JSON -> records -------------------------------------------------------------------------
 
 def load_fio_json(text: str) -> dict:
-    """fio's JSON output; fio may print notes before the JSON, so parse from the first '{'."""
+    """fio's JSON output; fio may print notes before or after the JSON object, which are skipped."""
     start = text.find("{")
     if start < 0:
         raise ValueError("no JSON object in fio output")
-    return json.loads(text[start:])
+    return json.JSONDecoder().raw_decode(text, start)[0]
 
 
 def _rw_of(job: dict, global_opts: dict) -> str:
@@ -315,7 +315,7 @@ def format_table(records: list[dict]) -> str:
             first = next(iter(metrics.values()))
             if not first.get("ok", False):
                 failed += 1
-                errors.append(str(first.get("error", "")))
+                errors.append(" ".join(str(first.get("error", "")).split()))  # one line
                 continue
             v = {m: r["value"] for m, r in metrics.items() if r.get("value") is not None}
             iops.append(v.get("iops", 0.0))

@@ -75,7 +75,8 @@ def test_direction_asked_for_but_idle_reports_zero(real):
 
 
 def test_fio_notes_before_json_are_skipped(real):
-    text = "note: both iodepth >= 1 and synchronous I/O engine are selected\n" + json.dumps(real["read"])
+    text = ("note: both iodepth >= 1 and synchronous I/O engine are selected\n" + json.dumps(real["read"])
+            + "\nfio: file hash not empty on exit\n")
     assert results.load_fio_json(text)["jobs"][0]["jobname"] == "t"
 
 

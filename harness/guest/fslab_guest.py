@@ -38,6 +38,7 @@ MKFS_TIMEOUT_S = 900
 # mkfs tools whose versions go into guest/info.json when present (plus those the plan names).
 MKFS_TOOLS = ["mkfs.ext4", "mkfs.xfs", "mkfs.btrfs", "mkfs.f2fs", "mkfs.jfs", "mkfs.nilfs2",
               "mkfs.reiserfs"]
+SBIN_PATH = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+-]*$")
 
 
@@ -313,11 +314,11 @@ def kill_tree(pid: int, wait_s: float = 30.0) -> list[int]:
 
 
 def load_fio_json(path: str) -> dict | None:
-    """fio's JSON output, or None. fio may put notes before the JSON, so start at the first '{'."""
+    """fio's JSON output, or None. fio may put notes before or after the JSON: skip them."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
-        return json.loads(text[text.index("{"):])
+        return json.JSONDecoder().raw_decode(text, text.index("{"))[0]
     except (OSError, ValueError):
         return None
 
@@ -415,8 +416,15 @@ def run_case(case: dict, fs: dict, ctx: dict, fs_error: str | None, out: TarWrit
 
 
 def failed(what: str, rc: int, text: str) -> AgentError:
-    """The error of a failed step: what, exit code and the tail of its output."""
-    return AgentError(f"{what} failed with exit code {rc}: {text.strip()[-300:]}")
+    """The error of a failed step: what, exit code and its output on one line.
+
+    Tools put the cause first and usage last (mkfs.xfs: "Filesystem must be larger than 300MB."
+    then 25 lines of usage), so a long output keeps its first and last two lines.
+    """
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if len(lines) > 4:
+        lines = lines[:2] + ["..."] + lines[-2:]
+    return AgentError(f"{what} failed with exit code {rc}: {' | '.join(lines)[:500]}")
 
 
 def prepare_fs(fs: dict, disks: dict, ctx: dict, out: TarWriter) -> None:
@@ -548,12 +556,18 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--progress", default=PROGRESS_PORT, help="progress port or file (default: %(default)s)")
     r.add_argument("--no-poweroff", action="store_true", help="leave the machine running at the end")
     args = p.parse_args(argv)
+    # cloud-init's runcmd may lack the sbin directories where mkfs.*, mount and mdadm live.
+    path = os.environ.get("PATH", "").split(os.pathsep)
+    os.environ["PATH"] = os.pathsep.join(path + [d for d in SBIN_PATH if d not in path])
+    # A SIGTERM (e.g. systemd stopping cloud-final) becomes SystemExit, so DONE.json is still written.
+    old_handler = signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated by SIGTERM"))
     rc = 2
     try:
         rc = agent_run(args.plan, args.results, args.progress)
     except BaseException:  # noqa: BLE001 - the port itself failed: say so on the console
         print(f"fslab-guest: fatal:\n{traceback.format_exc()}", file=sys.stdout, flush=True)
     finally:
+        signal.signal(signal.SIGTERM, old_handler)
         if not args.no_poweroff:
             print("fslab-guest: powering off", flush=True)
             poweroff()
