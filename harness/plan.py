@@ -34,6 +34,15 @@ def _fill_opts(argv: tuple[str, ...], opts: list[str]) -> list[str]:
     return out
 
 
+def _remount(f: Filesystem, zfs_pool: str | None) -> list[list[str]] | None:
+    """How the agent starts each case cold: None = umount + mount (the default)."""
+    if zfs_pool:
+        return [["zpool", "export", zfs_pool], ["zpool", "import", "-d", "/dev", zfs_pool]]
+    if not filesystems.get(f.type).needs_disk:
+        return []  # tmpfs: unmounting would throw its contents away
+    return None
+
+
 def render_filesystem(f: Filesystem) -> dict[str, Any]:
     """Everything the agent needs to make, mount, describe and tear down one filesystem.
 
@@ -67,7 +76,7 @@ def render_filesystem(f: Filesystem) -> dict[str, Any]:
         # ZFS mounts its datasets itself (mountpoint={mnt}); everything else is mounted by the agent.
         "mount": f.type != "zfs",
         "mount_options": f.mount_options or d.default_mount_options,
-        "remount": [["zpool", "export", zfs_pool], ["zpool", "import", "-d", "/dev", zfs_pool]] if zfs_pool else None,
+        "remount": _remount(f, zfs_pool),
         "teardown": [list(a) for a in lay.teardown] if lay else [],
         "geometry": [list(g) for g in (lay.geometry if lay else ())] + [list(g) for g in d.geometry],
         "module": d.module,

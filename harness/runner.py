@@ -160,8 +160,8 @@ def _collect(plan: dict[str, Any], run_dir: Path, paths: qemu.RunPaths, accel: s
     collected = None
     if paths.results_stream.exists():
         collected = results.read_stream(paths.results_stream, run_dir)
-        if collected.truncated:
-            log("fslab: the results stream ended inside a member (guest stopped mid-write); kept the rest")
+        for note in collected.notes:
+            log(f"fslab: results stream: {note}; everything complete before it was kept")
     done = collected.done if collected else None
     if status == "ok":
         if done is None:

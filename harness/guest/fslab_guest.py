@@ -334,15 +334,34 @@ def clean_mount(mnt: str, keep: set[str]) -> None:
     os.sync()
 
 
-def cold_start(fs: dict, vals: dict[str, str], devs: list[str]) -> None:
-    """drop_caches, then the plan's `remount` steps: caches drop_caches cannot reach (ZFS's ARC)
-    are emptied by exporting and importing the pool."""
-    drop_caches()
-    for argv in fs.get("remount") or []:
-        argv = substitute(argv, vals, devs)
-        rc, text = run_cmd(argv, timeout=300)
+def cold_start(fs: dict, ctx: dict) -> None:
+    """Start a case cold: remount the filesystem, then drop the page cache, dentries and inodes.
+
+    By default that is umount + mount with the same options (what a reboot would give, without
+    one); a plan can give its own `remount` steps instead (ZFS: export + import, which also
+    empties the ARC that drop_caches cannot reach), or `[]` for none (tmpfs: a remount would
+    destroy its contents).
+    """
+    vals, devs, mnt = ctx["vals"], ctx["devs"], ctx["mnt"]
+    os.sync()
+    steps = fs.get("remount")
+    if steps is not None:
+        for argv in steps:
+            argv = substitute(argv, vals, devs)
+            rc, text = run_cmd(argv, timeout=300)
+            if rc != 0:
+                raise failed(f"remount step {' '.join(argv)}", rc, text)
+    elif ctx.get("mounted"):
+        rc, text = umount_fs(mnt)
         if rc != 0:
-            raise failed(f"remount step {' '.join(argv)}", rc, text)
+            raise failed("umount before the case", rc, text)
+        ctx["mounted"] = False
+        _argv, rc, text = mount_fs(fs.get("fstype") or fs["type"], fs.get("mount_options", ""),
+                                   vals["{dev}"], mnt)
+        if rc != 0:
+            raise failed("mount before the case", rc, text)
+        ctx["mounted"] = True
+    drop_caches()
 
 
 def run_fio(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter) -> dict:
@@ -355,7 +374,7 @@ def run_fio(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter) -
         with open(job, "w") as f:
             f.write(case["job"])
         argv = ["fio", "--output-format=json", f"--output={os.path.join(work, 'fio.json')}", "job.fio"]
-        cold_start(ctx["fs"], ctx["vals"], ctx["devs"])
+        cold_start(ctx["fs"], ctx)
         keep = set(os.listdir(mnt))
         res = {"argv": argv, "rc": None, "error": None}
         with open(os.path.join(work, "fio.stderr"), "wb") as err:
