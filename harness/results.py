@@ -156,7 +156,8 @@ def fio_records(fio_json: dict, base: dict) -> list[dict]:
                              percentiles of total latency by default); the max over jobs, since
                              percentiles of different jobs cannot be combined exactly
     Latencies are left out for a direction with no completed I/O (fio reports 0 there).
-    Last, `iops` (IO/s) = read_iops + write_iops: the headline number. Several jobs without
+    Last, `iops` (IO/s) = read_iops + write_iops: the headline number. An IOPS record whose
+    value is 0 gets `"flag": "zero"` (kept, and shown as ZERO in tables). Several jobs without
     group_reporting appear as several entries of `jobs` and are summed; with group_reporting
     fio already reports one entry.
 
@@ -178,7 +179,10 @@ def fio_records(fio_json: dict, base: dict) -> list[dict]:
     out: list[dict] = []
 
     def rec(metric: str, value: float, unit: str) -> None:
-        out.append({**base, "metric": metric, "value": value, "unit": unit})
+        r = {**base, "metric": metric, "value": value, "unit": unit}
+        if metric.endswith("iops") and value == 0:
+            r["flag"] = "zero"  # study S1 saw 0 IOPS from ext3 twice: flag it, never drop it
+        out.append(r)
 
     total = 0.0
     for d, wanted in (("read", READS), ("write", WRITES)):

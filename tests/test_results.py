@@ -153,3 +153,13 @@ def test_format_table_averages_reps_and_flags(real):
     assert lines[3].split()[:7] == ["btrfs", "rr", "1", "-", "-", "-", "-"]
     assert "FAILED 1/1: mkfs failed" in lines[3]
     assert "tcg" in lines[-1]
+
+
+def test_zero_iops_is_flagged_not_dropped():
+    fio = {"jobs": [{"jobname": "z", "job options": {"rw": "randwrite"},
+                     "write": {"iops": 0.0, "bw_bytes": 0, "io_bytes": 0, "total_ios": 0}}]}
+    recs = results.fio_records(fio, {"fs": "ext3", "ok": True})
+    by = {r["metric"]: r for r in recs}
+    assert by["write_iops"]["value"] == 0 and by["write_iops"]["flag"] == "zero"
+    assert by["iops"]["flag"] == "zero" and by["iops"]["ok"] is True
+    assert "ZERO" in results.format_table([{**r, "suite": "s", "case": "c", "rep": 0} for r in recs])

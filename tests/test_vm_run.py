@@ -10,33 +10,14 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from vmhelpers import fslab, no_qemu_left, read_records
 
 from harness import accel, images
 
 pytestmark = pytest.mark.vm
-ROOT = Path(__file__).resolve().parent.parent
-FSLAB = [sys.executable, "-m", "harness.cli"]
-
-
-@pytest.fixture(scope="session")
-def image() -> images.Image:
-    return images.build("debian-12", accelerator="auto")
-
-
-def fslab(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*FSLAB, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
-
-
-def read_records(run_dir: Path) -> list[dict]:
-    return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines()]
-
-
-def no_qemu_left(run_id: str) -> bool:
-    return subprocess.run(["pgrep", "-f", f"fslab-{run_id}"], capture_output=True).returncode != 0
 
 
 def test_probe_boots_the_image_kernel_under_tcg(image):

@@ -468,6 +468,8 @@ def prepare_fs(fs: dict, disks: dict, ctx: dict, out: TarWriter) -> None:
             mkfs_out += f"$ {' '.join(info['setup'][-1])}\n{text}"
             if rc != 0:
                 raise failed(f"setup step {info['setup'][-1][0]}", rc, text)
+        if fs.get("setup") and shutil.which("udevadm"):
+            run_cmd(["udevadm", "settle", "--timeout=60"], timeout=90)  # /dev/md/..., /dev/<vg>/lv
         if fs.get("mkfs"):  # none for tmpfs, and for ZFS (its setup makes the pool)
             info["mkfs_argv"] = substitute(fs["mkfs"], vals, devs)
             info["mkfs_rc"], text = run_cmd(info["mkfs_argv"], timeout=MKFS_TIMEOUT_S)
