@@ -61,7 +61,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     choice = accel.choose(p["vm"]["accelerator"], image.kernel)
     if choice.warning:
         print(f"fslab: WARNING: {choice.warning}", file=sys.stderr)
-    results_root = Path(args.results_dir)
+    results_root = Path(args.results_dir).resolve()
     if args.show_command or args.dry_run:
         run_dir = results_root / p["run_id"]
         scratch = Path(args.scratch_dir) / p["run_id"] if args.scratch_dir else run_dir / "scratch"
@@ -72,8 +72,6 @@ def cmd_run(args: argparse.Namespace) -> int:
                      scratch_root=Path(args.scratch_dir) if args.scratch_dir else None,
                      keep_scratch=args.keep_scratch)
     print(results.format_table(out.records))
-    if choice.used == "tcg":
-        print("note: accel=tcg (software emulation): these timings do not describe real hardware")
     print(f"status: {out.status} ({out.reason})")
     print(out.run_dir)
     return 0 if out.status == "ok" else 1

@@ -29,7 +29,6 @@ def user_data(plan: dict[str, Any]) -> str:
         }],
         "runcmd": [["/usr/local/bin/fslab-guest", "run", PLAN_PATH]],
         "ssh_deletekeys": False,
-        "ssh_genkeytypes": [],
     }
     return "#cloud-config\n" + yaml.safe_dump(doc, sort_keys=False, width=1_000_000)
 
