@@ -8,9 +8,10 @@ naming the file, the key path and what is allowed; nothing is guessed or silentl
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 

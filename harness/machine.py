@@ -15,8 +15,8 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from .errors import FslabError
 
@@ -48,7 +48,7 @@ class Machine:
         self.proc: subprocess.Popen[bytes] | None = None
         self.started_at: float | None = None
 
-    def __enter__(self) -> "Machine":
+    def __enter__(self) -> Machine:
         self._stderr = open(self.stderr_path, "wb")
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self._stderr,
                                      stderr=subprocess.STDOUT, preexec_fn=_die_with_parent)

@@ -23,7 +23,7 @@ PLAN_VERSION = 1
 
 def new_run_id(name: str, now: _dt.datetime | None = None) -> str:
     """A sortable, unique run id: 20261122-080000-default-ab12."""
-    now = now or _dt.datetime.now(_dt.timezone.utc)
+    now = now or _dt.datetime.now(_dt.UTC)
     return f"{now:%Y%m%d-%H%M%S}-{name}-{secrets.token_hex(2)}"
 
 
@@ -48,8 +48,10 @@ def render_filesystem(f: Filesystem) -> dict[str, Any]:
 
     >>> from harness.config import Filesystem
     >>> e = render_filesystem(Filesystem("r1", "xfs", None, ("d0", "d1"), "md-raid1", (), "noatime"))
-    >>> e["setup"][0][:3], e["device"], e["mkfs"][-1], e["teardown"][0]
-    (['mdadm', '--create', '/dev/md/fslab-{name}'], '/dev/md/fslab-{name}', '{dev}', ['mdadm', '--stop', '/dev/md/fslab-{name}'])
+    >>> e["setup"][0][:3], e["device"], e["mkfs"][-1]
+    (['mdadm', '--create', '/dev/md/fslab-{name}'], '/dev/md/fslab-{name}', '{dev}')
+    >>> e["teardown"][0]
+    ['mdadm', '--stop', '/dev/md/fslab-{name}']
     """
     d = filesystems.get(f.type)
     lay = layouts.LAYOUTS[f.layout] if f.layout else None

@@ -31,7 +31,7 @@ class RunPaths:
 
     @classmethod
     def under(cls, scratch: Path, run_dir: Path, kernel: Path, initrd: Path,
-              disks: dict[str, Path]) -> "RunPaths":
+              disks: dict[str, Path]) -> RunPaths:
         return cls(overlay=scratch / "root-overlay.qcow2", kernel=kernel, initrd=initrd,
                    seed_iso=scratch / "seed.iso", disks=disks, console=run_dir / "console.log",
                    results_stream=scratch / "results.tar", progress=run_dir / "progress.jsonl",

@@ -217,13 +217,48 @@ def _flatten(params: dict, prefix: str = "") -> dict:
     return out
 
 
-def _case_records(raw: Path, base: dict, kind: str | None) -> list[dict]:
+def steps_records(steps: list[dict], plan_steps: list[dict], raw: Path, base: dict) -> list[dict]:
+    """Records of a `steps` case: for every timed step, its real and CPU seconds
+    (`real_s`, `cpu_s` = user + sys, `user_s`, `sys_s`, each with the field `step`); and for a step
+    whose plan entry says `"parse": "metrics"`, every line of its stdout that is a JSON object
+    {"metric", "value", "unit", ...extra fields} (how workload programs report their own metrics).
+
+    Example: steps.json [{"name": "cp", "timed": true, "rc": 0, "real_s": 2.5, "user_s": 0.1,
+    "sys_s": 0.4}] gives records step=cp with real_s 2.5 s, cpu_s 0.5 s, user_s 0.1 s, sys_s 0.4 s.
+    """
+    parse = {p["name"]: p.get("parse") for p in plan_steps}
+    out: list[dict] = []
+    for st in steps:
+        b = {**base, "step": st["name"]}
+        if st.get("timed", True) and st.get("rc") == 0:
+            cpu = st["user_s"] + st["sys_s"]
+            for metric, value in (("real_s", st["real_s"]), ("cpu_s", cpu), ("user_s", st["user_s"]),
+                                  ("sys_s", st["sys_s"])):
+                out.append({**b, "metric": metric, "value": round(value, 4), "unit": "s"})
+        if parse.get(st["name"]) == "metrics" and (raw / f"{st['name']}.stdout").is_file():
+            for line in (raw / f"{st['name']}.stdout").read_text(errors="replace").splitlines():
+                line = line.strip()
+                if not line.startswith("{"):
+                    continue
+                m = json.loads(line)
+                if "metric" in m and "value" in m:
+                    extra = {k: v for k, v in m.items() if k not in ("metric", "value", "unit")}
+                    out.append({**b, **{k: v for k, v in extra.items() if k not in b},
+                                "metric": m["metric"], "value": m["value"], "unit": m.get("unit", "")})
+    return out
+
+
+def _case_records(raw: Path, base: dict, case_plan: dict) -> list[dict]:
     """Records of one case directory, or raise ValueError with the reason it failed."""
+    kind = case_plan.get("kind")
     if not (raw / "case.json").is_file():
         raise ValueError(NO_RESULT)
     case = json.loads((raw / "case.json").read_text())
     if not case.get("ok"):
         raise ValueError(case.get("error") or "case failed (no error given)")
+    if kind == "steps":
+        steps = json.loads((raw / "steps.json").read_text())
+        return steps_records(steps, case_plan.get("steps") or [], raw, base)
     if kind != "fio":
         raise ValueError(f"no parser for case kind {kind!r}")
     if not (raw / "fio.json").is_file():
@@ -253,12 +288,13 @@ def records_for_run(run_dir: str | Path, plan: dict, accel: str) -> list[dict]:
                 base.setdefault(k, v)
             raw = run_dir / "raw" / fs["name"] / case_dir(case["id"], rep)
             try:
-                recs = _case_records(raw, base, case.get("kind"))
+                recs = _case_records(raw, base, case)
             except (OSError, ValueError, KeyError, TypeError) as e:
                 err = str(e) if isinstance(e, ValueError) and not isinstance(e, json.JSONDecodeError) \
                     else f"unreadable result in {raw}: {type(e).__name__}: {e}"
-                recs = [{**base, "metric": "iops", "value": None, "unit": "IO/s", "ok": False,
-                         "error": err}]
+                headline = plan["suite"].get("headline", "iops")
+                recs = [{**base, "metric": headline, "value": None,
+                         "unit": "IO/s" if headline == "iops" else "", "ok": False, "error": err}]
             out.extend(_ordered(r) for r in recs)
     return out
 
@@ -339,11 +375,11 @@ def format_table(records: list[dict]) -> str:
         cells = [_mean(iops), _mean(bw), _mean(lat), _mean(p99)]
         fmt = ["{:.0f}", "{:.1f}", "{:.1f}", "{:.1f}"]
         rows.append([fs, case, str(len(reps))] + ["-" if c is None else f.format(c) for c, f in
-                                                  zip(cells, fmt)] + [", ".join(flags)])
+                                                  zip(cells, fmt, strict=True)] + [", ".join(flags)])
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     right = {2, 3, 4, 5, 6}
     lines = ["  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in
-                       enumerate(zip(row, widths))).rstrip() for row in rows]
+                       enumerate(zip(row, widths, strict=True))).rstrip() for row in rows]
     if tcg:
         lines.append("accel tcg: software emulation; these timings do not describe real hardware")
     return "\n".join(lines) + "\n"

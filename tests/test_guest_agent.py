@@ -14,6 +14,7 @@ import shutil
 import sys
 import tarfile
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -381,3 +382,55 @@ def test_reader_refuses_traversal_links_and_devices(tmp_path):
     assert col.members == ["raw/ok.txt"] and not col.truncated and len(col.notes) == 5
     assert not (tmp_path / "run" / "escape").exists() and not (dest / "raw/link").exists()
     assert not (dest / "raw/dev").exists() and not (dest / "raw/hard").exists()
+
+
+def steps_case(steps, cid="ops", timeout_s=60):
+    return {"id": cid, "kind": "steps", "rep": 0, "timeout_s": timeout_s, "params": {"scale": 1},
+            "steps": steps, "job": ""}
+
+
+def test_steps_case_times_each_step_and_reports_program_metrics(agent, tmp_path):
+    burn = "import time\nt=time.process_time()\nwhile time.process_time()-t<0.3: pass\n"
+    metric = 'print("noise"); print(\'{"metric": "ms_per_msg", "value": 1.5, "unit": "ms", "writers": 4}\')'
+    plan = make_plan([steps_case([
+        {"name": "write", "argv": ["sh", "-c", "echo hello > {mnt}/f && sleep 0.3"]},
+        {"name": "burn", "argv": [sys.executable, "-c", burn]},
+        {"name": "report", "argv": [sys.executable, "-c", metric], "parse": "metrics", "timed": False},
+    ])])
+    rc, col, run_dir, _ = run_agent(agent, tmp_path, plan)
+    assert rc == 0 and col.done["status"] == "ok"
+    steps = json.loads((run_dir / "raw/ext4/ops/steps.json").read_text())
+    assert [s["name"] for s in steps] == ["write", "burn", "report"] and all(s["rc"] == 0 for s in steps)
+    assert steps[0]["real_s"] >= 0.3 and steps[0]["user_s"] + steps[0]["sys_s"] < 0.3
+    assert steps[1]["user_s"] + steps[1]["sys_s"] >= 0.25  # CPU of the child, from wait4's rusage
+    assert (run_dir / "raw/ext4/ops/report.stdout").read_text().startswith("noise")
+    recs = results.records_for_run(run_dir, plan, "tcg")
+    by = {(r["step"], r["metric"]): r for r in recs}
+    assert by[("write", "real_s")]["value"] >= 0.3 and by[("burn", "cpu_s")]["value"] >= 0.25
+    assert ("report", "real_s") not in by  # untimed
+    assert by[("report", "ms_per_msg")]["value"] == 1.5 and by[("report", "ms_per_msg")]["writers"] == 4
+    assert all(r["ok"] and r["scale"] == 1 for r in recs)
+
+
+def test_failed_step_ends_the_case_and_names_the_step(agent, tmp_path):
+    plan = make_plan([steps_case([
+        {"name": "ok", "argv": ["true"]},
+        {"name": "boom", "argv": ["sh", "-c", "exit 3"]},
+        {"name": "never", "argv": ["true"]},
+    ])])
+    plan["suite"]["headline"] = "real_s"
+    rc, col, run_dir, _ = run_agent(agent, tmp_path, plan)
+    assert col.done["status"] == "failed"
+    steps = json.loads((run_dir / "raw/ext4/ops/steps.json").read_text())
+    assert steps[2]["skipped"] is True and steps[1]["rc"] == 3
+    (rec,) = results.records_for_run(run_dir, plan, "tcg")
+    assert rec["ok"] is False and rec["metric"] == "real_s" and "step boom failed with exit code 3" in rec["error"]
+
+
+def test_step_timeout_kills_it(agent, tmp_path):
+    plan = make_plan([steps_case([{"name": "slow", "argv": ["sleep", "30"]}], timeout_s=1)])
+    t = time.monotonic()
+    rc, col, run_dir, _ = run_agent(agent, tmp_path, plan)
+    assert time.monotonic() - t < 20
+    case = json.loads((run_dir / "raw/ext4/ops/case.json").read_text())
+    assert not case["ok"] and "timed out" in case["error"]

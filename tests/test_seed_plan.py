@@ -114,5 +114,6 @@ def test_disks_are_created_with_the_requested_preallocation(tmp_path):
 
 def test_not_enough_space_is_one_clear_error(tmp_path):
     huge = {"id": "d0", "size_bytes": 1 << 60, "format": "raw", "preallocation": "full"}
-    with pytest.raises(FslabError, match=r"not enough free space in .* for the run's disks: need .*GiB \(d0 1048576TiB full"):
+    msg = r"not enough free space in .* for the run's disks: need .*GiB \(d0 1048576TiB full"
+    with pytest.raises(FslabError, match=msg):
         disks.check_space([huge], tmp_path / "not" / "yet")

@@ -21,6 +21,7 @@ import json
 import os
 import posixpath
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -408,6 +409,75 @@ def run_fio(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter) -
         shutil.rmtree(work, ignore_errors=True)
 
 
+def run_timed(argv: list[str], cwd: str, env: dict, stdout, stderr, timeout: float | None) -> dict:
+    """Run one step and measure it like `/usr/bin/time`: real seconds from a monotonic clock,
+    user and system CPU seconds of the step and all its children (os.wait4's rusage)."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=stdout,
+                            stderr=stderr, start_new_session=True)
+    timed_out = False
+    deadline = None if timeout is None else t0 + timeout
+    while True:
+        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            break
+        if deadline is not None and time.monotonic() > deadline:
+            kill_tree(proc.pid)
+            pid, status, ru = os.wait4(proc.pid, 0)
+            timed_out = True
+            break
+        time.sleep(0.02)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    return {"rc": proc.returncode, "real_s": round(time.monotonic() - t0, 4),
+            "user_s": round(ru.ru_utime, 4), "sys_s": round(ru.ru_stime, 4),
+            "maxrss_kib": ru.ru_maxrss, "timed_out": timed_out}
+
+
+def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter) -> dict:
+    """A `steps` case: argv steps run in order, each timed (real, user, sys), outputs kept.
+
+    Each step: {"name", "argv", "cwd" (default {mnt}), "env" (added), "timed" (default true)}.
+    Placeholders as in setup/mkfs, plus {ncpu}. A step that fails ends the case (the remaining
+    steps are recorded as not run); steps.json lists what happened to each.
+    """
+    cold_start(ctx["fs"], ctx)
+    vals = {**ctx["vals"], "{ncpu}": str(os.cpu_count() or 1)}
+    deadline = time.monotonic() + float(case.get("timeout_s") or 3600)
+    results, error = [], None
+    for step in case.get("steps") or []:
+        name = step["name"]
+        if not SAFE_NAME.match(name):
+            raise AgentError(f"unsafe step name {name!r}")
+        argv = substitute(step["argv"], vals, ctx["devs"])
+        res = {"name": name, "argv": argv, "timed": step.get("timed", True)}
+        if error is not None:
+            results.append({**res, "rc": None, "skipped": True})
+            continue
+        cwd = substitute([step.get("cwd") or "{mnt}"], vals, ctx["devs"])[0]
+        env = {**os.environ, "FSLAB_MNT": ctx["mnt"], **{k: substitute([v], vals, ctx["devs"])[0]
+                                                          for k, v in (step.get("env") or {}).items()}}
+        work = tempfile.mkdtemp(prefix="fslab-step-")
+        try:
+            with open(os.path.join(work, "out"), "wb") as so, open(os.path.join(work, "err"), "wb") as se:
+                try:
+                    res.update(run_timed(argv, cwd, env, so, se, max(1.0, deadline - time.monotonic())))
+                except OSError as e:
+                    res.update(rc=127, error=f"{argv[0]}: {e.strerror}")
+            for stream in ("out", "err"):
+                with open(os.path.join(work, stream), "rb") as f:
+                    out.add(f"{prefix}/{name}.std{stream}", f.read())
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        results.append(res)
+        if res.get("timed_out"):
+            error = f"step {name} timed out (case timeout {case.get('timeout_s')} s)"
+        elif res["rc"] != 0:
+            error = f"step {name} failed with exit code {res['rc']}: {shlex.join(argv)[:200]}"
+        rep.log(f"  step {name}: rc {res['rc']} real {res.get('real_s')} s")
+    out.add_json(f"{prefix}/steps.json", results)
+    return {"argv": None, "rc": 0 if error is None else 1, "error": error}
+
+
 def run_case(case: dict, fs: dict, ctx: dict, fs_error: str | None, out: TarWriter,
              rep: Reporter) -> bool:
     cid, rnum = case["id"], case.get("rep", 0)
@@ -418,9 +488,10 @@ def run_case(case: dict, fs: dict, ctx: dict, fs_error: str | None, out: TarWrit
         rep.event("case-start", fs=fs["name"], case=cid, rep=rnum)
         rep.log(f"{fs['name']}: case {cid} rep {rnum}")
         try:
-            if case.get("kind") != "fio":
+            runner = {"fio": run_fio, "steps": run_steps}.get(case.get("kind"))
+            if runner is None:
                 raise AgentError(f"unknown case kind {case.get('kind')!r}")
-            res = run_fio(case, ctx, prefix, out, rep)
+            res = runner(case, ctx, prefix, out, rep)
         except Exception as e:  # noqa: BLE001 - one broken case must not stop the others
             res["error"] = str(e) if isinstance(e, AgentError) else f"{type(e).__name__}: {e}"
             rep.log(traceback.format_exc().rstrip())

@@ -3,8 +3,9 @@ cases a profile expands to. A case is a self-contained unit the guest agent can 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import FslabError
 
