@@ -222,6 +222,7 @@ def steps_records(steps: list[dict], plan_steps: list[dict], raw: Path, base: di
     (`real_s`, `cpu_s` = user + sys, `user_s`, `sys_s`, each with the field `step`); and for a step
     whose plan entry says `"parse": "metrics"`, every line of its stdout that is a JSON object
     {"metric", "value", "unit", ...extra fields} (how workload programs report their own metrics).
+    A step skipped on purpose gives one record with value None and `skipped` saying why.
 
     Example: steps.json [{"name": "cp", "timed": true, "rc": 0, "real_s": 2.5, "user_s": 0.1,
     "sys_s": 0.4}] gives records step=cp with real_s 2.5 s, cpu_s 0.5 s, user_s 0.1 s, sys_s 0.4 s.
@@ -230,6 +231,9 @@ def steps_records(steps: list[dict], plan_steps: list[dict], raw: Path, base: di
     out: list[dict] = []
     for st in steps:
         b = {**base, "step": st["name"]}
+        if st.get("reason"):  # skipped on purpose (e.g. does not fit in tmpfs): said, not hidden
+            out.append({**b, "metric": "real_s", "value": None, "unit": "s", "skipped": st["reason"]})
+            continue
         if st.get("timed", True) and st.get("rc") == 0:
             cpu = st["user_s"] + st["sys_s"]
             for metric, value in (("real_s", st["real_s"]), ("cpu_s", cpu), ("user_s", st["user_s"]),

@@ -434,3 +434,20 @@ def test_step_timeout_kills_it(agent, tmp_path):
     assert time.monotonic() - t < 20
     case = json.loads((run_dir / "raw/ext4/ops/case.json").read_text())
     assert not case["ok"] and "timed out" in case["error"]
+
+
+def test_steps_that_do_not_fit_are_skipped_and_said_so(agent, tmp_path):
+    plan = make_plan([steps_case([
+        {"name": "small", "argv": ["true"], "needs_bytes": 1},
+        {"name": "cold", "builtin": "drop-caches"},
+        {"name": "huge", "argv": ["true"], "needs_bytes": 1 << 62},
+    ])])
+    rc, col, run_dir, _ = run_agent(agent, tmp_path, plan)
+    assert col.done["status"] == "ok"
+    small, cold, huge = json.loads((run_dir / "raw/ext4/ops/steps.json").read_text())
+    assert small["rc"] == 0 and cold["rc"] == 0 and cold["timed"] is False
+    assert huge["skipped"] and huge["reason"].startswith("does not fit: needs 4611686018427387904 bytes")
+    recs = results.records_for_run(run_dir, plan, "tcg")
+    assert {r["step"] for r in recs if r["value"] is not None} == {"small"}
+    (skip,) = [r for r in recs if r["step"] == "huge"]
+    assert skip["value"] is None and skip["skipped"].startswith("does not fit")

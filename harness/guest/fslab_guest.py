@@ -436,7 +436,9 @@ def run_timed(argv: list[str], cwd: str, env: dict, stdout, stderr, timeout: flo
 def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter) -> dict:
     """A `steps` case: argv steps run in order, each timed (real, user, sys), outputs kept.
 
-    Each step: {"name", "argv", "cwd" (default {mnt}), "env" (added), "timed" (default true)}.
+    Each step: {"name", "argv", "cwd" (default {mnt}), "env" (added), "timed" (default true),
+    "needs_bytes" (skipped, and said so, when the filesystem has less free space: tmpfs),
+    "builtin": "drop-caches" (sync and drop caches instead of a command)}.
     Placeholders as in setup/mkfs, plus {ncpu}. A step that fails ends the case (the remaining
     steps are recorded as not run); steps.json lists what happened to each.
     """
@@ -448,11 +450,24 @@ def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter)
         name = step["name"]
         if not SAFE_NAME.match(name):
             raise AgentError(f"unsafe step name {name!r}")
-        argv = substitute(step["argv"], vals, ctx["devs"])
+        argv = substitute(step.get("argv") or [], vals, ctx["devs"])
         res = {"name": name, "argv": argv, "timed": step.get("timed", True)}
         if error is not None:
             results.append({**res, "rc": None, "skipped": True})
             continue
+        if step.get("builtin") == "drop-caches":  # e.g. after generating a step's inputs
+            drop_caches()
+            results.append({**res, "timed": False, "rc": 0})
+            continue
+        need = int(step.get("needs_bytes") or 0)
+        if need:
+            st = os.statvfs(ctx["mnt"])
+            free = st.f_bavail * st.f_frsize
+            if free < need:  # tmpfs as a baseline: only the steps that fit in RAM run
+                results.append({**res, "rc": None, "skipped": True,
+                                "reason": f"does not fit: needs {need} bytes, {free} free"})
+                rep.log(f"  step {name}: skipped, needs {need} bytes, {free} free")
+                continue
         cwd = substitute([step.get("cwd") or "{mnt}"], vals, ctx["devs"])[0]
         env = {**os.environ, "FSLAB_MNT": ctx["mnt"], **{k: substitute([v], vals, ctx["devs"])[0]
                                                           for k, v in (step.get("env") or {}).items()}}

@@ -13,11 +13,12 @@ from ..errors import FslabError
 @dataclass(frozen=True)
 class Case:
     id: str
-    kind: str  # "fio" (the agent knows how to run each kind)
+    kind: str  # "fio" or "steps" (the agent knows how to run each kind)
     params: dict[str, Any]
     job: str  # for kind fio: the complete job file, pointed at ${FSLAB_MNT}
     timeout_s: int
     rep: int = 0
+    steps: list[dict[str, Any]] | None = None  # for kind "steps": see the agent's run_steps
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
