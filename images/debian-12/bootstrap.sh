@@ -1,0 +1,181 @@
+#!/bin/bash
+# Build the offline base of the fslab Debian 12 guest: an ext4 root filesystem image (qcow2)
+# made from Debian's archive with mmdebstrap, plus its kernel and initramfs for direct kernel
+# boot. Packer then boots this base once to provision it (packer/debian-12.pkr.hcl).
+#
+#   bootstrap.sh OUTDIR GUEST_AGENT     build into OUTDIR (must not exist yet)
+#   bootstrap.sh --print-mirror         print the Debian mirror that would be used
+#
+# OUTDIR receives: base.qcow2, vmlinuz, initrd.img, kernel-version, mmdebstrap.log
+#
+# Environment:
+#   FSLAB_DEBIAN_MIRROR  Debian archive URL (default: the one this host's apt uses for SUITE)
+#   FSLAB_DEBIAN_SUITE   Debian suite (default: bookworm)
+#   FSLAB_ROOT_SIZE      size of the root filesystem (default: 4G; the qcow2 stays sparse)
+#
+# No loop devices and no mounts: mkfs.ext4 -d fills the filesystem from the root directory.
+# Root is needed only because mmdebstrap runs in root mode to produce a root-owned tree.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+suite=${FSLAB_DEBIAN_SUITE:-bookworm}
+root_size=${FSLAB_ROOT_SIZE:-4G}
+label=fslab-root
+# Modules the initramfs must carry to find the root disk on any bus a vmconfig may pick.
+required_modules="virtio_pci virtio_blk virtio_scsi nvme ext4"
+
+die() {
+	echo "bootstrap.sh: error: $*" >&2
+	exit 1
+}
+
+# The URI apt on this host uses for $suite, from deb822 .sources and one-line .list files.
+host_mirror() {
+	local f
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ -e "$f" ] || continue
+		awk -v suite="$suite" '
+			function flush() {
+				if (types ~ /(^| )deb( |$)/ && (" " suites " ") ~ (" " suite " ") && enabled != "no" && uris != "") {
+					split(uris, u, " "); print u[1]; found = 1; exit
+				}
+				types = ""; suites = ""; uris = ""; enabled = ""
+			}
+			/^[ \t]*$/ { flush(); next }
+			/^#/ { next }
+			/^Types:/ { sub(/^Types:[ \t]*/, ""); types = $0 }
+			/^Suites:/ { sub(/^Suites:[ \t]*/, ""); suites = $0 }
+			/^URIs:/ { sub(/^URIs:[ \t]*/, ""); uris = $0 }
+			/^Enabled:/ { sub(/^Enabled:[ \t]*/, ""); enabled = tolower($0) }
+			END { if (!found) flush() }
+		' "$f"
+	done
+	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+		[ -e "$f" ] || continue
+		awk -v suite="$suite" '
+			$1 == "deb" {
+				i = 2
+				if ($2 ~ /^\[/) { while (i <= NF && $i !~ /\]$/) i++; i++ }
+				if ($(i + 1) == suite) { print $i; exit }
+			}
+		' "$f"
+	done
+}
+
+mirror() {
+	if [ -n "${FSLAB_DEBIAN_MIRROR:-}" ]; then
+		echo "$FSLAB_DEBIAN_MIRROR"
+		return
+	fi
+	local m
+	m=$(host_mirror | head -n 1)
+	[ -n "$m" ] || die "no apt source for suite '$suite' on this host; set FSLAB_DEBIAN_MIRROR"
+	echo "$m"
+}
+
+if [ "${1:-}" = "--print-mirror" ]; then
+	mirror
+	exit 0
+fi
+
+[ $# -eq 2 ] || die "usage: bootstrap.sh OUTDIR GUEST_AGENT | bootstrap.sh --print-mirror"
+out=$1
+agent=$2
+[ ! -e "$out" ] || die "$out already exists"
+[ -f "$agent" ] || die "guest agent $agent does not exist"
+[ "$(id -u)" -eq 0 ] || die "needs root (mmdebstrap root mode makes a root-owned tree); run it with sudo"
+for tool in mmdebstrap mkfs.ext4 qemu-img; do
+	command -v "$tool" >/dev/null || die "$tool is not installed (apt-get install mmdebstrap e2fsprogs qemu-utils)"
+done
+
+mirror_url=$(mirror)
+packages=$(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "$here/packages.txt" | paste -sd, -)
+
+mkdir -p "$out"
+work=$(mktemp -d "$out/.work.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+rootfs=$work/root
+
+# Files that must be in place before the kernel is installed, because the initramfs is made
+# from them: fstab, FSTYPE=ext4 (the hooks cannot probe LABEL=fslab-root inside a chroot, and
+# without it the initramfs has no fsck), and no floppy driver (QEMU's default "pc" machine has a
+# floppy drive that cloud-init's seed search would read, failing, again and again).
+printf 'LABEL=%s\t/\text4\terrors=remount-ro\t0\t1\n' "$label" >"$work/fstab"
+printf '# fslab: the root filesystem type, for the fsck hook\nFSTYPE=ext4\n' >"$work/initramfs.conf"
+printf '# fslab: VMs have no floppy drive worth probing\nblacklist floppy\n' >"$work/modprobe.conf"
+
+echo "bootstrap: mmdebstrap $suite from $mirror_url" >&2
+# shellcheck disable=SC2016 # "$1" (the chroot) is expanded by mmdebstrap's hook shell
+mmdebstrap --mode=root --variant=apt --components=main,contrib \
+	--include="$packages" \
+	--aptopt='APT::Install-Recommends "false"' \
+	--dpkgopt='path-exclude=/usr/share/doc/*' \
+	--dpkgopt='path-include=/usr/share/doc/*/copyright' \
+	--dpkgopt='path-exclude=/usr/share/man/*' \
+	--dpkgopt='path-exclude=/usr/share/locale/*' \
+	--dpkgopt='path-include=/usr/share/locale/locale.alias' \
+	--essential-hook='mkdir -p "$1/etc/initramfs-tools/conf.d" "$1/etc/modprobe.d"' \
+	--essential-hook="upload $work/fstab /etc/fstab" \
+	--essential-hook="upload $work/initramfs.conf /etc/initramfs-tools/conf.d/fslab.conf" \
+	--essential-hook="upload $work/modprobe.conf /etc/modprobe.d/fslab.conf" \
+	"$suite" "$rootfs" "$mirror_url" >"$out/mmdebstrap.log" 2>&1 ||
+	die "mmdebstrap failed; see $out/mmdebstrap.log"
+
+echo "bootstrap: customize" >&2
+echo fslab >"$rootfs/etc/hostname"
+printf '127.0.0.1\tlocalhost\n127.0.1.1\tfslab\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' >"$rootfs/etc/hosts"
+# Only lo here; cloud-init's fallback DHCP (build boot only) drops its file into interfaces.d.
+printf 'source /etc/network/interfaces.d/*\n\nauto lo\niface lo inet loopback\n' \
+	>"$rootfs/etc/network/interfaces"
+mkdir -p "$rootfs/etc/cloud/cloud.cfg.d"
+cat >"$rootfs/etc/cloud/cloud.cfg.d/90-fslab.cfg" <<'EOF'
+#cloud-config
+# fslab: the only config source is the NoCloud seed (a "cidata" ISO) the harness attaches.
+datasource_list: [NoCloud, None]
+# No default user ("debian"): the build logs in as root with a key from its seed.
+users: {}
+# Only the modules fslab seeds use; the rest (locale, apt, grub, ntp, ...) would only slow a
+# TCG boot down or fail without network. packer/scripts/10-cloud-init.sh trims these further
+# for run time.
+cloud_init_modules: [seed_random, bootcmd, write-files, set_hostname, update_hostname, update_etc_hosts, ssh]
+cloud_config_modules: [runcmd]
+cloud_final_modules: [write-files-deferred, scripts-per-once, scripts-per-boot, scripts-per-instance, scripts-user, final-message, power-state-change]
+EOF
+# A getty on the serial console (the one console fslab VMs have).
+ln -sf /lib/systemd/system/serial-getty@.service \
+	"$rootfs/etc/systemd/system/getty.target.wants/serial-getty@ttyS0.service"
+# The host's resolv.conf was copied in for apt; the guest has no network at run time.
+rm -f "$rootfs/etc/resolv.conf"
+install -D -m 0755 "$agent" "$rootfs/usr/local/bin/fslab-guest"
+mkdir -p "$rootfs/var/lib/fslab"
+
+echo "bootstrap: kernel and initramfs" >&2
+kernels=("$rootfs"/boot/vmlinuz-*)
+if [ ${#kernels[@]} -ne 1 ] || [ ! -f "${kernels[0]}" ]; then
+	die "expected exactly one kernel in /boot, found: ${kernels[*]}"
+fi
+kver=${kernels[0]##*/vmlinuz-}
+initrd=$rootfs/boot/initrd.img-$kver
+[ -f "$initrd" ] || die "no initramfs $initrd"
+grep -qx 'MODULES=most' "$rootfs/etc/initramfs-tools/initramfs.conf" ||
+	die "initramfs-tools no longer defaults to MODULES=most; list the virtio modules explicitly"
+# Check the root disk drivers are in the initramfs (or built into the kernel).
+listing=$(chroot "$rootfs" lsinitramfs "/boot/initrd.img-$kver")
+for mod in $required_modules; do
+	file=$(chroot "$rootfs" modinfo -k "$kver" -n "$mod") || die "kernel $kver has no module $mod"
+	[ "$file" = "(builtin)" ] && continue
+	grep -q "/${mod//_/[_-]}\.ko" <<<"$listing" || die "initramfs of $kver lacks $mod"
+done
+grep -q 'sbin/fsck\.ext4$' <<<"$listing" || die "initramfs of $kver lacks fsck.ext4"
+grep -q 'modprobe.d/fslab.conf$' <<<"$listing" || die "initramfs of $kver lacks /etc/modprobe.d/fslab.conf"
+cp "${kernels[0]}" "$work/vmlinuz"
+cp "$initrd" "$work/initrd.img"
+chmod 0644 "$work/vmlinuz" "$work/initrd.img"
+echo "$kver" >"$work/kernel-version"
+
+echo "bootstrap: mkfs.ext4 -d ($root_size)" >&2
+mkfs.ext4 -q -F -L "$label" -d "$rootfs" "$work/root.ext4" "$root_size"
+qemu-img convert -f raw -O qcow2 "$work/root.ext4" "$work/base.qcow2"
+
+mv "$work/base.qcow2" "$work/vmlinuz" "$work/initrd.img" "$work/kernel-version" "$out/"
+echo "bootstrap: done: $out (kernel $kver)" >&2

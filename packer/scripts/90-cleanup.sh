@@ -1,0 +1,29 @@
+#!/bin/sh
+# Turn the build VM back into an image: no SSH, no build identity, no build network config,
+# and nothing that waits for a network at boot (fslab VMs run with -nic none).
+set -eu
+
+# SSH was only for Packer.
+for unit in ssh.socket ssh.service sshd.socket sshd.service; do
+	if systemctl list-unit-files "$unit" | grep -q "^$unit"; then
+		systemctl disable "$unit"
+	fi
+done
+rm -f /etc/ssh/ssh_host_*
+rm -f /root/.ssh/authorized_keys
+
+# The build's network config, as cloud-init wrote it (ifupdown, ifcfg or NetworkManager).
+rm -f /etc/network/interfaces.d/50-cloud-init /etc/network/interfaces.d/50-cloud-init.cfg
+rm -f /etc/sysconfig/network-scripts/ifcfg-eth0 /etc/NetworkManager/system-connections/cloud-init-*
+rm -f /var/lib/dhcp/dhclient*.leases
+# Nothing may hold boot waiting for a network that does not exist.
+systemctl mask systemd-networkd-wait-online.service
+if systemctl list-unit-files NetworkManager-wait-online.service | grep -q '^NetworkManager'; then
+	systemctl mask NetworkManager-wait-online.service
+fi
+
+# The next boot is a first boot for cloud-init, with a new machine id.
+cloud-init clean --logs
+: >/etc/machine-id
+rm -rf /var/log/journal/*
+sync
