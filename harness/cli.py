@@ -29,6 +29,12 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fio-job", metavar="FILE", help="run this fio job file instead of the suite's cases")
     p.add_argument("--accel", choices=ACCELERATORS, help="override the vmconfig's accelerator")
     p.add_argument("--deadline", help="override the vmconfig's deadline, e.g. 20m")
+    p.add_argument("--reps", type=int, help="measured repetitions of each case (default: the profile's: "
+                   "paper 5, quick 3, smoke 1)")
+    p.add_argument("--warmup", type=int, default=0, help="discarded repetitions before the measured ones")
+    p.add_argument("--cv", type=float, default=3.0, metavar="PCT",
+                   help="run more repetitions while a case's coefficient of variation exceeds PCT %% (default 3)")
+    p.add_argument("--max-reps", type=int, help="cap on repetitions of a case (default 4 x reps)")
 
 
 def _resolve(args: argparse.Namespace) -> dict:
@@ -40,7 +46,8 @@ def _resolve(args: argparse.Namespace) -> dict:
         except ValueError as e:
             raise FslabError(f"--deadline: {args.deadline!r} is not allowed; allowed: {e}") from None
     return plan.resolve(cfg, suite=args.suite, profile=args.profile, fio_job=args.fio_job,
-                        deadline=deadline, accelerator=args.accel)
+                        deadline=deadline, accelerator=args.accel, reps=args.reps, warmup=args.warmup,
+                        cv_threshold=args.cv / 100.0, max_reps=args.max_reps)
 
 
 def _image_for(p: dict, image_dir: str | None) -> images.Image:

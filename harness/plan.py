@@ -103,8 +103,17 @@ def resolve(
     deadline: int | None = None,
     accelerator: str | None = None,
     run_id: str | None = None,
+    reps: int | None = None,
+    warmup: int = 0,
+    cv_threshold: float = 0.03,
+    max_reps: int | None = None,
 ) -> dict[str, Any]:
-    """The fully resolved plan for one VM boot. Command-line choices override the vmconfig."""
+    """The fully resolved plan for one VM boot. Command-line choices override the vmconfig.
+
+    `repeat`: n measured repetitions of every case (the profile's default unless given), after
+    `warmup` discarded ones; cases whose coefficient of variation stays above `cv_threshold` get
+    more, up to `max_reps` (default 4 x n); the guest agent applies the rule as it goes.
+    """
     if deadline is not None:
         cfg = replace(cfg, deadline=deadline)
     s = suites.get(suite or cfg.suite, src=f"{cfg.source}: suite")
@@ -112,6 +121,10 @@ def resolve(
     if profile is None and prof not in s.profiles:
         prof = next(iter(s.profiles))  # the vmconfig's profile belongs to its own suite
     cases = _cases(cfg, s, prof, fio_job)
+    n = reps if reps is not None else s.default_reps(prof)
+    if n < 1 or warmup < 0 or (max_reps is not None and max_reps < n) or not 0 < cv_threshold < 10:
+        raise FslabError(f"repetitions: reps {n}, warmup {warmup}, max-reps {max_reps}, cv {cv_threshold} "
+                         f"are not allowed; allowed: reps >= 1, warmup >= 0, max-reps >= reps, 0 < cv < 10")
     fss = [render_filesystem(f) for f in cfg.filesystems]
     return {
         "fslab_plan": PLAN_VERSION,
@@ -134,6 +147,8 @@ def resolve(
         "filesystems": fss,
         "suite": {"name": s.name, "profile": "custom-job" if fio_job else prof, "version": s.version,
                   "headline": s.headline},
+        "repeat": {"n": n, "warmup": warmup, "cap": max_reps if max_reps is not None else 4 * n,
+                   "cv_threshold": cv_threshold, "unstable_cv": 0.05, "rep_offset": 0},
         "cases": [c.to_json() for c in cases],
     }
 

@@ -451,3 +451,35 @@ def test_steps_that_do_not_fit_are_skipped_and_said_so(agent, tmp_path):
     assert {r["step"] for r in recs if r["value"] is not None} == {"small"}
     (skip,) = [r for r in recs if r["step"] == "huge"]
     assert skip["value"] is None and skip["skipped"].startswith("does not fit")
+
+
+def test_repetitions_warmup_rounds_and_adaptive_extra_rounds(agent, tmp_path):
+    """Rounds spread reps across the run; a case above the CV threshold gets more, up to the cap."""
+    counter = tmp_path / "count"
+    script = ("import sys, time, pathlib\n"
+              "p = pathlib.Path(sys.argv[1]); n = int(p.read_text()) if p.exists() else 0\n"
+              "p.write_text(str(n + 1)); time.sleep(float(sys.argv[2 + n % 2]))\n")
+    wobbly = steps_case([{"name": "s", "argv": [sys.executable, "-c", script, str(counter), "0.1", "0.4"]}],
+                        cid="wobbly")
+    steady = steps_case([{"name": "s", "argv": ["sleep", "0.2"]}], cid="steady")
+    plan = make_plan([wobbly, steady])
+    plan["repeat"] = {"n": 2, "warmup": 1, "cap": 4, "cv_threshold": 0.2}
+    rc, col, run_dir, events = run_agent(agent, tmp_path, plan)
+    assert col.done["status"] == "ok"
+    order = [(e["case"], e["rep"]) for e in events if e["event"] == "case-start"]
+    assert order == [("wobbly", -1), ("steady", -1), ("wobbly", 0), ("steady", 0), ("wobbly", 1), ("steady", 1),
+                     ("wobbly", 2), ("wobbly", 3)]
+    recs = [r for r in results.records_for_run(run_dir, plan, "tcg") if r["metric"] == "real_s"]
+    assert sorted(r["rep"] for r in recs if r["case"] == "wobbly") == [-1, 0, 1, 2, 3]
+    assert sorted(r["rep"] for r in recs if r["case"] == "steady") == [-1, 0, 1]
+    assert all(r.get("warmup") is (True if r["rep"] < 0 else None) for r in recs)
+
+
+def test_missing_repetition_is_a_failed_record(agent, tmp_path):
+    plan = make_plan([steps_case([{"name": "s", "argv": ["true"]}])])
+    plan["repeat"] = {"n": 2}
+    run_agent(agent, tmp_path, plan)
+    shutil.rmtree(tmp_path / "run" / "raw" / "ext4" / "ops.rep1")
+    recs = results.records_for_run(tmp_path / "run", plan, "tcg")
+    (missing,) = [r for r in recs if r["rep"] == 1]
+    assert missing["ok"] is False and "no result returned" in missing["error"]

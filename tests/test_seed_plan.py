@@ -117,3 +117,15 @@ def test_not_enough_space_is_one_clear_error(tmp_path):
     msg = r"not enough free space in .* for the run's disks: need .*GiB \(d0 1048576TiB full"
     with pytest.raises(FslabError, match=msg):
         disks.check_space([huge], tmp_path / "not" / "yet")
+
+
+def test_repetitions_default_per_profile_and_overrides():
+    cfg = config.load(ROOT / "vmconfigs" / "smoke.yaml")
+    assert plan.resolve(cfg, suite="fio-matrix", profile="smoke")["repeat"]["n"] == 1
+    quick = plan.resolve(cfg, suite="fio-matrix", profile="quick")["repeat"]
+    assert (quick["n"], quick["cap"], quick["cv_threshold"], quick["warmup"]) == (3, 12, 0.03, 0)
+    assert plan.resolve(cfg, suite="fio-matrix", profile="paper")["repeat"]["n"] >= 5
+    custom = plan.resolve(cfg, reps=4, warmup=1, max_reps=6, cv_threshold=0.05)["repeat"]
+    assert (custom["n"], custom["warmup"], custom["cap"], custom["cv_threshold"]) == (4, 1, 6, 0.05)
+    with pytest.raises(FslabError, match="repetitions: reps 3, warmup 0, max-reps 2"):
+        plan.resolve(cfg, reps=3, max_reps=2)

@@ -52,7 +52,10 @@ def utcnow() -> str:
 
 
 def case_dir(case_id: str, rep: int) -> str:
-    """raw/<fs>/<this>: the id for rep 0, else `<id>.rep<N>` (reps share an id). Same in results.py."""
+    """raw/<fs>/<this>: the id for rep 0, `<id>.rep<N>` for rep N, `<id>.warmup<N>` for the
+    discarded warm-up -N (reps share an id). The same rule is in results.py."""
+    if rep < 0:
+        return f"{case_id}.warmup{-rep}"
     return case_id if not rep else f"{case_id}.rep{rep}"
 
 
@@ -402,8 +405,12 @@ def run_fio(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter) -
         clean_mount(mnt, keep)
         if res["error"] is None and res["rc"] != 0:
             res["error"] = f"fio exited with code {res['rc']}"
-        if res["error"] is None and load_fio_json(os.path.join(work, "fio.json")) is None:
+        fio = load_fio_json(os.path.join(work, "fio.json")) if res["error"] is None else None
+        if res["error"] is None and fio is None:
             res["error"] = "fio wrote no valid JSON to fio.json"
+        if fio is not None:  # the headline (total IOPS) decides whether more repetitions are needed
+            res["value"] = sum(float(j.get(d, {}).get("iops", 0.0)) for j in fio.get("jobs", [])
+                               for d in ("read", "write"))
         return res
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -490,7 +497,12 @@ def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter)
             error = f"step {name} failed with exit code {res['rc']}: {shlex.join(argv)[:200]}"
         rep.log(f"  step {name}: rc {res['rc']} real {res.get('real_s')} s")
     out.add_json(f"{prefix}/steps.json", results)
-    return {"argv": None, "rc": 0 if error is None else 1, "error": error}
+    # The headline for the repetition rule: the named step's real time, else all timed steps'.
+    head = case.get("headline_step")
+    timed = [r["real_s"] for r in results if r.get("rc") == 0 and r.get("timed", True)
+             and (head is None or r["name"] == head) and "real_s" in r]
+    return {"argv": None, "rc": 0 if error is None else 1, "error": error,
+            "value": round(sum(timed), 4) if timed else None}
 
 
 def run_case(case: dict, fs: dict, ctx: dict, fs_error: str | None, out: TarWriter,
@@ -517,7 +529,53 @@ def run_case(case: dict, fs: dict, ctx: dict, fs_error: str | None, out: TarWrit
                                          "seconds": secs})
     rep.event("case-end", fs=fs["name"], case=cid, rep=rnum, ok=ok, seconds=secs)
     rep.log(f"{fs['name']}: case {cid} rep {rnum}: {'ok' if ok else 'FAILED: ' + res['error']} ({secs} s)")
-    return ok
+    return ok, (res.get("value") if ok else None)
+
+
+def cv(values: list[float]) -> float:
+    """Coefficient of variation (sample standard deviation / mean); 0 for fewer than 2 values."""
+    if len(values) < 2:
+        return 0.0
+    mean = sum(values) / len(values)
+    var = sum((v - mean) ** 2 for v in values) / (len(values) - 1)
+    return (var ** 0.5) / abs(mean) if mean else (0.0 if var == 0 else float("inf"))
+
+
+def repetitions(plan: dict) -> tuple[int, int, int, float, int]:
+    """(n, warmup, cap, cv threshold, rep offset) from the plan's `repeat` (default: 1 rep)."""
+    r = plan.get("repeat") or {}
+    n = max(1, int(r.get("n", 1)))
+    return (n, max(0, int(r.get("warmup", 0))), max(n, int(r.get("cap", n))),
+            float(r.get("cv_threshold", 0.03)), int(r.get("rep_offset", 0)))
+
+
+def run_cases(plan: dict, fs: dict, ctx: dict, fs_error: str | None, out: TarWriter,
+              rep: Reporter) -> tuple[int, int]:
+    """All cases of one filesystem, repeated in rounds so that repetitions of a case are spread
+    across the run, not back to back: warm-up rounds (discarded, rep -1, -2, ...), then n rounds,
+    then, for cases whose headline varies more than the CV threshold, more rounds up to the cap."""
+    n_min, warmup, cap, cv_max, offset = repetitions(plan)
+    cases = plan["cases"]
+    n = n_ok = 0
+    for w in range(warmup):
+        for case in cases:
+            run_case({**case, "rep": -(w + 1)}, fs, ctx, fs_error, out, rep)
+    values: dict[str, list[float]] = {c["id"]: [] for c in cases}
+    todo, rnd = list(cases), 0
+    while todo:
+        for case in todo:
+            ok, value = run_case({**case, "rep": offset + case.get("rep", 0) + rnd}, fs, ctx, fs_error,
+                                 out, rep)
+            n, n_ok = n + 1, n_ok + ok
+            if value is not None:
+                values[case["id"]].append(value)
+        rnd += 1
+        if rnd < n_min:
+            continue
+        todo = [c for c in cases if rnd < cap and fs_error is None and cv(values[c["id"]]) > cv_max]
+        if todo:
+            rep.log(f"{fs['name']}: {len(todo)} case(s) above CV {cv_max:.0%}: round {rnd + 1} of at most {cap}")
+    return n, n_ok
 
 
 def failed(what: str, rc: int, text: str) -> AgentError:
@@ -619,9 +677,8 @@ def run_plan(plan: dict, out: TarWriter, rep: Reporter) -> tuple[int, int]:
             fs_error = str(e)
             rep.log(f"{fs['name']}: FAILED: {fs_error}")
         try:
-            for case in plan["cases"]:
-                n += 1
-                n_ok += run_case(case, fs, ctx, fs_error, out, rep)
+            cases, ok = run_cases(plan, fs, ctx, fs_error, out, rep)
+            n, n_ok = n + cases, n_ok + ok
         finally:
             finish_fs(fs, ctx, rep)
         rep.event("fs-end", fs=fs["name"], ok=fs_error is None)

@@ -9,6 +9,8 @@ from typing import Any
 
 from ..errors import FslabError
 
+DEFAULT_REPS = {"paper": 5, "quick": 3, "smoke": 1}
+
 
 @dataclass(frozen=True)
 class Case:
@@ -32,6 +34,11 @@ class Suite:
     profiles: dict[str, str]  # profile -> one-line description
     expand: Callable[[str], list[Case]] = field(repr=False)
     headline: str = "iops"
+    reps: dict[str, int] = field(default_factory=dict)  # measured repetitions per profile
+
+    def default_reps(self, profile: str) -> int:
+        """Repetitions of each case: the suite's own choice, else paper 5, quick 3, anything else 1."""
+        return self.reps.get(profile, DEFAULT_REPS.get(profile, 1))
 
     def cases(self, profile: str, src: str = "profile") -> list[Case]:
         if profile not in self.profiles:
