@@ -22,6 +22,7 @@ from typing import Any
 from . import accel as accel_mod
 from . import cloudinit, disks, images, provenance, qemu, results
 from .machine import Machine
+from .progress import Progress
 
 Log = Callable[[str], None]
 
@@ -40,37 +41,6 @@ class Outcome:
     status: str  # ok | failed | interrupted
     reason: str
     records: list[dict[str, Any]] = field(default_factory=list)
-
-
-class _Progress:
-    """Follows progress.jsonl as the guest writes it; remembers when events first arrived."""
-
-    def __init__(self, path: Path, started: float, log: Log):
-        self.path, self.started, self.log = path, started, log
-        self.offset = 0
-        self.first_seen: dict[str, float] = {}
-
-    def __call__(self) -> None:
-        if not self.path.exists():
-            return
-        with open(self.path, "rb") as f:
-            f.seek(self.offset)
-            chunk = f.read()
-        end = chunk.rfind(b"\n")
-        if end < 0:
-            return
-        self.offset += end + 1
-        for line in chunk[: end + 1].splitlines():
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue
-            name = ev.get("event", "?")
-            t = time.monotonic() - self.started
-            self.first_seen.setdefault(name, t)
-            where = "/".join(str(ev[k]) for k in ("fs", "case") if ev.get(k))
-            ok = "" if "ok" not in ev else (" ok" if ev["ok"] else " FAILED")
-            self.log(f"  [{t:6.0f}s] {name} {where}{ok}".rstrip())
 
 
 def prepare(plan: dict[str, Any], image: images.Image, accel: str, run_dir: Path,
@@ -121,15 +91,17 @@ def run(plan: dict[str, Any], image: images.Image, choice: accel_mod.Choice, res
         log(f"fslab: booting {plan['vm']['name']} ({choice.used}, {len(plan['filesystems'])} filesystems, "
             f"{len(plan['cases'])} cases each, deadline {plan['vm']['deadline_s']} s)")
         t0 = time.monotonic()
-        progress = _Progress(paths.progress, t0, log)
-        with Machine(argv, paths.qmp, scratch / "qemu.stderr") as m:
-            rc = m.wait(plan["vm"]["deadline_s"], tick=progress)
-            if rc is None:
-                status, reason = "failed", f"deadline of {plan['vm']['deadline_s']} s passed; VM killed"
-                log(f"fslab: {reason}")
-            elif rc != 0:
-                status, reason = "failed", f"qemu exited with code {rc}"
-        progress()
+        progress = Progress(paths.progress, plan, t0)
+        try:
+            with Machine(argv, paths.qmp, scratch / "qemu.stderr") as m:
+                rc = m.wait(plan["vm"]["deadline_s"], tick=progress)
+        finally:
+            progress.close()
+        if rc is None:
+            status, reason = "failed", f"deadline of {plan['vm']['deadline_s']} s passed; VM killed"
+            log(f"fslab: {reason}")
+        elif rc != 0:
+            status, reason = "failed", f"qemu exited with code {rc}"
         wall = time.monotonic() - t0
         manifest["timings"] = {
             "vm_seconds": round(wall, 1),
