@@ -37,6 +37,7 @@ from .images import (
     definition,
     entry_dir,
     hash_inputs,
+    input_files,
     inputs,
     load,
     sha256_file,
@@ -89,7 +90,8 @@ def build(name: str, accelerator: str = "tcg", force: bool = False,
         work = Path(tempfile.mkdtemp(prefix=f".build-{entry.name}-", dir=store))
         (work / "logs").mkdir()
         try:
-            image = _build_in(work, name, digest, files, params, accelerator, log)
+            src = _snapshot(name, files, work / "src")
+            image = _build_in(work, src, name, digest, files, params, accelerator, log)
         except BaseException:
             _keep_logs(work, store / ".failed" / entry.name)
             shutil.rmtree(work, ignore_errors=True)
@@ -99,17 +101,32 @@ def build(name: str, accelerator: str = "tcg", force: bool = False,
     return load(entry)
 
 
-def _build_in(work: Path, name: str, digest: str, files: dict[str, str], params: dict[str, str],
-              requested: str, log: Callable[[str], object]) -> Image:
+def _snapshot(name: str, files: dict[str, str], dest: Path) -> Path:
+    """Copy the build inputs to `dest`, so that edits made while the build runs (the guest agent
+    is often being worked on) cannot end up in an image labelled with the older input hash."""
+    for rel in files:
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / rel, dest / rel)
+    copied = {rel: sha256_file(dest / rel) for rel in files}
+    changed = sorted(rel for rel in files if copied[rel] != files[rel])
+    if changed or set(input_files(name, dest)) != set(files):
+        raise FslabError(f"image {name}: build inputs changed while the build was starting: "
+                         f"{', '.join(changed) or 'the set of input files'}", hint="run the build again")
+    return dest
+
+
+def _build_in(work: Path, src: Path, name: str, digest: str, files: dict[str, str],
+              params: dict[str, str], requested: str, log: Callable[[str], object]) -> Image:
+    """Run both phases from the snapshot `src` of the inputs and write the manifest in `work`."""
     started = time.monotonic()
     seconds: dict[str, float] = {}
-    agent = REPO / "harness" / "guest" / "fslab_guest.py"
+    agent = src / "harness" / "guest" / "fslab_guest.py"
 
     log(f"image {name}: bootstrap from {params['mirror']} ({params['suite']}) ...")
     env = {**os.environ, "FSLAB_DEBIAN_MIRROR": params["mirror"], "FSLAB_DEBIAN_SUITE": DEBIAN_SUITE,
            "FSLAB_ROOT_SIZE": ROOT_SIZE}
     base = work / "base"
-    _run_logged([str(REPO / "images" / name / "bootstrap.sh"), str(base), str(agent)],
+    _run_logged([str(src / "images" / name / "bootstrap.sh"), str(base), str(agent)],
                 work / "logs" / "bootstrap.log", env=env, timeout=BOOTSTRAP_TIMEOUT)
     seconds["bootstrap"] = round(time.monotonic() - started, 1)
     log(f"image {name}: bootstrap done in {seconds['bootstrap']:.0f} s")
@@ -128,7 +145,7 @@ def _build_in(work: Path, name: str, digest: str, files: dict[str, str], params:
         seed_dir=seed, output_dir=work / "packer-out", facts_dir=facts, guest_agent=agent,
         serial_log=work / "logs" / "console.log")
     env = {**os.environ, "CHECKPOINT_DISABLE": "1", "PACKER_CACHE_DIR": str(work / "packer_cache")}
-    _run_logged(packer_build_argv(name, pvars), work / "logs" / "packer.log", env=env, cwd=work,
+    _run_logged(packer_build_argv(name, pvars, src), work / "logs" / "packer.log", env=env, cwd=work,
                 timeout=PACKER_TIMEOUT)
     seconds["packer"] = round(time.monotonic() - t, 1)
     log(f"image {name}: packer done in {seconds['packer']:.0f} s")
@@ -137,7 +154,7 @@ def _build_in(work: Path, name: str, digest: str, files: dict[str, str], params:
     for fname in ("vmlinuz", "initrd.img"):
         os.replace(base / fname, work / fname)
     kernel = (base / "kernel-version").read_text().strip()
-    for junk in ("packer-out", "packer_cache", "base", "ssh", "seed"):
+    for junk in ("packer-out", "packer_cache", "base", "ssh", "seed", "src"):
         shutil.rmtree(work / junk, ignore_errors=True)
     if (facts / "probe.log").is_file():
         os.replace(facts / "probe.log", work / "logs" / "probe.log")
@@ -236,11 +253,11 @@ def packer_vars(name: str, **values: object) -> dict[str, str]:
     return out
 
 
-def packer_build_argv(name: str, pvars: dict[str, str]) -> list[str]:
+def packer_build_argv(name: str, pvars: dict[str, str], root: Path = REPO) -> list[str]:
     argv = ["packer", "build", "-color=false"]
     for key, value in sorted(pvars.items()):
         argv += ["-var", f"{key}={value}"]
-    return argv + [str(REPO / "packer" / f"{name}.pkr.hcl")]
+    return argv + [str(root / "packer" / f"{name}.pkr.hcl")]
 
 
 def read_packages(path: Path) -> dict[str, str]:

@@ -272,6 +272,16 @@ def test_forced_rebuild_replaces_the_entry_in_one_rename(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == [entry.name]
 
 
+def test_build_runs_from_a_snapshot_of_exactly_the_hashed_inputs(tmp_path):
+    files, params = images.inputs("debian-12")
+    src = image_build._snapshot("debian-12", files, tmp_path / "src")
+    assert images.hash_inputs(*images.inputs("debian-12", src)) == images.hash_inputs(files, params)
+    files["harness/guest/fslab_guest.py"] = "0" * 64  # as if edited after the hash was taken
+    with pytest.raises(FslabError, match=r"build inputs changed while the build was starting: "
+                                         r"harness/guest/fslab_guest.py"):
+        image_build._snapshot("debian-12", files, tmp_path / "src2")
+
+
 def test_build_facts_are_parsed_strictly(tmp_path):
     (tmp_path / "packages.tsv").write_text("fio\t3.33-3\nxfsprogs\t6.1.0-1\n")
     assert image_build.read_packages(tmp_path / "packages.tsv") == {"fio": "3.33-3", "xfsprogs": "6.1.0-1"}
