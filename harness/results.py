@@ -248,15 +248,18 @@ def steps_records(steps: list[dict], plan_steps: list[dict], raw: Path, base: di
     (`real_s`, `cpu_s` = user + sys, `user_s`, `sys_s`, each with the field `step`); and for a step
     whose plan entry says `"parse": "metrics"`, every line of its stdout that is a JSON object
     {"metric", "value", "unit", ...extra fields} (how workload programs report their own metrics).
-    A step skipped on purpose gives one record with value None and `skipped` saying why.
+    A step skipped on purpose gives one record with value None and `skipped` saying why. A plan
+    step's `fields` (e.g. {"file_mb": 500}) are added to that step's records.
 
     Example: steps.json [{"name": "cp", "timed": true, "rc": 0, "real_s": 2.5, "user_s": 0.1,
     "sys_s": 0.4}] gives records step=cp with real_s 2.5 s, cpu_s 0.5 s, user_s 0.1 s, sys_s 0.4 s.
     """
     parse = {p["name"]: p.get("parse") for p in plan_steps}
+    fields = {p["name"]: p.get("fields") or {} for p in plan_steps}
     out: list[dict] = []
     for st in steps:
-        b = {**base, "step": st["name"]}
+        b = {**base, **{k: v for k, v in fields.get(st["name"], {}).items() if k not in base},
+             "step": st["name"]}
         if st.get("reason"):  # skipped on purpose (e.g. does not fit in tmpfs): said, not hidden
             out.append({**b, "metric": "real_s", "value": None, "unit": "s", "skipped": st["reason"]})
             continue

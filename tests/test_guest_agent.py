@@ -483,3 +483,13 @@ def test_missing_repetition_is_a_failed_record(agent, tmp_path):
     recs = results.records_for_run(tmp_path / "run", plan, "tcg")
     (missing,) = [r for r in recs if r["rep"] == 1]
     assert missing["ok"] is False and "no result returned" in missing["error"]
+
+
+def test_step_fields_and_rep_placeholder(agent, tmp_path):
+    plan = make_plan([steps_case([
+        {"name": "dd", "argv": ["sh", "-c", "echo rep={rep} env=$FSLAB_REP"], "fields": {"file_mb": 500}}])])
+    plan["repeat"] = {"n": 2}
+    run_agent(agent, tmp_path, plan)
+    assert (tmp_path / "run/raw/ext4/ops.rep1/dd.stdout").read_text().strip() == "rep=1 env=1"
+    recs = results.records_for_run(tmp_path / "run", plan, "tcg")
+    assert all(r["file_mb"] == 500 for r in recs if r["step"] == "dd")

@@ -446,11 +446,11 @@ def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter)
     Each step: {"name", "argv", "cwd" (default {mnt}), "env" (added), "timed" (default true),
     "needs_bytes" (skipped, and said so, when the filesystem has less free space: tmpfs),
     "builtin": "drop-caches" (sync and drop caches instead of a command)}.
-    Placeholders as in setup/mkfs, plus {ncpu}. A step that fails ends the case (the remaining
+    Placeholders as in setup/mkfs, plus {ncpu} and {rep} (also FSLAB_REP in the environment). A step that fails ends the case (the remaining
     steps are recorded as not run); steps.json lists what happened to each.
     """
     cold_start(ctx["fs"], ctx)
-    vals = {**ctx["vals"], "{ncpu}": str(os.cpu_count() or 1)}
+    vals = {**ctx["vals"], "{ncpu}": str(os.cpu_count() or 1), "{rep}": str(case.get("rep", 0))}
     deadline = time.monotonic() + float(case.get("timeout_s") or 3600)
     results, error = [], None
     for step in case.get("steps") or []:
@@ -476,7 +476,7 @@ def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter)
                 rep.log(f"  step {name}: skipped, needs {need} bytes, {free} free")
                 continue
         cwd = substitute([step.get("cwd") or "{mnt}"], vals, ctx["devs"])[0]
-        env = {**os.environ, "FSLAB_MNT": ctx["mnt"], **{k: substitute([v], vals, ctx["devs"])[0]
+        env = {**os.environ, "FSLAB_MNT": ctx["mnt"], "FSLAB_REP": vals["{rep}"], **{k: substitute([v], vals, ctx["devs"])[0]
                                                           for k, v in (step.get("env") or {}).items()}}
         work = tempfile.mkdtemp(prefix="fslab-step-")
         try:

@@ -21,6 +21,7 @@ class Case:
     timeout_s: int
     rep: int = 0
     steps: list[dict[str, Any]] | None = None  # for kind "steps": see the agent's run_steps
+    headline_step: str | None = None  # the step whose real time decides on more repetitions
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
