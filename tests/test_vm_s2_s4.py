@@ -46,4 +46,4 @@ def test_random_io_smoke_over_two_study_filesystems(image, tmp_path):
         assert by[("random", "real_s")]["value"] > 0 and by[("random", "tries")]["value"] == 10000
         assert 2000 < by[("random", "writes")]["value"] < 3000
         for mb in (1, 10, 100, 250, 500):
-            assert by[(f"crear-{mb}", "real_s")][f"file_bytes.crear-{mb}"] == mb * 65536
+            assert by[(f"crear-{mb}", "real_s")]["file_bytes"] == mb * 65536
