@@ -446,8 +446,9 @@ def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter)
     Each step: {"name", "argv", "cwd" (default {mnt}), "env" (added), "timed" (default true),
     "needs_bytes" (skipped, and said so, when the filesystem has less free space: tmpfs),
     "builtin": "drop-caches" (sync and drop caches instead of a command)}.
-    Placeholders as in setup/mkfs, plus {ncpu} and {rep} (also FSLAB_REP in the environment). A step that fails ends the case (the remaining
-    steps are recorded as not run); steps.json lists what happened to each.
+    Placeholders as in setup/mkfs, plus {ncpu} and {rep} (also FSLAB_REP in the environment).
+    A step that fails ends the case (the remaining steps are recorded as not run); steps.json
+    lists what happened to each.
     """
     cold_start(ctx["fs"], ctx)
     vals = {**ctx["vals"], "{ncpu}": str(os.cpu_count() or 1), "{rep}": str(case.get("rep", 0))}
