@@ -477,8 +477,8 @@ def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter)
                 rep.log(f"  step {name}: skipped, needs {need} bytes, {free} free")
                 continue
         cwd = substitute([step.get("cwd") or "{mnt}"], vals, ctx["devs"])[0]
-        env = {**os.environ, "FSLAB_MNT": ctx["mnt"], "FSLAB_REP": vals["{rep}"], **{k: substitute([v], vals, ctx["devs"])[0]
-                                                          for k, v in (step.get("env") or {}).items()}}
+        extra = {k: substitute([v], vals, ctx["devs"])[0] for k, v in (step.get("env") or {}).items()}
+        env = {**os.environ, "FSLAB_MNT": ctx["mnt"], "FSLAB_REP": vals["{rep}"], **extra}
         work = tempfile.mkdtemp(prefix="fslab-step-")
         try:
             with open(os.path.join(work, "out"), "wb") as so, open(os.path.join(work, "err"), "wb") as se:
