@@ -121,12 +121,13 @@ def _build_in(work: Path, src: Path, name: str, digest: str, files: dict[str, st
     started = time.monotonic()
     seconds: dict[str, float] = {}
     agent = src / "harness" / "guest" / "fslab_guest.py"
+    guest_dir = agent.parent
 
     log(f"image {name}: bootstrap from {params['mirror']} ({params['suite']}) ...")
     env = {**os.environ, "FSLAB_DEBIAN_MIRROR": params["mirror"], "FSLAB_DEBIAN_SUITE": DEBIAN_SUITE,
            "FSLAB_ROOT_SIZE": ROOT_SIZE}
     base = work / "base"
-    _run_logged([str(src / "images" / name / "bootstrap.sh"), str(base), str(agent)],
+    _run_logged([str(src / "images" / name / "bootstrap.sh"), str(base), str(guest_dir)],
                 work / "logs" / "bootstrap.log", env=env, timeout=BOOTSTRAP_TIMEOUT)
     seconds["bootstrap"] = round(time.monotonic() - started, 1)
     log(f"image {name}: bootstrap done in {seconds['bootstrap']:.0f} s")

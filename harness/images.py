@@ -144,6 +144,10 @@ def input_files(name: str, root: Path = REPO) -> dict[str, Path]:
     scripts = root / "packer" / "scripts"
     if scripts.is_dir():
         found += [p for p in scripts.iterdir() if p.is_file() and not p.name.startswith(".")]
+    guest = root / "harness" / "guest"
+    if guest.is_dir():  # every guest program goes into the image
+        found += [p for p in guest.iterdir() if p.is_file() and p.name.startswith("fslab_")
+                  and p.suffix in (".py", ".c") and p.name != "fslab_guest.py"]
     for required in (root / "packer" / f"{name}.pkr.hcl", root / "harness" / "guest" / "fslab_guest.py"):
         if not required.is_file():
             raise FslabError(f"{required}: missing; it is a build input of image {name}")

@@ -78,9 +78,10 @@ if [ "${1:-}" = "--print-mirror" ]; then
 	exit 0
 fi
 
-[ $# -eq 2 ] || die "usage: bootstrap.sh OUTDIR GUEST_AGENT | bootstrap.sh --print-mirror"
+[ $# -eq 2 ] || die "usage: bootstrap.sh OUTDIR GUEST_DIR | bootstrap.sh --print-mirror"
 out=$1
-agent=$2
+guest=$2
+agent=$guest/fslab_guest.py
 [ ! -e "$out" ] || die "$out already exists"
 [ -f "$agent" ] || die "guest agent $agent does not exist"
 [ "$(id -u)" -eq 0 ] || die "needs root (mmdebstrap root mode makes a root-owned tree); run it with sudo"
@@ -146,7 +147,27 @@ ln -sf /lib/systemd/system/serial-getty@.service \
 	"$rootfs/etc/systemd/system/getty.target.wants/serial-getty@ttyS0.service"
 # The host's resolv.conf was copied in for apt; the guest has no network at run time.
 rm -f "$rootfs/etc/resolv.conf"
-install -D -m 0755 "$agent" "$rootfs/usr/local/bin/fslab-guest"
+# The guest programs: harness/guest/fslab_NAME.py -> /usr/local/bin/fslab-NAME (the agent is
+# fslab-guest), and each fslab_NAME.c compiled in the image with its own gcc -> fslab-NAME.
+for prog in "$guest"/fslab_*.py; do
+	name=$(basename "$prog" .py)
+	install -D -m 0755 "$prog" "$rootfs/usr/local/bin/${name//_/-}"
+done
+for src in "$guest"/fslab_*.c; do
+	[ -e "$src" ] || continue
+	name=$(basename "$src" .c)
+	install -D -m 0644 "$src" "$rootfs/usr/local/src/fslab/$name.c"
+	chroot "$rootfs" gcc -std=c99 -Wall -Wextra -Werror -O2 -o "/usr/local/bin/${name//_/-}" \
+		"/usr/local/src/fslab/$name.c"
+done
+# Suite kernel-tree copies a Linux source tree: Debian's linux-source package, unpacked once here
+# at a fixed path so that every guest copies the identical tree.
+src_tar=("$rootfs"/usr/src/linux-source-*.tar.xz)
+[ -f "${src_tar[0]}" ] || die "linux-source tarball missing in /usr/src"
+mkdir -p "$rootfs/usr/src/fslab"
+tar -xJf "${src_tar[0]}" -C "$rootfs/usr/src/fslab"
+mv "$rootfs"/usr/src/fslab/linux-source-* "$rootfs/usr/src/fslab/linux"
+rm -f "${src_tar[0]}"
 mkdir -p "$rootfs/var/lib/fslab"
 
 echo "bootstrap: kernel and initramfs" >&2
