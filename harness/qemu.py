@@ -6,6 +6,7 @@ tests, and stored in the manifest exactly as it was run.
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,8 @@ class RunPaths:
         return cls(overlay=scratch / "root-overlay.qcow2", kernel=kernel, initrd=initrd,
                    seed_iso=scratch / "seed.iso", disks=disks, console=run_dir / "console.log",
                    results_stream=scratch / "results.tar", progress=run_dir / "progress.jsonl",
-                   qmp=scratch / "qmp.sock")
+                   # A UNIX socket path must be shorter than 108 bytes; run directories can be deep.
+                   qmp=Path(tempfile.gettempdir()) / f"fslab-{run_dir.name}.qmp")
 
 
 def _disk_device(disk: dict[str, Any], drive_id: str) -> list[str]:

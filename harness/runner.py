@@ -118,6 +118,7 @@ def run(plan: dict[str, Any], image: images.Image, choice: accel_mod.Choice, res
         qerr = scratch / "qemu.stderr"
         if qerr.exists() and qerr.stat().st_size:
             (run_dir / "qemu.stderr").write_bytes(qerr.read_bytes())
+        paths.qmp.unlink(missing_ok=True)
         if not keep_scratch:
             disks.remove_scratch(scratch)
     return Outcome(run_dir, manifest["status"], manifest["reason"], outcome_records)

@@ -5,6 +5,7 @@ Set FSLAB_UPDATE_GOLDEN=1 to rewrite them after an intended change, then review 
 
 import os
 import shlex
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,12 @@ from harness import config, plan, qemu
 ROOT = Path(__file__).resolve().parent.parent
 GOLDEN = Path(__file__).resolve().parent / "golden"
 CONFIGS = sorted(p.stem for p in (ROOT / "vmconfigs").glob("*.yaml"))
+
+
+@pytest.fixture(autouse=True)
+def fixed_tempdir(monkeypatch):
+    """The QMP socket lives in the temp dir (short path); pin it so goldens do not depend on TMPDIR."""
+    monkeypatch.setattr(tempfile, "tempdir", "/tmp")
 
 
 def argv_for(name: str, accel: str = "tcg") -> list[str]:
