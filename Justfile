@@ -8,8 +8,13 @@ pytest := justfile_directory() / ".venv/bin/pytest"
 default:
     @just --list
 
-# build (or reuse) the guest image, then run the suite of CONFIG and print the table
-bench-all config="vmconfigs/default.yaml" *args="":
+# the main job: build/reuse images, run vmconfigs/default.yaml (study S1, fio-matrix quick);
+# suites=all runs every study's suite on its own VM; suites=maildir,random-io a choice of them
+bench-all suites="default" *args="":
+    {{fslab}} bench --suites {{suites}} {{args}}
+
+# run one vmconfig (its suite and profile, or --suite/--profile) and print the table
+run config *args="":
     {{fslab}} image build debian-12
     {{fslab}} run {{config}} {{args}}
 

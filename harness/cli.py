@@ -84,6 +84,30 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0 if out.status == "ok" else 1
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Run the main job: each selected suite on its study's VM, one VM after another."""
+    from . import bench
+
+    outcomes = []
+    chosen = ([(args.suite, args.vmconfig)] if args.vmconfig != DEFAULT_VMCONFIG and not args.suites
+              else bench.selection(args.suites, Path.cwd()))
+    for suite, vmconfig in chosen:
+        args.vmconfig, args.suite = vmconfig, suite
+        p = _resolve(args)
+        images.build(p["image"]["name"], accelerator="auto")  # build or reuse: the inputs decide
+        image = _image_for(p, None)
+        choice = accel.choose(p["vm"]["accelerator"], image.kernel)
+        if choice.warning:
+            print(f"fslab: WARNING: {choice.warning}", file=sys.stderr)
+        out = runner.run(p, image, choice, Path(args.results_dir).resolve())
+        print(f"== {p['suite']['name']} ({p['suite']['profile']}) on {p['vm']['name']}: {out.status}")
+        print(results.format_table(out.records))
+        outcomes.append(out)
+    for out in outcomes:
+        print(f"{out.status:<7} {out.run_dir}")
+    return 0 if all(o.status == "ok" for o in outcomes) else 1
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     if not (run_dir / "results.jsonl").exists():
@@ -142,6 +166,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--show-command", action="store_true", help="print the exact QEMU command line and stop")
     p.add_argument("--dry-run", action="store_true", help="resolve everything, print the command, boot nothing")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("bench", help="the main job: each suite on its study's VM (default: vmconfigs/default.yaml)")
+    _add_plan_args(p)
+    p.add_argument("--suites", help="all, default, or a comma-separated list of suites")
+    p.add_argument("--results-dir", default="results", help="where run directories go (default: results)")
+    p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("show-config", help="print the fully resolved plan as JSON")
     _add_plan_args(p)
