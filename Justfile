@@ -27,9 +27,17 @@ smoke *args="":
 images *args="":
     {{fslab}} image build debian-12 {{args}}
 
-# summarise a run directory
-report run:
-    {{fslab}} report {{run}}
+# write RUN/report/ (index.html, summary.md, records.csv, figures); several runs: `just report "r1 r2" --out DIR`
+report runs *args="":
+    {{fslab}} report {{runs}} {{args}}
+
+# % change, 95% CI and verdict per case of run b against run a (refuses runs that measured different things)
+compare a b *args="":
+    {{fslab}} compare {{a}} {{b}} {{args}}
+
+# every filesystem of one run against FS, e.g. `just compare-fs results/<run-id> ext4`
+compare-fs run fs *args="":
+    {{fslab}} compare {{run}} --baseline {{fs}} {{args}}
 
 # every test, including those that boot real VMs (TCG where KVM does not work)
 test *args="":

@@ -109,12 +109,30 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    run_dir = Path(args.run_dir)
-    if not (run_dir / "results.jsonl").exists():
-        raise FslabError(f"{run_dir}: not a run directory (no results.jsonl)")
-    manifest = json.loads((run_dir / "manifest.json").read_text())
-    print(f"run {manifest['run_id']}: {manifest['status']} ({manifest.get('reason')}), accel={manifest['accel']}")
-    print(results.format_table(results.read_jsonl(run_dir / "results.jsonl")))
+    """Write report/ (HTML, Markdown, CSV, figures) for one or more runs; print the run table."""
+    from . import report  # matplotlib and scipy load only for the commands that use them
+
+    rep = report.build(args.run_dirs, args.out)
+    for run in rep.runs:
+        m = run.manifest
+        print(f"run {run.run_id}: {m.get('status')} ({m.get('reason')}), accel={run.accel}")
+        print(results.format_table(run.records))
+    for kind, text in rep.warnings:
+        print(f"fslab: WARNING: {kind}: {text}", file=sys.stderr)
+    print(f"{len(rep.figures)} figure(s), {len(rep.all_rows)} measured quantities")
+    print(rep.out_dir / "index.html")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Two runs, or one run's filesystems against --baseline: % change, CI, p, verdict."""
+    from . import compare
+
+    out = compare.compare_paths(args.run_a, args.run_b, baseline=args.baseline, metrics=args.metric,
+                                test=args.test, force=args.force)
+    for w in out.warnings:
+        print(f"fslab: WARNING: {w}", file=sys.stderr)
+    print(out.text, end="")
     return 0
 
 
@@ -177,9 +195,22 @@ def parser() -> argparse.ArgumentParser:
     _add_plan_args(p)
     p.set_defaults(func=cmd_show_config)
 
-    p = sub.add_parser("report", help="summarise a run directory")
-    p.add_argument("run_dir")
+    p = sub.add_parser("report", help="write report/ (index.html, summary.md, records.csv, figures) for runs")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories (several: figures by run)")
+    p.add_argument("--out", metavar="DIR", help="report directory (default: RUN_DIR/report of the first run)")
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("compare", help="compare two runs, or one run's filesystems against a baseline")
+    p.add_argument("run_a", metavar="RUN_A")
+    p.add_argument("run_b", metavar="RUN_B", nargs="?")
+    p.add_argument("--baseline", metavar="FS", help="compare every filesystem of RUN_A against FS")
+    p.add_argument("--metric", metavar="M", action="append",
+                   help="metric to compare (repeatable; default: the suite's headline ones; 'all': every metric)")
+    p.add_argument("--test", choices=("welch", "mann-whitney"), default="welch",
+                   help="significance test (default: welch)")
+    p.add_argument("--force", action="store_true",
+                   help="compare runs that differ in image, accelerator, vmconfig or suite (with a warning)")
+    p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("image", help="build, list and verify guest images")
     isub = p.add_subparsers(dest="image_cmd", required=True)

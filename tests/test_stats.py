@@ -1,0 +1,233 @@
+"""harness/stats.py against hand computations, published textbook values and scipy.
+
+References used:
+- by hand: the t interval of [10, 12, 14] (t(0.975, 2) = 4.302653 from any t table);
+- published: R's documented `t.test` output on Student's 1908 sleep data (datasets::sleep):
+  paired differences mean 1.58, 95 % CI [0.7001142, 2.4598858]; Welch two-sample t = -1.8608,
+  df = 17.776, p-value = 0.07939;
+- textbook: the order-statistic median interval for n = 10 is [x(2), x(9)] with coverage
+  1 - 2 * 11/1024 = 0.9785 (Conover, Practical Nonparametric Statistics);
+- reference implementation: scipy.stats.ttest_ind(equal_var=False), scipy.stats.mannwhitneyu,
+  scipy.stats.binom.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import numpy as np
+import pytest
+from scipy import stats as st
+
+from harness import stats
+
+SLEEP_1 = [0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0]
+SLEEP_2 = [1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4]
+
+
+def test_mean_ci_by_hand():
+    iv = stats.mean_ci([10, 12, 14])
+    half = 4.302653 * 2 / math.sqrt(3)
+    assert iv.estimate == 12
+    assert iv.low == pytest.approx(12 - half, abs=1e-5)
+    assert iv.high == pytest.approx(12 + half, abs=1e-5)
+    assert iv.coverage == 0.95
+
+
+def test_mean_ci_published_sleep_data():
+    diffs = [b - a for a, b in zip(SLEEP_1, SLEEP_2, strict=True)]
+    iv = stats.mean_ci(diffs)
+    assert iv.estimate == pytest.approx(1.58)
+    assert (iv.low, iv.high) == (pytest.approx(0.7001142, abs=1e-7), pytest.approx(2.4598858, abs=1e-7))
+
+
+def test_mean_ci_single_value_has_no_interval():
+    assert stats.mean_ci([3.0]) == stats.Interval(3.0, None, None, None)
+    with pytest.raises(ValueError):
+        stats.mean_ci([])
+
+
+def test_median_ci_textbook_n10():
+    iv = stats.median_ci([9, 1, 8, 2, 7, 3, 6, 4, 5, 10])
+    assert (iv.estimate, iv.low, iv.high) == (5.5, 2, 9)
+    assert iv.coverage == pytest.approx(1 - 2 * 11 / 1024)
+
+
+@pytest.mark.parametrize("n", range(2, 40))
+def test_median_ci_is_the_narrowest_with_95_percent(n):
+    """Against scipy.stats.binom: coverage >= 95 % (once reachable) and one rank further in
+    would fall below it."""
+    xs = list(range(1, n + 1))
+    iv = stats.median_ci(xs)
+    j = int(iv.low)  # values are their own ranks
+    assert iv.high == n + 1 - j
+    cov = 1 - 2 * st.binom.cdf(j - 1, n, 0.5)
+    assert iv.coverage == pytest.approx(cov)
+    if j == 1:
+        assert n < 6 or cov >= 0.95  # below n = 6 (min, max) is all there is
+    else:
+        assert cov >= 0.95
+    if j < n // 2:
+        assert 1 - 2 * st.binom.cdf(j, n, 0.5) < 0.95
+
+
+def test_cv_and_stability_labels():
+    assert stats.cv([10, 12, 14]) == pytest.approx(2 / 12)
+    assert stats.cv([4]) == 0.0
+    assert stats.cv([-1, 1]) == math.inf
+    assert stats.stability_label([5.0]) == "single"
+    assert stats.stability_label([]) == "single"
+    assert stats.stability_label([100, 100.5, 99.5]) == "stable"
+    assert stats.stability_label([100, 104, 96]) == "stable"  # CV 4 % <= 5 %
+    assert stats.stability_label([100, 110, 90]) == "unstable"  # CV 10 %
+    assert stats.stability_label([100, 104, 96], unstable_cv=0.03) == "unstable"
+
+
+def _adaptive(script: list[float], n_min: int, **kw) -> int:
+    """How many values the rule asks for when the measurements come in the order of `script`."""
+    got: list[float] = []
+    while stats.needs_more(got, n_min, **kw):
+        got.append(script[len(got)])
+    return len(got)
+
+
+def test_needs_more_scripted_sequences():
+    assert _adaptive([100, 101, 99] + [500] * 20, 3) == 3  # stable at once: n_min
+    assert _adaptive([100, 140, 60, 100, 100, 100, 100, 100, 100] + [100] * 20, 3) == 12  # CV stays > 3 %
+    settles = [100, 110, 100, 101, 100, 100, 101, 100] + [100] * 20
+    n = _adaptive(settles, 3)
+    assert 3 < n < 12 and stats.cv(settles[:n]) <= 0.03 and stats.cv(settles[:n - 1]) > 0.03
+    assert _adaptive([1, 50, 100] * 10, 2, cap_factor=3) == 6  # the cap: 3 x 2
+    assert _adaptive([100, 102] + [100] * 20, 1, cv_threshold=0.05) == 1  # one value: cv 0, done
+    assert stats.needs_more([], 1)
+
+
+SAMPLES = [
+    ([1.0, 2.0, 3.0, 4.0, 5.0], [2.0, 3.5, 4.0, 6.0, 7.5, 8.0]),
+    (SLEEP_1, SLEEP_2),
+    ([100.0, 101.0], [120.0, 125.0, 119.0]),
+]
+
+
+@pytest.mark.parametrize("a, b", SAMPLES + [tuple(np.random.default_rng(s).normal(10, s + 1, size=(2, 4 + s)).tolist())
+                                           for s in range(6)])
+def test_welch_matches_scipy(a, b):
+    ref = st.ttest_ind(a, b, equal_var=False)
+    got = stats.welch(a, b)
+    assert got.statistic == pytest.approx(float(ref.statistic), rel=1e-10)
+    assert got.p_value == pytest.approx(float(ref.pvalue), rel=1e-9)
+    assert got.df == pytest.approx(float(ref.df), rel=1e-10)
+
+
+def test_welch_published_sleep_example():
+    r = stats.welch(SLEEP_1, SLEEP_2)
+    assert round(r.statistic, 4) == -1.8608
+    assert round(r.df, 3) == 17.776
+    assert round(r.p_value, 5) == 0.07939
+
+
+def test_welch_without_spread():
+    assert stats.welch([5, 5, 5], [5, 5]).p_value == 1.0
+    assert stats.welch([5, 5, 5], [6, 6]).p_value == 0.0
+    with pytest.raises(ValueError):
+        stats.welch([1], [1, 2])
+
+
+@pytest.mark.parametrize("m, n, seed", [(3, 3, 0), (4, 4, 1), (5, 7, 2), (8, 8, 3), (10, 12, 4), (20, 15, 5)])
+def test_mann_whitney_exact_matches_scipy(m, n, seed):
+    rnd = random.Random(seed)
+    a = [rnd.random() for _ in range(m)]
+    b = [rnd.random() + 0.3 for _ in range(n)]
+    ref = st.mannwhitneyu(a, b, alternative="two-sided", method="exact")
+    got = stats.mann_whitney(a, b)
+    assert got.statistic == float(ref.statistic)
+    assert got.p_value == pytest.approx(float(ref.pvalue), rel=1e-9)
+
+
+@pytest.mark.parametrize("a, b", [([1, 2, 2, 3, 3, 3], [3, 4, 4, 5, 2]), ([10, 10, 10], [10, 11, 12, 12]),
+                                  ([1, 1, 2, 2, 3, 3, 4, 4], [2, 3, 3, 4, 5, 5, 6, 6])])
+def test_mann_whitney_ties_match_scipy_asymptotic(a, b):
+    ref = st.mannwhitneyu(a, b, alternative="two-sided", method="asymptotic", use_continuity=True)
+    got = stats.mann_whitney(a, b)
+    assert got.statistic == float(ref.statistic)
+    assert got.p_value == pytest.approx(float(ref.pvalue), rel=1e-9)
+
+
+def test_mann_whitney_floor_with_three_a_side():
+    assert stats.mann_whitney([1, 2, 3], [4, 5, 6]).p_value == pytest.approx(0.1)
+
+
+def _fieller_gap(a, b, r):
+    """(mb - R ma)^2 - t^2 (vb + R^2 va): zero at the ends of the Fieller interval."""
+    ma, mb = np.mean(a), np.mean(b)
+    va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
+    r0 = mb / ma
+    df = (r0**2 * va + vb) ** 2 / ((r0**2 * va) ** 2 / (len(a) - 1) + vb**2 / (len(b) - 1))
+    t = st.t.ppf(0.975, df)
+    return (mb - r * ma) ** 2 - t**2 * (vb + r**2 * va)
+
+
+def test_pct_change_fieller_ends_solve_the_equation():
+    a, b = [100, 102, 98, 101], [110, 113, 108, 111, 109]
+    c = stats.pct_change(a, b)
+    assert c.pct == pytest.approx(100 * (np.mean(b) / np.mean(a) - 1))
+    assert c.low < c.pct < c.high
+    for end in (c.low, c.high):
+        assert _fieller_gap(a, b, 1 + end / 100) == pytest.approx(0, abs=1e-6)
+
+
+def test_pct_change_edges():
+    assert stats.pct_change([100], [110, 111]) == stats.Change(pytest.approx(10.5), None, None)
+    assert stats.pct_change([100, 100], [110, 110]) == stats.Change(pytest.approx(10), pytest.approx(10),
+                                                                     pytest.approx(10))
+    unbounded = stats.pct_change([1, -0.8, 0.1], [5, 6, 7])  # mean A not clearly away from 0
+    assert unbounded.low is None and unbounded.high is None
+    with pytest.raises(ValueError):
+        stats.pct_change([0, 0], [1, 2])
+
+
+def test_pct_change_interval_covers_95_percent():
+    """Seeded simulation (deterministic): normal samples of 5 and 6 values, true ratio 1.2."""
+    rng = np.random.default_rng(7)
+    hits, trials = 0, 2000
+    for _ in range(trials):
+        a, b = rng.normal(100, 8, 5).tolist(), rng.normal(120, 15, 6).tolist()
+        c = stats.pct_change(a, b)
+        hits += c.low is not None and c.low <= 20 <= c.high
+    assert 0.93 <= hits / trials <= 0.97
+
+
+@pytest.mark.parametrize("metric, unit, higher", [
+    ("iops", "IO/s", True), ("read_iops", "IO/s", True), ("write_bw", "MiB/s", True), ("mb_per_s", "MB/s", True),
+    ("read_lat_mean", "us", False), ("write_lat_p99", "us", False), ("real_s", "s", False), ("cpu_s", "s", False),
+    ("ms_per_delivery", "ms", False), ("ms_per_read", "ms", False), ("real_s", "", False), ("iops", "", True),
+    ("deliveries", "", None), ("bytes_read", "B", None),
+])
+def test_direction(metric, unit, higher):
+    assert stats.higher_is_better(metric, unit) is higher
+
+
+def test_verdicts():
+    fast, slow = [1000, 1010, 990, 1005], [800, 810, 790, 805]
+    assert stats.verdict(slow, fast, "iops", "IO/s")[0] == "better"
+    assert stats.verdict(fast, slow, "iops", "IO/s")[0] == "worse"
+    assert stats.verdict(slow, fast, "real_s", "s")[0] == "worse"
+    assert stats.verdict(fast, slow, "ms_per_read", "ms")[0] == "better"
+    assert stats.verdict(slow, fast, "deliveries", "")[0] == "higher"
+    v, p = stats.verdict([100, 120, 80], [105, 125, 85], "iops", "IO/s")
+    assert v == "no significant change" and p > 0.05
+    assert stats.verdict([100], fast, "iops", "IO/s") == ("not testable (n=1)", None)
+    assert stats.verdict(fast, [100], "iops", "IO/s") == ("not testable (n=1)", None)
+    assert stats.verdict([], fast, "iops", "IO/s") == ("not testable (no values)", None)
+    # Mann-Whitney cannot reach 0.05 with 3 a side, whatever the difference:
+    assert stats.verdict([1, 2, 3], [7, 8, 9], "iops", "IO/s", test="mann-whitney")[0] == "no significant change"
+    assert stats.verdict([1, 2, 3, 4], [7, 8, 9, 10], "iops", "IO/s", test="mann-whitney")[0] == "better"
+
+
+def test_summarize():
+    s = stats.summarize([10, 12, 14])
+    assert (s.n, s.mean, s.stability) == (3, 12, "unstable")
+    assert s.median.estimate == 12 and s.ci.low == pytest.approx(7.0317, abs=1e-4)
+    empty = stats.summarize([])
+    assert (empty.n, empty.mean, empty.ci, empty.stability) == (0, None, None, "single")
