@@ -75,6 +75,20 @@ def fmt(x: float | None) -> str:
     return f"{x:.0f}" if abs(x) >= 10_000 else f"{x:.4g}"
 
 
+def size(n: float | None) -> str:
+    """Bytes in binary units.
+
+    >>> size(1073741824), size(331776), size(None)
+    ('1 GiB', '324 KiB', '-')
+    """
+    if n is None:
+        return "-"
+    for unit, k in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if abs(n) >= 2**k:
+            return f"{fmt(n / 2**k)} {unit}"
+    return f"{n:.0f} B"
+
+
 def ci_text(iv: stats.Interval | None) -> str:
     """'[low, high]', or '-' without an interval; the real coverage when it is not 95 %."""
     if iv is None or iv.low is None or iv.high is None:
@@ -103,6 +117,8 @@ def _rows(run: Run, label: str, headline_only: bool) -> list[Row]:
             flags.append(f"ZERO in rep {', '.join(map(str, s.zero_reps))}")
         if s.skipped:
             flags.append(f"SKIPPED: {s.skipped}")
+        if s.none_reps:
+            flags.append(f"NO VALUE in rep {', '.join(map(str, s.none_reps))}" + (f": {s.note}" if s.note else ""))
         summary = stats.summarize(s.values, _unstable_cv(run))
         if summary.stability == "unstable":
             flags.append(f"UNSTABLE (CV {summary.cv:.1%})")
@@ -162,10 +178,10 @@ def provenance(run: Run) -> dict:
         ("accelerator", f"{m.get('accel')} (asked {acc.get('requested')}: {acc.get('reason')})"),
         ("qemu", str((m.get("qemu") or {}).get("version"))),
         ("host", f"{host.get('hostname')}: kernel {host.get('kernel')}, {host.get('cpu_model')}, "
-                 f"{host.get('cpus')} CPUs, {fmt((host.get('memory_bytes') or 0) / 2**30)} GiB"),
+                 f"{host.get('cpus')} CPUs, {size(host.get('memory_bytes'))}"),
         ("guest kernel", str(guest.get("uname") or guest.get("kernel"))),
         ("guest", f"{guest.get('cpu_model')}, {guest.get('cpu_count')} CPUs, "
-                  f"{fmt((guest.get('mem_total_kib') or 0) / 2**20)} GiB"),
+                  f"{size((guest.get('mem_total_kib') or 0) * 1024)}"),
         ("fio", str(guest.get("fio"))),
         ("mkfs", "; ".join(f"{v}" for v in (guest.get("mkfs") or {}).values()) or "-"),
         ("git revision", f"{git.get('revision')}{' (dirty)' if git.get('dirty') else ''}"),
@@ -177,10 +193,9 @@ def provenance(run: Run) -> dict:
     ]
     actual = m.get("disks") or {}
     disk_head = ["disk", "serial", "size", "format", "preallocation", "cache", "aio", "bus", "allocated"]
-    disks = [[d.get("id"), d.get("serial"), f"{fmt(d.get('size_bytes', 0) / 2**30)} GiB", d.get("format"),
-              d.get("preallocation"), d.get("cache"), d.get("aio"), d.get("bus"),
-              f"{fmt((actual.get(d.get('id')) or {}).get('actual-size', 0) / 2**30)} GiB"
-              if d.get("id") in actual else "-"] for d in plan.get("disks") or []]
+    disks = [[d.get("id"), d.get("serial"), size(d.get("size_bytes")), d.get("format"), d.get("preallocation"),
+              d.get("cache"), d.get("aio"), d.get("bus"), size((actual.get(d.get("id")) or {}).get("actual-size"))]
+             for d in plan.get("disks") or []]
     fs_head = ["fs", "type", "disks", "mkfs argv (as run)", "mount options (asked)", "mount line (/proc/mounts)"]
     fss = []
     for f in plan.get("filesystems") or []:

@@ -36,14 +36,17 @@ class Key(NamedTuple):
 @dataclass
 class Sample:
     """The repetitions of one measured quantity: `values` in repetition order (successful reps
-    with a value), `reps` every rep seen, `zero_reps` the reps flagged zero, `skipped` the reason a
-    step was skipped on purpose, `fields` the first record (its case params)."""
+    with a value), `reps` every rep seen, `zero_reps` the reps flagged zero, `none_reps` the
+    successful reps that gave no value, `skipped` the reason a step was skipped on purpose,
+    `fields` the first record (its case params)."""
 
     key: Key
     unit: str
     values: list[float] = field(default_factory=list)
     reps: list[int] = field(default_factory=list)
     zero_reps: list[int] = field(default_factory=list)
+    none_reps: list[int] = field(default_factory=list)  # ok, but no value (e.g. no message was read)
+    note: str | None = None  # the record's own note about it
     skipped: str | None = None
     fields: dict = field(default_factory=dict)
 
@@ -145,6 +148,9 @@ def samples(records: list[dict]) -> dict[Key, Sample]:
             s.values.append(float(v))
             if r.get("flag") == "zero":
                 s.zero_reps.append(rep)
+        elif r.get("ok", False) and v is None and not r.get("skipped"):
+            s.none_reps.append(rep)
+            s.note = s.note or r.get("note")
     return out
 
 

@@ -151,6 +151,8 @@ def test_steps_and_maildir_figures(tmp_path):
     spec = rep.figures[0].spec
     assert spec.kind == "lines" and spec.groups == [1, 2, 4, 8, 16]
     assert len(spec.cells[(4, ("ext4", ""))]) == 3  # the three runs pooled
+    assert len(rep.figures[1].spec.cells[(16, ("xfs", ""))]) == 2  # ms_per_read: run 3 read nothing
+    assert "NO VALUE in rep 0: no message was read" in (rep.out_dir / "index.html").read_text()
     rep = report.build([rio], tmp_path / "rio-report")
     _check_figures(rep.out_dir, {"random-io-real_s", "random-io-cpu_s"})
     assert rep.figures[0].spec.groups == ["crear-1", "crear-10", "crear-100", "crear-250", "crear-500", "random"]
