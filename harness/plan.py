@@ -155,7 +155,9 @@ def resolve(
 
 def check_image_support(plan: dict[str, Any], image_name: str, supported: list[str]) -> None:
     """Refuse, before any boot, a filesystem the image (or its kernel family) cannot make."""
-    missing = [f"{f['name']} ({f['type']})" for f in plan["filesystems"] if f["type"] not in supported]
+    ram_only = {n for n in filesystems.names() if not filesystems.get(n).needs_disk}  # tmpfs: any kernel
+    missing = [f"{f['name']} ({f['type']})" for f in plan["filesystems"]
+               if f["type"] not in supported and f["type"] not in ram_only]
     if missing:
         raise FslabError(
             f"{plan['vm']['source']}: filesystems: image {image_name} cannot make {', '.join(missing)}; "

@@ -129,3 +129,12 @@ def test_repetitions_default_per_profile_and_overrides():
     assert (custom["n"], custom["warmup"], custom["cap"], custom["cv_threshold"]) == (4, 1, 6, 0.05)
     with pytest.raises(FslabError, match="repetitions: reps 3, warmup 0, max-reps 2"):
         plan.resolve(cfg, reps=3, max_reps=2)
+
+
+def test_image_support_is_checked_before_boot_by_name():
+    p = plan.resolve(config.load(ROOT / "tests" / "vmconfigs" / "catalog.yaml"), run_id="R")
+    plan.check_image_support(p, "debian-12", ["btrfs", "ext2", "ext3", "ext4", "f2fs", "jfs", "nilfs2",
+                                              "reiserfs", "xfs"])  # tmpfs needs nothing from the image
+    with pytest.raises(FslabError, match=r"image centos-stream-9 cannot make reiserfs-notail \(reiserfs\), "
+                                         r"btrfs \(btrfs\), f2fs \(f2fs\)"):
+        plan.check_image_support(p, "centos-stream-9", ["ext2", "ext3", "ext4", "xfs"])
