@@ -29,9 +29,15 @@ def test_probe_boots_the_image_kernel_under_tcg(image):
         assert "KVM probe failed" in choice.reason and "do not describe real hardware" in choice.warning
 
 
-def test_smoke_run_end_to_end(image, tmp_path):
+@pytest.fixture(scope="module")
+def smoke_run(image, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("smoke")
+    return tmp, fslab("run", "vmconfigs/smoke.yaml", "--results-dir", str(tmp))
+
+
+def test_smoke_run_end_to_end(image, smoke_run):
     """One boot: ext4 and xfs, one 5 s fio case each, everything that comes back is checked."""
-    cp = fslab("run", "vmconfigs/smoke.yaml", "--results-dir", str(tmp_path))
+    tmp_path, cp = smoke_run
     assert cp.returncode == 0, cp.stdout + cp.stderr
     run_dir = Path(cp.stdout.strip().splitlines()[-1])
     assert run_dir.parent == tmp_path and run_dir.is_dir()
@@ -106,3 +112,21 @@ def test_tampered_image_is_refused(image, tmp_path):
     assert line.startswith("fslab: error:") and "disk.qcow2" in line and "Traceback" not in cp.stderr
     assert not (tmp_path / "runs").exists()
     shutil.rmtree(copy)
+
+
+def test_two_smoke_runs_compare_and_report(image, smoke_run, tmp_path):
+    """A second boot of the same smoke run; compare says per case what changed, with a verdict."""
+    first = Path(smoke_run[1].stdout.strip().splitlines()[-1])
+    cp = fslab("run", "vmconfigs/smoke.yaml", "--results-dir", str(tmp_path))
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    second = Path(cp.stdout.strip().splitlines()[-1])
+    cmp = fslab("compare", str(first), str(second))
+    assert cmp.returncode == 0, cmp.stdout + cmp.stderr
+    for fs in ("ext4", "xfs"):
+        (line,) = [ln for ln in cmp.stdout.splitlines() if "randrw-4k" in ln and f" {fs} " in f" {ln} "
+                   and "iops" in ln]
+        assert "not testable (n=1)" in line  # smoke has one repetition: no verdict is invented
+    rep = fslab("report", str(first), str(second))
+    assert rep.returncode == 0, rep.stdout + rep.stderr
+    html = (first / "report" / "index.html").read_text()
+    assert "randrw-4k" in html and first.name in html and second.name in html
