@@ -1,12 +1,17 @@
-"""Building an image: bootstrap.sh (offline base from Debian's archive), then one Packer boot that
-provisions it, then manifest.json. Everything happens in a hidden directory inside the store that
-is renamed into place only when complete, so a half-built image is never picked up.
+"""Building an image: bootstrap.sh (the root tree from Debian's archive, at the locked package
+versions), a deterministic base image of it, one Packer boot that provisions it and exports what
+changed, then the final image made on the host from the tree (image_tree, ext4image) and
+manifest.json. Two builds from the same inputs give the same sha256 (`fslab image build
+--check-reproducible` proves it; image_repro.py). Everything happens in a hidden directory inside
+the store that is renamed into place only when complete, so a half-built image is never used.
 
 Phases and where their output goes (kept in the image's `logs/`, or in the store's
 `.failed/<name>-<hash16>/` when a build fails):
 
-    bootstrap.sh OUT AGENT      -> logs/bootstrap.log   (mmdebstrap, customize, mkfs.ext4 -d)
+    bootstrap.sh OUT GUEST_DIR  -> logs/bootstrap.log   (mmdebstrap, customize, kernel checks)
+    base image                  -> logs/base.log        (normalise, mkfs.ext4 -d, qcow2)
     packer build -var ... TMPL  -> logs/packer.log, logs/console.log (the guest's serial console)
+    final image                 -> logs/final.log       (delta, normalise, listing, mkfs, qcow2)
 """
 
 from __future__ import annotations
@@ -22,53 +27,56 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import accel, proc
+from . import accel, ext4image, image_tree, pkglock, proc, provenance
 from .errors import CommandError, FslabError
 from .images import (
-    DEBIAN_SUITE,
     DEFINITIONS,
     IMAGE_FILES,
-    KERNEL_CMDLINE,
+    INPUTS_DIR,
+    LISTING,
+    LOCK,
     MANIFEST,
     MANIFEST_FORMAT,
     REPO,
-    ROOT_SIZE,
     Image,
+    debian_mirror,
     definition,
     entry_dir,
     hash_inputs,
     input_files,
     inputs,
     load,
+    package_lists,
     sha256_file,
     store_dir,
 )
+from .packer import packer_build_argv, packer_vars, validate_templates
+from .packer import seed as _seed
+from .packer import ssh_key as _ssh_key
+
+__all__ = ["build", "build_into", "packer_build_argv", "packer_vars", "validate_templates", "_seed", "_ssh_key"]
 
 ACCELERATORS = ("auto", "kvm", "tcg")
+ROOT_LABEL = "fslab-root"
 BOOTSTRAP_TIMEOUT = 3600.0
 PACKER_TIMEOUT = 3 * 3600.0
 # Tools a build needs, with the Debian package to install for each.
-TOOLS = {"mmdebstrap": "mmdebstrap", "mkfs.ext4": "e2fsprogs", "qemu-img": "qemu-utils",
+TOOLS = {"mmdebstrap": "mmdebstrap", "mkfs.ext4": "e2fsprogs", "debugfs": "e2fsprogs", "qemu-img": "qemu-utils",
          "qemu-system-x86_64": "qemu-system-x86", "packer": "packer", "ssh-keygen": "openssh-client",
          "xorriso": "xorriso"}
+# What bootstrap.sh may see of our environment: little, so that another shell's locale or umask
+# cannot reach the image; proxies are transport only.
+_PASS_ENV = ("PATH", "http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY")
+Log = Callable[[str], object]
 
 
-def build(name: str, accelerator: str = "tcg", force: bool = False,
-          log: Callable[[str], object] = print) -> Image:
+def build(name: str, accelerator: str = "tcg", force: bool = False, log: Log = print) -> Image:
     """Build image `name`, or return the stored build of the same inputs (unless `force`).
 
     `accelerator` is the one the Packer boot uses: kvm, tcg, or auto (kvm if a probe boot of the
     image's kernel works, else tcg). It changes only how long the build takes, not the image.
     """
-    d = definition(name)
-    if accelerator not in ACCELERATORS:
-        raise FslabError(f"image build: accelerator '{accelerator}' is not allowed",
-                         hint=f"use one of: {', '.join(ACCELERATORS)}")
-    if not d.offline:
-        raise FslabError(
-            f"image {name} needs internet to fetch the CentOS Stream 9 GenericCloud image and its "
-            f"packages, so fslab does not build it here; `fslab image validate` checks its template",
-            hint="build debian-12, which is made offline from the Debian mirror this host uses")
+    check_buildable(name, accelerator)
     files, params = inputs(name)
     digest = hash_inputs(files, params)
     entry = entry_dir(name, digest)
@@ -78,35 +86,71 @@ def build(name: str, accelerator: str = "tcg", force: bool = False,
         return image
     for tool, package in TOOLS.items():
         proc.which(tool, package)
-
     store = store_dir()
     store.mkdir(parents=True, exist_ok=True)
-    with open(store / f".lock-{entry.name}", "w") as lock:
+    with entry_lock(entry):
         # One build per entry at a time; whoever waited reuses what the other one built.
-        fcntl.flock(lock, fcntl.LOCK_EX)
         if (entry / MANIFEST).is_file() and not force:
             log(f"image {name}: built meanwhile by another process, reusing {entry}")
             return load(entry)
-        work = Path(tempfile.mkdtemp(prefix=f".build-{entry.name}-", dir=store))
-        (work / "logs").mkdir()
-        try:
-            src = _snapshot(name, files, work / "src")
-            image = _build_in(work, src, name, digest, files, params, accelerator, log)
-        except BaseException:
-            _keep_logs(work, store / ".failed" / entry.name)
-            shutil.rmtree(work, ignore_errors=True)
-            raise
-        _move_into_place(work, entry)
+        image = build_into(name, files, params, {rel: REPO / rel for rel in files}, accelerator, log)
+        _move_into_place(image.dir, entry)
     log(f"image {name}: built in {image.manifest['build_seconds']['total']:.0f} s: {entry}")
     return load(entry)
 
 
-def _snapshot(name: str, files: dict[str, str], dest: Path) -> Path:
+def check_buildable(name: str, accelerator: str) -> None:
+    d = definition(name)
+    if accelerator not in ACCELERATORS:
+        raise FslabError(f"image build: accelerator '{accelerator}' is not allowed",
+                         hint=f"use one of: {', '.join(ACCELERATORS)}")
+    if not d.offline:
+        raise FslabError(
+            f"image {name} needs internet to fetch the CentOS Stream 9 GenericCloud image and its "
+            f"packages, so fslab does not build it here; `fslab image validate` checks its template",
+            hint="build debian-12, which is made offline from the Debian mirror this host uses")
+
+
+class entry_lock:
+    """flock on the store's .lock-<entry> file while one build of `entry` runs."""
+
+    def __init__(self, entry: Path):
+        self.path = entry.parent / f".lock-{entry.name}"
+
+    def __enter__(self) -> entry_lock:
+        self.f = open(self.path, "w")  # noqa: SIM115 - closed in __exit__
+        fcntl.flock(self.f, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.f.close()
+
+
+def build_into(name: str, files: dict[str, str], params: dict[str, str], sources: dict[str, Path],
+               accelerator: str, log: Log, prefix: str = ".build") -> Image:
+    """One complete build into a new hidden directory of the store, from the input files at
+    `sources` (rel -> path, each must hash as in `files`). The caller moves it into place."""
+    store = store_dir()
+    store.mkdir(parents=True, exist_ok=True)
+    digest = hash_inputs(files, params)
+    work = Path(tempfile.mkdtemp(prefix=f"{prefix}-{name}-{digest[:16]}-", dir=store))
+    (work / "logs").mkdir()
+    try:
+        src = _snapshot(name, files, work / "src", sources)
+        return _build_in(work, src, name, digest, files, params, accelerator, log)
+    except BaseException:
+        _keep_logs(work, store / ".failed" / f"{name}-{digest[:16]}")
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
+def _snapshot(name: str, files: dict[str, str], dest: Path, sources: dict[str, Path] | None = None) -> Path:
     """Copy the build inputs to `dest`, so that edits made while the build runs (the guest agent
     is often being worked on) cannot end up in an image labelled with the older input hash."""
+    sources = sources or {rel: REPO / rel for rel in files}
     for rel in files:
         (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(REPO / rel, dest / rel)
+        shutil.copy2(sources[rel], dest / rel)
     copied = {rel: sha256_file(dest / rel) for rel in files}
     changed = sorted(rel for rel in files if copied[rel] != files[rel])
     if changed or set(input_files(name, dest)) != set(files):
@@ -115,26 +159,52 @@ def _snapshot(name: str, files: dict[str, str], dest: Path) -> Path:
     return dest
 
 
+def _bootstrap(work: Path, src: Path, name: str, lock: pkglock.Lock, params: dict[str, str], mirror: str,
+               log: Log) -> Path:
+    """bootstrap.sh at the locked versions -> work/base/{root,vmlinuz,initrd.img,...}."""
+    d = definition(name)
+    base = work / "base"
+    env = {k: os.environ[k] for k in _PASS_ENV if k in os.environ}
+    env.update(LC_ALL="C", TZ="UTC", HOME="/root", SOURCE_DATE_EPOCH=str(lock.source_date_epoch),
+               FSLAB_PACKAGE_LOCK=str(lock.path), FSLAB_DEBIAN_MIRROR=mirror, FSLAB_DEBIAN_SUITE=params["suite"])
+    argv = [str(src / "images" / d.image_dirs[0] / "bootstrap.sh")]
+    if d.base:
+        argv += ["--variant", str(src / "images" / name)]
+    argv += [str(base), str(src / "harness" / "guest")]
+    log(f"image {name}: bootstrap from {mirror} ({params['suite']}, {len(lock.packages)} locked packages) ...")
+    try:
+        _run_logged(argv, work / "logs" / "bootstrap.log", env=env, timeout=BOOTSTRAP_TIMEOUT)
+    except CommandError as e:
+        missing = pkglock.missing_versions(e.output)
+        if missing:
+            raise pkglock.not_on_mirror_error(lock, missing, mirror) from None
+        raise
+    pkglock.check_installed(lock, pkglock.parse_installed((base / "packages.installed").read_text()))
+    return base
+
+
 def _build_in(work: Path, src: Path, name: str, digest: str, files: dict[str, str],
-              params: dict[str, str], requested: str, log: Callable[[str], object]) -> Image:
-    """Run both phases from the snapshot `src` of the inputs and write the manifest in `work`."""
+              params: dict[str, str], requested: str, log: Log) -> Image:
+    """Every phase, from the snapshot `src` of the inputs; writes the manifest in `work` last."""
     started = time.monotonic()
     seconds: dict[str, float] = {}
-    agent = src / "harness" / "guest" / "fslab_guest.py"
-    guest_dir = agent.parent
+    lock = pkglock.read(src / "images" / name / LOCK)
+    pkglock.check_current(lock, {rel: sha256_file(p) for rel, p in package_lists(name, src).items()})
+    spec = ext4image.Ext4Spec.derived(params["root_size"], ROOT_LABEL, digest, lock.source_date_epoch)
+    mirror = debian_mirror()
 
-    log(f"image {name}: bootstrap from {params['mirror']} ({params['suite']}) ...")
-    env = {**os.environ, "FSLAB_DEBIAN_MIRROR": params["mirror"], "FSLAB_DEBIAN_SUITE": DEBIAN_SUITE,
-           "FSLAB_ROOT_SIZE": ROOT_SIZE}
-    base = work / "base"
-    _run_logged([str(src / "images" / name / "bootstrap.sh"), str(base), str(guest_dir)],
-                work / "logs" / "bootstrap.log", env=env, timeout=BOOTSTRAP_TIMEOUT)
+    base = _bootstrap(work, src, name, lock, params, mirror, log)
     seconds["bootstrap"] = round(time.monotonic() - started, 1)
-    log(f"image {name}: bootstrap done in {seconds['bootstrap']:.0f} s")
+    t = time.monotonic()
+    root = base / "root"
+    removed = image_tree.normalise(root)
+    ext4image.build(root, base / "base.qcow2", spec)
+    (work / "logs" / "base.log").write_text("normalise removed:\n" + "\n".join(removed) + "\n")
+    seconds["base_image"] = round(time.monotonic() - t, 1)
+    log(f"image {name}: bootstrap {seconds['bootstrap']:.0f} s, base image {seconds['base_image']:.0f} s")
 
     choice = accel.choose(requested, base / "vmlinuz")
-    used = choice.used
-    log(f"image {name}: packer boot under {used} ({choice.reason}) ...")
+    log(f"image {name}: packer boot under {choice.used} ({choice.reason}) ...")
     t = time.monotonic()
     facts = work / "facts"
     facts.mkdir()
@@ -142,54 +212,83 @@ def _build_in(work: Path, src: Path, name: str, digest: str, files: dict[str, st
     seed = _seed(work / "seed", key.with_suffix(".pub").read_text().strip(), digest)
     pvars = packer_vars(
         name, base_image=base / "base.qcow2", base_image_sha256=sha256_file(base / "base.qcow2"),
-        kernel=base / "vmlinuz", initrd=base / "initrd.img", accelerator=used, ssh_private_key_file=key,
-        seed_dir=seed, output_dir=work / "packer-out", facts_dir=facts, guest_agent=agent,
-        serial_log=work / "logs" / "console.log")
+        kernel=base / "vmlinuz", initrd=base / "initrd.img", accelerator=choice.used, ssh_private_key_file=key,
+        seed_dir=seed, output_dir=work / "packer-out", facts_dir=facts, source_date_epoch=lock.source_date_epoch,
+        guest_agent=src / "harness" / "guest" / "fslab_guest.py", serial_log=work / "logs" / "console.log",
+        kernel_cmdline=params["kernel_cmdline"])
     env = {**os.environ, "CHECKPOINT_DISABLE": "1", "PACKER_CACHE_DIR": str(work / "packer_cache")}
     _run_logged(packer_build_argv(name, pvars, src), work / "logs" / "packer.log", env=env, cwd=work,
                 timeout=PACKER_TIMEOUT)
     seconds["packer"] = round(time.monotonic() - t, 1)
     log(f"image {name}: packer done in {seconds['packer']:.0f} s")
 
-    os.replace(work / "packer-out" / "disk.qcow2", work / "disk.qcow2")
-    for fname in ("vmlinuz", "initrd.img"):
-        os.replace(base / fname, work / fname)
+    t = time.monotonic()
     kernel = (base / "kernel-version").read_text().strip()
-    for junk in ("packer-out", "packer_cache", "base", "ssh", "seed", "src"):
-        shutil.rmtree(work / junk, ignore_errors=True)
+    entries = _final_image(work, root, kernel, facts, spec)
+    seconds["final_image"] = round(time.monotonic() - t, 1)
     if (facts / "probe.log").is_file():
         os.replace(facts / "probe.log", work / "logs" / "probe.log")
+    shutil.copytree(src, work / INPUTS_DIR)  # `fslab image rebuild` can use these copies
+    packages = read_packages(facts / "packages.tsv")
+    filesystems = read_filesystems(facts / "filesystems.json")
+    for junk in ("packer-out", "packer_cache", "base", "ssh", "seed", "src", "facts"):
+        shutil.rmtree(work / junk, ignore_errors=True)
     seconds["total"] = round(time.monotonic() - started, 1)
     manifest = {
         "fslab_image_manifest": MANIFEST_FORMAT,
         "name": name,
         "input_hash": digest,
         "inputs": files,
+        "inputs_dir": INPUTS_DIR,
         "build_params": params,
+        "source_date_epoch": lock.source_date_epoch,
+        "package_lock": f"images/{name}/{LOCK}",
+        "mirror": mirror,
         "digest": "",
         "files": {f: {"sha256": sha256_file(work / f), "size": (work / f).stat().st_size} for f in IMAGE_FILES},
+        "tree": {"listing": LISTING, "sha256": sha256_file(work / LISTING), "entries": entries},
         "kernel": kernel,
-        "kernel_cmdline": KERNEL_CMDLINE,
-        "packages": read_packages(facts / "packages.tsv"),
-        "filesystems": read_filesystems(facts / "filesystems.json"),
+        "kernel_cmdline": params["kernel_cmdline"],
+        "packages": packages,
+        "filesystems": filesystems,
         "os": dict(DEFINITIONS[name].os),
         "built_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "build_seconds": seconds,
         "tools": tool_versions(),
-        "build_accelerator": used,
+        "build_accelerator": choice.used,
+        "git": provenance.git_revision(),
     }
     manifest["digest"] = "sha256:" + manifest["files"]["disk.qcow2"]["sha256"]
-    shutil.rmtree(facts)
-    log(f"image {name}: kernel {kernel}, filesystems: {' '.join(manifest['filesystems'])}")
-    # manifest.json last: an entry without it is an unfinished build.
-    tmp = work / (MANIFEST + ".tmp")
+    log(f"image {name}: kernel {kernel}, filesystems: {' '.join(filesystems)}, {manifest['digest']}")
+    write_manifest(work, manifest)
+    return Image(work, manifest)
+
+
+def _final_image(work: Path, root: Path, kernel: str, facts: Path, spec: ext4image.Ext4Spec) -> int:
+    """The provisioned tree (base tree + the boot's delta), normalised, made into disk.qcow2 with
+    its kernel, initramfs and listing; returns the number of paths in the tree."""
+    counts = image_tree.apply_delta(root, facts / "changed.tar", facts / "paths.gz")
+    removed = image_tree.normalise(root)
+    ext4image.build(root, work / "disk.qcow2", spec)
+    entries = image_tree.write_listing(root, work / LISTING)
+    for src, dest in ((f"boot/vmlinuz-{kernel}", "vmlinuz"), (f"boot/initrd.img-{kernel}", "initrd.img")):
+        shutil.copyfile(root / src, work / dest)
+        os.chmod(work / dest, 0o644)
+    (work / "logs" / "final.log").write_text(
+        f"delta: {counts['changed']} paths changed, {counts['deleted']} deleted; {entries} paths in the image\n"
+        "normalise removed:\n" + "\n".join(removed) + "\n")
+    return entries
+
+
+def write_manifest(directory: Path, manifest: dict) -> None:
+    """manifest.json, atomically and last: an entry without it is an unfinished build."""
+    tmp = directory / (MANIFEST + ".tmp")
     with open(tmp, "w") as f:
         json.dump(manifest, f, indent=2, sort_keys=True)
         f.write("\n")
         f.flush()
         os.fsync(f.fileno())
-    os.replace(tmp, work / MANIFEST)
-    return Image(work, manifest)
+    os.replace(tmp, directory / MANIFEST)
 
 
 def _run_logged(argv: list[str], logfile: Path, **kw) -> None:
@@ -221,46 +320,6 @@ def _move_into_place(work: Path, entry: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def _ssh_key(directory: Path) -> Path:
-    """A fresh ed25519 key pair for this build's SSH only; returns the private key's path."""
-    directory.mkdir(mode=0o700)
-    key = directory / "id_ed25519"
-    proc.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "fslab-image-build", "-f", str(key)])
-    return key
-
-
-def _seed(directory: Path, public_key: str, digest: str) -> Path:
-    """The NoCloud seed of the build boot: root may log in with `public_key`, nothing else."""
-    directory.mkdir()
-    (directory / "user-data").write_text(
-        "#cloud-config\n"
-        "# fslab image build: Packer logs in as root with a key made for this build only.\n"
-        "disable_root: false\n"
-        "ssh_pwauth: false\n"
-        "ssh_genkeytypes: [ed25519]  # RSA keys take seconds to make under TCG\n"
-        f"ssh_authorized_keys:\n  - {public_key}\n")
-    (directory / "meta-data").write_text(f"instance-id: fslab-build-{digest[:12]}\nlocal-hostname: fslab\n")
-    return directory
-
-
-def packer_vars(name: str, **values: object) -> dict[str, str]:
-    """The -var values of template `name` (each template declares a subset of these)."""
-    common = ("accelerator", "ssh_private_key_file", "seed_dir", "output_dir", "facts_dir", "guest_agent",
-              "serial_log")
-    keys = common + (("base_image", "base_image_sha256", "kernel", "initrd") if name == "debian-12" else ())
-    out = {k: str(values[k]) for k in keys}
-    if name == "debian-12":
-        out["kernel_cmdline"] = KERNEL_CMDLINE
-    return out
-
-
-def packer_build_argv(name: str, pvars: dict[str, str], root: Path = REPO) -> list[str]:
-    argv = ["packer", "build", "-color=false"]
-    for key, value in sorted(pvars.items()):
-        argv += ["-var", f"{key}={value}"]
-    return argv + [str(root / "packer" / f"{name}.pkr.hcl")]
-
-
 def read_packages(path: Path) -> dict[str, str]:
     """packages.tsv (name<TAB>version a line) as a dict."""
     packages = {}
@@ -289,40 +348,3 @@ def tool_versions() -> dict[str, str]:
 
     return {"mmdebstrap": version(["mmdebstrap", "--version"]), "packer": version(["packer", "version"]),
             "qemu": version(["qemu-system-x86_64", "--version"]), "e2fsprogs": version(["mke2fs", "-V"])}
-
-
-def validate_templates() -> list[str]:
-    """`packer fmt -check` and `packer validate` of every template, with dummy variable values.
-
-    Returns one line per template that passed; raises FslabError listing every failure.
-    """
-    proc.which("packer", "packer")
-    passed, problems = [], []
-    with tempfile.TemporaryDirectory(prefix="fslab-validate-") as tmp:
-        t = Path(tmp)
-        key = _ssh_key(t / "ssh")
-        seed = _seed(t / "seed", key.with_suffix(".pub").read_text().strip(), "0" * 64)
-        for f in ("base.qcow2", "vmlinuz", "initrd.img", "fslab_guest.py"):
-            (t / f).write_bytes(b"")
-        dummy = {"base_image": t / "base.qcow2", "base_image_sha256": "0" * 64, "kernel": t / "vmlinuz",
-                 "initrd": t / "initrd.img", "accelerator": "tcg", "ssh_private_key_file": key,
-                 "seed_dir": seed, "output_dir": t / "out", "facts_dir": t,
-                 "guest_agent": t / "fslab_guest.py", "serial_log": t / "console.log"}
-        env = {**os.environ, "CHECKPOINT_DISABLE": "1"}
-        for name in DEFINITIONS:
-            template = REPO / "packer" / f"{name}.pkr.hcl"
-            rel = template.relative_to(REPO)
-            fmt = proc.run(["packer", "fmt", "-check", "-diff", str(template)], check=False, env=env)
-            if fmt.returncode != 0:
-                problems.append(f"{rel}: not formatted (run `packer fmt packer/`): {fmt.stdout.strip()}")
-            argv = packer_build_argv(name, packer_vars(name, **dummy))
-            argv[1:3] = ["validate"]
-            val = proc.run(argv, check=False, env=env, cwd=tmp)
-            if val.returncode != 0:
-                out = " ".join((val.stdout + val.stderr).split())
-                problems.append(f"{rel}: packer validate failed: {out}")
-            if fmt.returncode == 0 and val.returncode == 0:
-                passed.append(f"{rel}: packer fmt -check ok, packer validate ok")
-    if problems:
-        raise FslabError("; ".join(problems), hint="fix the template(s) named above")
-    return passed

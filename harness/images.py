@@ -23,6 +23,9 @@ from .errors import FslabError
 
 REPO = Path(__file__).resolve().parent.parent
 MANIFEST = "manifest.json"
+LOCK = "packages.lock"
+INPUTS_DIR = "inputs"  # beside manifest.json: a copy of every input file, for `fslab image rebuild`
+LISTING = "tree.tsv.gz"  # beside manifest.json: every path of the root tree (image_tree.write_listing)
 MANIFEST_FORMAT = 1
 IMAGE_FILES = ("disk.qcow2", "vmlinuz", "initrd.img")
 # The command line every fslab guest boots with (the root filesystem carries this label).
@@ -38,22 +41,43 @@ RHEL_FILESYSTEMS = ("ext2", "ext3", "ext4", "xfs")
 
 @dataclass(frozen=True)
 class Definition:
-    """An image fslab knows how to build."""
+    """An image fslab knows how to build.
+
+    A variant (`base` set) is its base plus more: it shares the base's bootstrap.sh, packages.txt
+    and Packer template, and adds images/<name>/packages.txt and an optional customize.sh hook
+    (bootstrap.sh --variant). Each image has its own packages.lock.
+    """
 
     name: str
     os: tuple[tuple[str, str], ...]  # manifest "os", as pairs so the dataclass stays hashable
-    filesystems: tuple[str, ...]  # what its kernel family can make
+    filesystems: tuple[str, ...]  # what its kernel family (and extra modules) can make
     offline: bool  # buildable without internet (from the Debian mirror this host uses)
+    base: str | None = None  # the image this one extends
+    template: str | None = None  # packer/<template>.pkr.hcl; default: the base's, else the name
+
+    @property
+    def template_name(self) -> str:
+        return self.template or self.base or self.name
+
+    @property
+    def image_dirs(self) -> tuple[str, ...]:
+        """images/<dir> holding its inputs: the base's first, then its own."""
+        return (self.base, self.name) if self.base else (self.name,)
 
 
+_DEBIAN_OS = (("family", "debian"), ("id", "debian"), ("version", "12"))
 DEFINITIONS = {
-    "debian-12": Definition(
-        "debian-12", (("family", "debian"), ("id", "debian"), ("version", "12")), DEBIAN_FILESYSTEMS, True
-    ),
+    "debian-12": Definition("debian-12", _DEBIAN_OS, DEBIAN_FILESYSTEMS, True),
+    # Study S5: OpenZFS from contrib (zfs-dkms, built natively for the image kernel at bootstrap).
+    "debian-12-zfs": Definition("debian-12-zfs", _DEBIAN_OS, DEBIAN_FILESYSTEMS + ("zfs",), True,
+                                base="debian-12"),
     "centos-stream-9": Definition(
         "centos-stream-9", (("family", "rhel"), ("id", "centos"), ("version", "9")), RHEL_FILESYSTEMS, False
     ),
 }
+# Host-side code that shapes the image's bits (normalisation, deterministic mkfs): an input like
+# the scripts, but a rebuild cannot swap in a stored copy of it; it must be this checkout's.
+TOOLING = ("harness/ext4image.py", "harness/image_tree.py")
 
 
 def definition(name: str) -> Definition:
@@ -136,11 +160,13 @@ def sha256_file(path: Path) -> str:
 
 def input_files(name: str, root: Path = REPO) -> dict[str, Path]:
     """Every file the build of `name` reads, keyed by its path relative to the repository."""
-    definition(name)
+    d = definition(name)
     found: list[Path] = []
-    image_dir = root / "images" / name
-    if image_dir.is_dir():
-        found += [p for p in image_dir.rglob("*") if p.is_file() and not _ignored(p.relative_to(image_dir))]
+    for dirname in d.image_dirs:
+        image_dir = root / "images" / dirname
+        if image_dir.is_dir():
+            found += [p for p in image_dir.rglob("*") if p.is_file() and not _ignored(p.relative_to(image_dir))
+                      and not (dirname != name and p.name == LOCK)]  # each image has its own lock
     scripts = root / "packer" / "scripts"
     if scripts.is_dir():
         found += [p for p in scripts.iterdir() if p.is_file() and not p.name.startswith(".")]
@@ -148,10 +174,13 @@ def input_files(name: str, root: Path = REPO) -> dict[str, Path]:
     if guest.is_dir():  # every guest program goes into the image
         found += [p for p in guest.iterdir() if p.is_file() and p.name.startswith("fslab_")
                   and p.suffix in (".py", ".c") and p.name != "fslab_guest.py"]
-    for required in (root / "packer" / f"{name}.pkr.hcl", root / "harness" / "guest" / "fslab_guest.py"):
-        if not required.is_file():
-            raise FslabError(f"{required}: missing; it is a build input of image {name}")
-        found.append(required)
+    required = [root / "packer" / f"{d.template_name}.pkr.hcl", root / "harness" / "guest" / "fslab_guest.py"]
+    if d.offline:
+        required += [root / rel for rel in TOOLING]
+    for path in required:
+        if not path.is_file():
+            raise FslabError(f"{path}: missing; it is a build input of image {name}")
+        found.append(path)
     return {p.relative_to(root).as_posix(): p for p in sorted(found)}
 
 
@@ -160,12 +189,22 @@ def _ignored(rel: Path) -> bool:
     return rel.parts[0] == "build" or any(p.startswith(".") or p == "__pycache__" for p in rel.parts)
 
 
+def lock_path(name: str, root: Path = REPO) -> Path:
+    return root / "images" / name / LOCK
+
+
+def package_lists(name: str, root: Path = REPO) -> dict[str, Path]:
+    """The packages.txt files image `name` resolves (its base's, then its own), by relative path."""
+    lists = {f"images/{d}/packages.txt": root / "images" / d / "packages.txt" for d in definition(name).image_dirs}
+    return {rel: p for rel, p in lists.items() if p.is_file()}
+
+
 def build_params(name: str, root: Path = REPO) -> dict[str, str]:
-    """The non-file inputs of a build: for debian-12 the mirror and suite it is made from."""
+    """The non-file inputs of a build. The Debian mirror is not one: the package lock fixes every
+    version, the mirror only delivers them (and the image's sources.list names no mirror)."""
     if not definition(name).offline:
         return {"kernel_cmdline": KERNEL_CMDLINE}
-    return {"mirror": debian_mirror(root), "suite": DEBIAN_SUITE, "root_size": ROOT_SIZE,
-            "kernel_cmdline": KERNEL_CMDLINE}
+    return {"suite": DEBIAN_SUITE, "root_size": ROOT_SIZE, "kernel_cmdline": KERNEL_CMDLINE}
 
 
 def debian_mirror(root: Path = REPO) -> str:
@@ -248,6 +287,12 @@ def list_images() -> list[Image]:
     found = [load(d) for d in store.iterdir()
              if d.is_dir() and not d.name.startswith(".") and (d / MANIFEST).is_file()]
     return sorted(found, key=lambda im: (im.name, im.manifest.get("built_at", "")))
+
+
+def find_by_digest(digest: str) -> Image | None:
+    """The stored image whose disk.qcow2 has `digest` ("sha256:<hex>" or "<hex>"), or None."""
+    want = digest if digest.startswith("sha256:") else f"sha256:{digest}"
+    return next((im for im in list_images() if im.digest == want), None)
 
 
 def verify(image: Image) -> None:

@@ -161,4 +161,6 @@ def check_image_support(plan: dict[str, Any], image_name: str, supported: list[s
     if missing:
         raise FslabError(
             f"{plan['vm']['source']}: filesystems: image {image_name} cannot make {', '.join(missing)}; "
-            f"it makes: {', '.join(sorted(supported))}")
+            f"it makes: {', '.join(sorted(supported))}",
+            hint="zfs is made by image debian-12-zfs (set `image: debian-12-zfs`)" if "zfs" in " ".join(missing)
+            else None)

@@ -1,5 +1,8 @@
-# fslab Debian 12 guest: boots the base made by images/debian-12/bootstrap.sh once under QEMU
-# (direct kernel boot, NoCloud seed for SSH) and provisions it with packer/scripts/*.sh.
+# fslab Debian 12 guests (debian-12 and its variants, e.g. debian-12-zfs): boots the base made
+# from images/<name>/ by bootstrap.sh once under QEMU (direct kernel boot, NoCloud seed for SSH)
+# and provisions it with packer/scripts/*.sh. The disk this boot leaves is not the image: the last
+# step exports what provisioning changed, and the harness makes the image from its own tree,
+# deterministically (harness/image_tree.py), so the disk is an overlay and never compacted.
 # Written for Debian's packer 1.6.6: the qemu builder is built in, so no required_plugins,
 # and cd_files (not cd_content) carries the seed. The harness (harness/images.py) supplies
 # every variable; none has a floating default.
@@ -16,6 +19,15 @@ variable "base_image_sha256" {
     # packer 1.6.6's regex() is unusable in validation; length + trim() check the same.
     condition     = length(var.base_image_sha256) == 64 && trim(var.base_image_sha256, "0123456789abcdef") == ""
     error_message = "The base_image_sha256 must be 64 lowercase hex digits."
+  }
+}
+
+variable "source_date_epoch" {
+  type        = string
+  description = "SOURCE_DATE_EPOCH of the base image (from the package lock): every inode's ctime in it."
+  validation {
+    condition     = length(var.source_date_epoch) > 0 && trim(var.source_date_epoch, "0123456789") == ""
+    error_message = "The source_date_epoch must be a decimal number of seconds."
   }
 }
 
@@ -95,6 +107,8 @@ source "qemu" "debian-12" {
   iso_url          = var.base_image
   iso_checksum     = "sha256:${var.base_image_sha256}"
   skip_resize_disk = true
+  use_backing_file = true
+  skip_compaction  = true
   machine_type     = "q35"
   format           = "qcow2"
   disk_interface   = "virtio"
@@ -160,5 +174,23 @@ build {
   provisioner "shell" {
     execute_command = "chmod +x {{ .Path }}; {{ .Vars }} sh -eux '{{ .Path }}'"
     script          = "${path.root}/scripts/90-cleanup.sh"
+  }
+
+  provisioner "shell" {
+    execute_command  = "chmod +x {{ .Path }}; {{ .Vars }} sh -eu '{{ .Path }}'"
+    environment_vars = ["SOURCE_DATE_EPOCH=${var.source_date_epoch}"]
+    script           = "${path.root}/scripts/95-export-tree.sh"
+  }
+
+  provisioner "file" {
+    direction   = "download"
+    source      = "/run/fslab-export/changed.tar"
+    destination = "${var.facts_dir}/changed.tar"
+  }
+
+  provisioner "file" {
+    direction   = "download"
+    source      = "/run/fslab-export/paths.gz"
+    destination = "${var.facts_dir}/paths.gz"
   }
 }

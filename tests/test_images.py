@@ -64,9 +64,21 @@ def make_image(directory: Path, name: str = "debian-12", input_hash: str = "ab" 
 
 def test_input_files_cover_every_build_input():
     rels = set(images.input_files("debian-12", ROOT))
-    assert {"images/debian-12/packages.txt", "images/debian-12/bootstrap.sh", "packer/debian-12.pkr.hcl",
-            "packer/scripts/20-probe-filesystems.sh", "harness/guest/fslab_guest.py"} <= rels
-    assert not any(r.startswith("packer/centos") for r in rels)
+    assert {"images/debian-12/packages.txt", "images/debian-12/packages.lock", "images/debian-12/bootstrap.sh",
+            "packer/debian-12.pkr.hcl", "packer/scripts/20-probe-filesystems.sh", "harness/guest/fslab_guest.py",
+            "harness/ext4image.py", "harness/image_tree.py"} <= rels
+    assert not any(r.startswith(("packer/centos", "images/debian-12-zfs")) for r in rels)
+
+
+def test_zfs_variant_shares_debian_12_but_has_its_own_lock():
+    rels = set(images.input_files("debian-12-zfs", ROOT))
+    assert {"images/debian-12/bootstrap.sh", "images/debian-12/packages.txt", "images/debian-12-zfs/packages.txt",
+            "images/debian-12-zfs/customize.sh", "packer/debian-12.pkr.hcl"} <= rels
+    assert "images/debian-12/packages.lock" not in rels  # the variant resolves its own
+    assert images.definition("debian-12-zfs").template_name == "debian-12"
+    assert "zfs" in images.supported_filesystems("debian-12-zfs")
+    assert "zfs" not in images.supported_filesystems("debian-12")
+    assert images.input_hash("debian-12-zfs") != images.input_hash("debian-12")
 
 
 def test_input_hash_is_stable_and_independent_of_the_checkout_location(repo_copy):
@@ -89,13 +101,14 @@ def test_input_hash_changes_when_any_input_file_changes(repo_copy):
     assert images.input_hash("debian-12", repo_copy) == base
 
 
-def test_input_hash_changes_with_a_new_script_or_the_mirror(repo_copy, monkeypatch):
+def test_input_hash_changes_with_a_new_script_but_not_with_the_mirror(repo_copy, monkeypatch):
     base = images.input_hash("debian-12", repo_copy)
     (repo_copy / "packer" / "scripts" / "50-new.sh").write_text("#!/bin/sh\n")
     with_script = images.input_hash("debian-12", repo_copy)
     assert with_script != base
+    # The lock pins every version; the mirror only delivers them (a snapshot mirror gives the same image).
     monkeypatch.setenv("FSLAB_DEBIAN_MIRROR", "http://other.example.org/debian")
-    assert images.input_hash("debian-12", repo_copy) != with_script
+    assert images.input_hash("debian-12", repo_copy) == with_script
 
 
 def test_build_output_and_dot_files_are_not_inputs(repo_copy):
@@ -144,7 +157,7 @@ def test_find_returns_the_entry_of_the_current_inputs_only():
 
 
 def test_unknown_image_lists_the_known_ones():
-    with pytest.raises(FslabError, match=r"unknown image 'debian-13'.*debian-12, centos-stream-9"):
+    with pytest.raises(FslabError, match=r"unknown image 'debian-13'.*debian-12, debian-12-zfs, centos-stream-9"):
         images.find("debian-13")
 
 

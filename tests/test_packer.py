@@ -18,15 +18,16 @@ needs_packer = pytest.mark.skipif(shutil.which("packer") is None, reason="packer
 needs_shellcheck = pytest.mark.skipif(shutil.which("shellcheck") is None, reason="shellcheck is not installed")
 
 
-def test_one_template_per_image_definition():
-    assert [t.name for t in TEMPLATES] == sorted(f"{name}.pkr.hcl" for name in images.DEFINITIONS)
+def test_one_template_per_image_definition_variants_share_their_base():
+    names = sorted({f"{d.template_name}.pkr.hcl" for d in images.DEFINITIONS.values()})
+    assert [t.name for t in TEMPLATES] == names == ["centos-stream-9.pkr.hcl", "debian-12.pkr.hcl"]
 
 
 @needs_packer
 def test_templates_are_formatted_and_valid():
     lines = images.validate_templates()
-    assert lines == [f"packer/{name}.pkr.hcl: packer fmt -check ok, packer validate ok"
-                     for name in images.DEFINITIONS]
+    assert sorted(lines) == [f"packer/{name}.pkr.hcl: packer fmt -check ok, packer validate ok"
+                             for name in ("centos-stream-9", "debian-12")]
 
 
 @needs_packer
@@ -38,6 +39,7 @@ def test_templates_are_formatted_and_valid():
         ("base_image_sha256", "G" * 64, "The base_image_sha256 must be 64 lowercase hex digits."),
         ("kernel_cmdline", "root=/dev/vda ro", "must boot the root filesystem with root=LABEL=fslab-root"),
         ("memory_mib", "512", "The memory_mib must be at least 1024."),
+        ("source_date_epoch", "2026-11-22", "The source_date_epoch must be a decimal number of seconds."),
     ],
 )
 def test_debian_template_validation_blocks_refuse_bad_values(tmp_path, var, value, message):
@@ -46,7 +48,8 @@ def test_debian_template_validation_blocks_refuse_bad_values(tmp_path, var, valu
     values = {"base_image": tmp_path / "base.qcow2", "base_image_sha256": "0" * 64,
               "kernel": tmp_path / "vmlinuz", "initrd": tmp_path / "initrd.img", "accelerator": "tcg",
               "ssh_private_key_file": tmp_path / "key", "seed_dir": tmp_path, "output_dir": tmp_path / "out",
-              "facts_dir": tmp_path, "guest_agent": tmp_path / "agent.py", "serial_log": tmp_path / "log"}
+              "facts_dir": tmp_path, "guest_agent": tmp_path / "agent.py", "serial_log": tmp_path / "log",
+              "source_date_epoch": "1700000000"}
     pvars = image_build.packer_vars("debian-12", **values)
     pvars[var] = value
     argv = image_build.packer_build_argv("debian-12", pvars)
@@ -66,6 +69,15 @@ def test_templates_pin_their_inputs():
         assert 'cd_label         = "cidata"' in text, template.name
 
 
+def test_the_export_is_the_last_provisioner():
+    """The final image is made from what 95-export-tree.sh sends: nothing may run after it."""
+    text = (ROOT / "packer" / "debian-12.pkr.hcl").read_text()
+    build = text[text.index("build {"):]
+    assert build.index("95-export-tree.sh") > build.index("90-cleanup.sh")
+    after = build[build.index("95-export-tree.sh"):]
+    assert 'provisioner "shell"' not in after  # only the downloads of what it exported follow
+
+
 def test_every_script_a_template_names_exists():
     for template in TEMPLATES:
         for line in template.read_text().splitlines():
@@ -78,7 +90,8 @@ def test_every_script_a_template_names_exists():
 def test_build_scripts_are_shellcheck_clean():
     cp = subprocess.run(["shellcheck", "-s", "sh", *map(str, SCRIPTS)], check=False, capture_output=True, text=True)
     assert cp.returncode == 0, cp.stdout
-    cp = subprocess.run(["shellcheck", str(ROOT / "images" / "debian-12" / "bootstrap.sh")],
+    cp = subprocess.run(["shellcheck", str(ROOT / "images" / "debian-12" / "bootstrap.sh"),
+                         *map(str, sorted((ROOT / "images").glob("*/customize.sh")))],
                         check=False, capture_output=True, text=True)
     assert cp.returncode == 0, cp.stdout
 

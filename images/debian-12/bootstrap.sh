@@ -1,25 +1,33 @@
 #!/bin/bash
-# Build the offline base of the fslab Debian 12 guest: an ext4 root filesystem image (qcow2)
-# made from Debian's archive with mmdebstrap, plus its kernel and initramfs for direct kernel
-# boot. Packer then boots this base once to provision it (packer/debian-12.pkr.hcl).
+# Build the root tree of an fslab Debian 12 guest from Debian's archive with mmdebstrap, plus its
+# kernel and initramfs for direct kernel boot. The harness makes the tree into the base image
+# (harness/ext4image.py: deterministic mkfs.ext4 -d + qcow2) that Packer boots once to provision.
 #
-#   bootstrap.sh OUTDIR GUEST_AGENT     build into OUTDIR (must not exist yet)
-#   bootstrap.sh --print-mirror         print the Debian mirror that would be used
+#   bootstrap.sh [--variant DIR] OUTDIR GUEST_DIR   build into OUTDIR (must not exist yet)
+#   bootstrap.sh --print-mirror                     print the Debian mirror that would be used
 #
-# OUTDIR receives: base.qcow2, vmlinuz, initrd.img, kernel-version, mmdebstrap.log
+# OUTDIR receives: root/ (the tree), vmlinuz, initrd.img, kernel-version, packages.installed
+# (name<TAB>version of every package, sorted) and mmdebstrap.log.
+#
+# --variant DIR: an image that is this one plus more (images/debian-12-zfs): DIR/packages.txt
+# adds packages, and DIR/customize.sh, if present, runs as an mmdebstrap customize hook with the
+# root tree as $1 (/dev, /proc and /sys are mounted there then), e.g. to build a DKMS module.
 #
 # Environment:
+#   FSLAB_PACKAGE_LOCK   lock file (images/<name>/packages.lock): install exactly these versions,
+#                        every package as pkg=version; a version the mirror no longer has fails
+#                        the build, naming it. Unset: resolve packages.txt afresh (`fslab image lock`).
+#   SOURCE_DATE_EPOCH    required with a lock: the time every maintainer script and the initramfs
+#                        see; mmdebstrap then also drops its own non-reproducible files
 #   FSLAB_DEBIAN_MIRROR  Debian archive URL (default: the one this host's apt uses for SUITE)
 #   FSLAB_DEBIAN_SUITE   Debian suite (default: bookworm)
-#   FSLAB_ROOT_SIZE      size of the root filesystem (default: 4G; the qcow2 stays sparse)
 #
-# No loop devices and no mounts: mkfs.ext4 -d fills the filesystem from the root directory.
-# Root is needed only because mmdebstrap runs in root mode to produce a root-owned tree.
+# No loop devices and no mounts of our own. Root is needed because mmdebstrap runs in root mode
+# to produce a root-owned tree.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 suite=${FSLAB_DEBIAN_SUITE:-bookworm}
-root_size=${FSLAB_ROOT_SIZE:-4G}
 label=fslab-root
 # Modules the initramfs must carry to find the root disk on any bus a vmconfig may pick.
 required_modules="virtio_pci virtio_blk virtio_scsi nvme ext4"
@@ -78,24 +86,41 @@ if [ "${1:-}" = "--print-mirror" ]; then
 	exit 0
 fi
 
-[ $# -eq 2 ] || die "usage: bootstrap.sh OUTDIR GUEST_DIR | bootstrap.sh --print-mirror"
+variant=""
+if [ "${1:-}" = "--variant" ]; then
+	variant=$(cd "${2:?--variant needs a directory}" && pwd)
+	shift 2
+fi
+[ $# -eq 2 ] || die "usage: bootstrap.sh [--variant DIR] OUTDIR GUEST_DIR | bootstrap.sh --print-mirror"
 out=$1
 guest=$2
 agent=$guest/fslab_guest.py
 [ ! -e "$out" ] || die "$out already exists"
 [ -f "$agent" ] || die "guest agent $agent does not exist"
 [ "$(id -u)" -eq 0 ] || die "needs root (mmdebstrap root mode makes a root-owned tree); run it with sudo"
-for tool in mmdebstrap mkfs.ext4 qemu-img; do
-	command -v "$tool" >/dev/null || die "$tool is not installed (apt-get install mmdebstrap e2fsprogs qemu-utils)"
-done
+command -v mmdebstrap >/dev/null || die "mmdebstrap is not installed (apt-get install mmdebstrap)"
+umask 022
 
 mirror_url=$(mirror)
-packages=$(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "$here/packages.txt" | paste -sd, -)
+# packages.txt lines: one package each, "#" starts a comment.
+list() { sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "$@"; }
+if [ -n "${FSLAB_PACKAGE_LOCK:-}" ]; then
+	[ -f "$FSLAB_PACKAGE_LOCK" ] || die "package lock $FSLAB_PACKAGE_LOCK does not exist"
+	[ -n "${SOURCE_DATE_EPOCH:-}" ] || die "SOURCE_DATE_EPOCH must be set with a package lock"
+	packages=$(list "$FSLAB_PACKAGE_LOCK" | paste -sd, -)
+else
+	packages=$(list "$here/packages.txt" ${variant:+"$variant/packages.txt"} | paste -sd, -)
+fi
+[ -n "$packages" ] || die "no packages to install"
+hooks=()
+if [ -n "$variant" ] && [ -f "$variant/customize.sh" ]; then
+	hooks+=(--customize-hook="\"$variant/customize.sh\" \"\$1\"")
+fi
 
 mkdir -p "$out"
 work=$(mktemp -d "$out/.work.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-rootfs=$work/root
+rootfs=$out/root
 
 # Files that must be in place before the kernel is installed, because the initramfs is made
 # from them: fstab, FSTYPE=ext4 (the hooks cannot probe LABEL=fslab-root inside a chroot, and
@@ -105,9 +130,9 @@ printf 'LABEL=%s\t/\text4\terrors=remount-ro\t0\t1\n' "$label" >"$work/fstab"
 printf '# fslab: the root filesystem type, for the fsck hook\nFSTYPE=ext4\n' >"$work/initramfs.conf"
 printf '# fslab: VMs have no floppy drive worth probing\nblacklist floppy\n' >"$work/modprobe.conf"
 
-echo "bootstrap: mmdebstrap $suite from $mirror_url" >&2
+echo "bootstrap: mmdebstrap $suite from $mirror_url${FSLAB_PACKAGE_LOCK:+ (locked versions)}" >&2
 # shellcheck disable=SC2016 # "$1" (the chroot) is expanded by mmdebstrap's hook shell
-mmdebstrap --mode=root --variant=apt --components=main,contrib \
+if ! mmdebstrap --mode=root --variant=apt --components=main,contrib \
 	--include="$packages" \
 	--aptopt='APT::Install-Recommends "false"' \
 	--dpkgopt='path-exclude=/usr/share/doc/*' \
@@ -119,8 +144,14 @@ mmdebstrap --mode=root --variant=apt --components=main,contrib \
 	--essential-hook="upload $work/fstab /etc/fstab" \
 	--essential-hook="upload $work/initramfs.conf /etc/initramfs-tools/conf.d/fslab.conf" \
 	--essential-hook="upload $work/modprobe.conf /etc/modprobe.d/fslab.conf" \
-	"$suite" "$rootfs" "$mirror_url" >"$out/mmdebstrap.log" 2>&1 ||
+	"${hooks[@]}" \
+	"$suite" "$rootfs" "$mirror_url" >"$out/mmdebstrap.log" 2>&1; then
+	# apt says "E: Version 'V' for 'P' was not found" for each locked version the mirror lacks.
+	grep -E "^E: Version '.*' for '.*' was not found" "$out/mmdebstrap.log" >&2 || true
 	die "mmdebstrap failed; see $out/mmdebstrap.log"
+fi
+# shellcheck disable=SC2016 # dpkg-query's own ${field} syntax
+chroot "$rootfs" dpkg-query -W -f '${Package}\t${Version}\n' | LC_ALL=C sort >"$out/packages.installed"
 
 echo "bootstrap: customize" >&2
 echo fslab >"$rootfs/etc/hostname"
@@ -147,6 +178,9 @@ ln -sf /lib/systemd/system/serial-getty@.service \
 	"$rootfs/etc/systemd/system/getty.target.wants/serial-getty@ttyS0.service"
 # The host's resolv.conf was copied in for apt; the guest has no network at run time.
 rm -f "$rootfs/etc/resolv.conf"
+# The same sources whatever mirror the packages came from (a lock pins the versions, the mirror
+# is only transport), so the image does not depend on it.
+printf 'deb http://deb.debian.org/debian %s main contrib\n' "$suite" >"$rootfs/etc/apt/sources.list"
 # The guest programs: harness/guest/fslab_NAME.py -> /usr/local/bin/fslab-NAME (the agent is
 # fslab-guest), and each fslab_NAME.c compiled in the image with its own gcc -> fslab-NAME.
 for prog in "$guest"/fslab_*.py; do
@@ -189,14 +223,8 @@ for mod in $required_modules; do
 done
 grep -q 'sbin/fsck\.ext4$' <<<"$listing" || die "initramfs of $kver lacks fsck.ext4"
 grep -q 'modprobe.d/fslab.conf$' <<<"$listing" || die "initramfs of $kver lacks /etc/modprobe.d/fslab.conf"
-cp "${kernels[0]}" "$work/vmlinuz"
-cp "$initrd" "$work/initrd.img"
-chmod 0644 "$work/vmlinuz" "$work/initrd.img"
-echo "$kver" >"$work/kernel-version"
-
-echo "bootstrap: mkfs.ext4 -d ($root_size)" >&2
-mkfs.ext4 -q -F -L "$label" -d "$rootfs" "$work/root.ext4" "$root_size"
-qemu-img convert -f raw -O qcow2 "$work/root.ext4" "$work/base.qcow2"
-
-mv "$work/base.qcow2" "$work/vmlinuz" "$work/initrd.img" "$work/kernel-version" "$out/"
+cp "${kernels[0]}" "$out/vmlinuz"
+cp "$initrd" "$out/initrd.img"
+chmod 0644 "$out/vmlinuz" "$out/initrd.img"
+echo "$kver" >"$out/kernel-version"
 echo "bootstrap: done: $out (kernel $kver)" >&2

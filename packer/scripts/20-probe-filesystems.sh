@@ -1,6 +1,7 @@
 #!/bin/sh
 # Prove which filesystems this image can make: for each, mkfs a sparse scratch file attached to
-# a loop device, mount it, unmount it. The list that worked goes to
+# a loop device, mount it, unmount it; for ZFS (images with zfsutils-linux), create a pool on a
+# file vdev, unmount and mount its dataset, destroy it. The list that worked goes to
 # /var/lib/fslab/filesystems.json (the image manifest's "filesystems"). A filesystem that fails
 # is logged to /var/lib/fslab/probe.log and left out; that is not an error of the build.
 set -eu
@@ -47,11 +48,35 @@ probe() {
 	return $rc
 }
 
+# ZFS has no mkfs: the pool is the filesystem. Its module is loaded by zpool itself. The pool is
+# destroyed at the end whatever happened, so no zpool.cache entry outlives the probe.
+probe_zfs() {
+	img=$scratch/zfs.img
+	truncate -s "$size" "$img" || return 1
+	rc=0
+	if ! zpool create -f -O mountpoint="$scratch/mnt" fslab-probe "$img"; then
+		echo "zfs: zpool create failed" && rc=1
+	elif ! zfs umount fslab-probe || ! zfs mount fslab-probe; then
+		echo "zfs: zfs umount/mount failed" && rc=1
+	elif ! grep " $scratch/mnt zfs " /proc/mounts; then
+		echo "zfs: the dataset is not mounted" && rc=1
+	fi
+	zpool list -H fslab-probe >/dev/null 2>&1 && { zpool destroy -f fslab-probe || rc=1; }
+	[ $rc -eq 0 ] || dmesg | tail -n 5
+	rm -f "$img"
+	return $rc
+}
+
 ok=""
-for fs in btrfs ext2 ext3 ext4 f2fs jfs nilfs2 reiserfs xfs; do
-	if ! command -v "mkfs.$fs" >/dev/null; then
-		echo "$fs: left out: mkfs.$fs is not installed" >>"$log"
-	elif probe "$fs" >>"$log" 2>&1; then
+for fs in btrfs ext2 ext3 ext4 f2fs jfs nilfs2 reiserfs xfs zfs; do
+	tool=mkfs.$fs
+	[ "$fs" != zfs ] || tool=zpool
+	if ! command -v "$tool" >/dev/null; then
+		echo "$fs: left out: $tool is not installed" >>"$log"
+	elif [ "$fs" = zfs ] && probe_zfs >>"$log" 2>&1; then
+		echo "$fs: ok" >>"$log"
+		ok="$ok $fs"
+	elif [ "$fs" != zfs ] && probe "$fs" >>"$log" 2>&1; then
 		echo "$fs: ok" >>"$log"
 		ok="$ok $fs"
 	else
