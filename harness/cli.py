@@ -13,7 +13,7 @@ import signal
 import sys
 from pathlib import Path
 
-from . import accel, config, filesystems, images, plan, results, runner, suites
+from . import accel, cli_images, config, filesystems, images, plan, results, runner, suites
 from .config import ACCELERATORS
 from .errors import FslabError
 from .units import parse_duration
@@ -35,6 +35,9 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cv", type=float, default=3.0, metavar="PCT",
                    help="run more repetitions while a case's coefficient of variation exceeds PCT %% (default 3)")
     p.add_argument("--max-reps", type=int, help="cap on repetitions of a case (default 4 x reps)")
+    p.add_argument("--boots", type=int, default=1, metavar="K",
+                   help="repeat the whole run in K VM boots, one after another, pooling their repetitions "
+                   "(boot-to-boot variance); each boot's own run directory is kept under boots/")
 
 
 def _resolve(args: argparse.Namespace) -> dict:
@@ -75,13 +78,22 @@ def cmd_run(args: argparse.Namespace) -> int:
         _, argv = runner.prepare(p, image, choice.used, run_dir, scratch)
         print(shlex.join(argv))
         return 0
-    out = runner.run(p, image, choice, results_root,
-                     scratch_root=Path(args.scratch_dir) if args.scratch_dir else None,
-                     keep_scratch=args.keep_scratch)
+    out = _execute(p, image, choice, results_root, args.boots,
+                   scratch_root=Path(args.scratch_dir) if args.scratch_dir else None, keep_scratch=args.keep_scratch)
     print(results.format_table(out.records))
     print(f"status: {out.status} ({out.reason})")
     print(out.run_dir)
     return 0 if out.status == "ok" else 1
+
+
+def _execute(p: dict, image: images.Image, choice: accel.Choice, results_root: Path, boots: int,
+             **kw) -> runner.Outcome:
+    """One VM, or `boots` VMs one after another pooled into one run directory (harness/boots.py)."""
+    if boots == 1:
+        return runner.run(p, image, choice, results_root, **kw)
+    from . import boots as boots_mod
+
+    return boots_mod.run(p, image, choice, results_root, boots, **kw)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -99,7 +111,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         choice = accel.choose(p["vm"]["accelerator"], image.kernel)
         if choice.warning:
             print(f"fslab: WARNING: {choice.warning}", file=sys.stderr)
-        out = runner.run(p, image, choice, Path(args.results_dir).resolve())
+        out = _execute(p, image, choice, Path(args.results_dir).resolve(), args.boots)
         print(f"== {p['suite']['name']} ({p['suite']['profile']}) on {p['vm']['name']}: {out.status}")
         print(results.format_table(out.records))
         outcomes.append(out)
@@ -137,6 +149,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_image(args: argparse.Namespace) -> int:
+    if args.image_cmd in ("lock", "rebuild", "export", "import"):
+        return cli_images.cmd_image_extra(args)
+    if args.image_cmd == "build" and args.check_reproducible:
+        return cli_images.cmd_check_reproducible(args)
     if args.image_cmd == "build":
         image = images.build(args.name, accelerator=args.accel, force=args.force)
         print(f"{image.manifest['name']}: {image.digest} ({image.dir})")
@@ -212,17 +228,22 @@ def parser() -> argparse.ArgumentParser:
                    help="compare runs that differ in image, accelerator, vmconfig or suite (with a warning)")
     p.set_defaults(func=cmd_compare)
 
-    p = sub.add_parser("image", help="build, list and verify guest images")
+    p = sub.add_parser("image", help="build, list, verify, lock, rebuild, export and import guest images")
     isub = p.add_subparsers(dest="image_cmd", required=True)
     b = isub.add_parser("build", help="build (or reuse) an image")
     b.add_argument("name", nargs="?", default="debian-12")
     b.add_argument("--accel", choices=ACCELERATORS, default="auto", help="accelerator for the Packer boot")
     b.add_argument("--force", action="store_true", help="rebuild even if an image with these inputs exists")
+    b.add_argument("--check-reproducible", action="store_true",
+                   help="build twice, cold, into two temp entries; same digests, or say which files differ")
     isub.add_parser("list", help="list built images")
     v = isub.add_parser("verify", help="re-check an image's digests against its manifest")
     v.add_argument("name", nargs="?", default="debian-12", help="image name or directory")
     isub.add_parser("validate", help="packer fmt -check and packer validate every template")
+    cli_images.add_image_parsers(isub)
     p.set_defaults(func=cmd_image)
+
+    cli_images.add_reproduce_parser(sub).set_defaults(func=cli_images.cmd_reproduce)
 
     p = sub.add_parser("list", help="list suites or filesystems")
     p.add_argument("what", choices=("suites", "filesystems"))

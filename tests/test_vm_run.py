@@ -115,11 +115,21 @@ def test_tampered_image_is_refused(image, tmp_path):
 
 
 def test_two_smoke_runs_compare_and_report(image, smoke_run, tmp_path):
-    """A second boot of the same smoke run; compare says per case what changed, with a verdict."""
+    """The same smoke run again, in two boots (--boots 2) pooled into one run; compare says per
+    case what changed, with a verdict, and the report shows both runs."""
     first = Path(smoke_run[1].stdout.strip().splitlines()[-1])
-    cp = fslab("run", "vmconfigs/smoke.yaml", "--results-dir", str(tmp_path))
+    cp = fslab("run", "vmconfigs/smoke.yaml", "--boots", "2", "--results-dir", str(tmp_path))
     assert cp.returncode == 0, cp.stdout + cp.stderr
     second = Path(cp.stdout.strip().splitlines()[-1])
+    manifest = json.loads((second / "manifest.json").read_text())
+    assert [b["status"] for b in manifest["boots"]] == ["ok", "ok"] and manifest["status"] == "ok"
+    recs = [r for r in read_records(second) if r["metric"] == "iops" and r["ok"]]
+    for fs in ("ext4", "xfs"):
+        mine = sorted((r["boot"], r["rep"]) for r in recs if r["fs"] == fs)
+        assert [b for b, _ in mine] == [1, 2] and mine[0][1] != mine[1][1], mine
+        assert all(r["value"] > 0 for r in recs if r["fs"] == fs)
+    for b in (1, 2):
+        assert (second / "boots" / f"b{b}" / "console.log").stat().st_size > 0
     cmp = fslab("compare", str(first), str(second))
     assert cmp.returncode == 0, cmp.stdout + cmp.stderr
     for fs in ("ext4", "xfs"):
