@@ -10,6 +10,7 @@ APT_PACKAGES=(
   genisoimage xorriso             # NoCloud seed ISOs (ours and Packer's cd_files)
   openssh-client                  # ssh-keygen for the Packer build's throwaway key
   e2fsprogs                       # mkfs.ext4 -d makes the root filesystem image
+  zstd                            # image bundles (fslab image export/import)
   fio                             # host-side tests turn real fio JSON into records
   python3-venv python3-pip
   shellcheck                      # lint of the shell scripts
