@@ -2,7 +2,7 @@
 # from images/<name>/ by bootstrap.sh once under QEMU (direct kernel boot, NoCloud seed for SSH)
 # and provisions it with packer/scripts/*.sh. The disk this boot leaves is not the image: the last
 # step exports what provisioning changed, and the harness makes the image from its own tree,
-# deterministically (harness/image_tree.py), so the disk is an overlay and never compacted.
+# deterministically (harness/image_tree.py), so the disk is never compacted.
 # Written for Debian's packer 1.6.6: the qemu builder is built in, so no required_plugins,
 # and cd_files (not cd_content) carries the seed. The harness (harness/images.py) supplies
 # every variable; none has a floating default.
@@ -107,8 +107,9 @@ source "qemu" "debian-12" {
   iso_url          = var.base_image
   iso_checksum     = "sha256:${var.base_image_sha256}"
   skip_resize_disk = true
-  use_backing_file = true
-  skip_compaction  = true
+  # Not use_backing_file: packer 1.6.6 runs `qemu-img create -b` without -F, which QEMU 7.2
+  # refuses ("Backing file specified without backing format"); the copy costs seconds.
+  skip_compaction = true
   machine_type     = "q35"
   format           = "qcow2"
   disk_interface   = "virtio"
