@@ -109,7 +109,7 @@ source "qemu" "debian-12" {
   skip_resize_disk = true
   # Not use_backing_file: packer 1.6.6 runs `qemu-img create -b` without -F, which QEMU 7.2
   # refuses ("Backing file specified without backing format"); the copy costs seconds.
-  skip_compaction = true
+  skip_compaction  = true
   machine_type     = "q35"
   format           = "qcow2"
   disk_interface   = "virtio"
