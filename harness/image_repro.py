@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import image_build, image_tree, pkglock, proc
-from .errors import FslabError
+from .errors import CommandError, FslabError
 from .image_build import Log, build_into, check_buildable, entry_lock
 from .images import (
     DEBIAN_SUITE,
@@ -63,7 +63,14 @@ def lock(name: str, log: Log = print) -> Path:
         env.update(LC_ALL="C", TZ="UTC", HOME="/root", SOURCE_DATE_EPOCH=str(epoch),
                    FSLAB_DEBIAN_MIRROR=mirror, FSLAB_DEBIAN_SUITE=DEBIAN_SUITE)
         log(f"image {name}: resolving {', '.join(lists)} on {mirror} (a full bootstrap) ...")
-        proc.run(argv + [str(Path(tmp) / "out"), str(REPO / "harness" / "guest")], env=env, timeout=3600)
+        try:
+            proc.run(argv + [str(Path(tmp) / "out"), str(REPO / "harness" / "guest")], env=env, timeout=3600)
+        except CommandError as e:  # keep mmdebstrap's log: the temp directory goes with the error
+            kept = store_dir() / ".failed" / f"lock-{name}-mmdebstrap.log"
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            log_file = Path(tmp) / "out" / "mmdebstrap.log"
+            kept.write_text(log_file.read_text(errors="replace") if log_file.is_file() else e.output)
+            raise CommandError(e.argv, e.returncode, e.output, hint=f"whole log: {kept}") from None
         installed = pkglock.parse_installed((Path(tmp) / "out" / "packages.installed").read_text())
     path = lock_path(name)
     old = pkglock.read(path).packages if path.is_file() else {}
