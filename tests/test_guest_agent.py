@@ -453,6 +453,36 @@ def test_steps_that_do_not_fit_are_skipped_and_said_so(agent, tmp_path):
     assert skip["value"] is None and skip["skipped"].startswith("does not fit")
 
 
+def test_steps_whose_input_is_missing_are_skipped_and_said_so(agent, tmp_path):
+    plan = make_plan([steps_case([
+        {"name": "make", "argv": ["sh", "-c", "echo x > {mnt}/made"]},
+        {"name": "use", "argv": ["cat", "made"], "needs_paths": ["{mnt}/made"]},
+        {"name": "use-missing", "argv": ["cat", "never-made"], "needs_paths": ["{mnt}/made", "{mnt}/never-made"]},
+    ])])
+    rc, col, run_dir, _ = run_agent(agent, tmp_path, plan)
+    assert col.done["status"] == "ok"
+    make, use, missing = json.loads((run_dir / "raw/ext4/ops/steps.json").read_text())
+    assert use["rc"] == 0 and "rc" in missing and missing["rc"] is None and missing["skipped"]
+    assert missing["reason"] == f"input missing: {tmp_path}/mnt/ext4/never-made does not exist"
+    (skip,) = [r for r in results.records_for_run(run_dir, plan, "tcg") if r["step"] == "use-missing"]
+    assert skip["value"] is None and skip["ok"] and skip["skipped"].startswith("input missing")
+
+
+def test_cold_start_step_remounts_in_the_middle_of_a_case(agent, tmp_path):
+    plan = make_plan([steps_case([
+        {"name": "make", "argv": ["true"], "timed": False},
+        {"name": "cold", "builtin": "cold-start"},
+        {"name": "timed", "argv": ["true"]},
+    ])])
+    rc, col, run_dir, _ = run_agent(agent, tmp_path, plan)
+    assert col.done["status"] == "ok"
+    assert len(agent.calls["umount"]) == 3  # the case's cold start, the step's, the last umount
+    steps = json.loads((run_dir / "raw/ext4/ops/steps.json").read_text())
+    assert steps[1] == {"name": "cold", "argv": [], "timed": False, "rc": 0}
+    recs = results.records_for_run(run_dir, plan, "tcg")
+    assert {r["step"] for r in recs} == {"timed"}
+
+
 def test_repetitions_warmup_rounds_and_adaptive_extra_rounds(agent, tmp_path):
     """Rounds spread reps across the run; a case above the CV threshold gets more, up to the cap."""
     counter = tmp_path / "count"

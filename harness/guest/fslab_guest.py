@@ -445,7 +445,11 @@ def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter)
 
     Each step: {"name", "argv", "cwd" (default {mnt}), "env" (added), "timed" (default true),
     "needs_bytes" (skipped, and said so, when the filesystem has less free space: tmpfs),
-    "builtin": "drop-caches" (sync and drop caches instead of a command)}.
+    "needs_paths" (skipped, and said so, when one of these paths does not exist: an input an
+    earlier step left out because it did not fit),
+    "builtin": "drop-caches" (sync and drop caches instead of a command) or "cold-start" (the
+    case's cold start again: remount, or the plan's remount steps, then drop caches; e.g. after
+    a step made the inputs of the timed steps)}.
     Placeholders as in setup/mkfs, plus {ncpu} and {rep} (also FSLAB_REP in the environment).
     A step that fails ends the case (the remaining steps are recorded as not run); steps.json
     lists what happened to each.
@@ -463,9 +467,19 @@ def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter)
         if error is not None:
             results.append({**res, "rc": None, "skipped": True})
             continue
-        if step.get("builtin") == "drop-caches":  # e.g. after generating a step's inputs
-            drop_caches()
+        if step.get("builtin") in ("drop-caches", "cold-start"):  # e.g. after generating inputs
+            if step["builtin"] == "cold-start":
+                cold_start(ctx["fs"], ctx)
+            else:
+                drop_caches()
             results.append({**res, "timed": False, "rc": 0})
+            continue
+        missing = [p for p in substitute(step.get("needs_paths") or [], vals, ctx["devs"])
+                   if not os.path.lexists(p)]
+        if missing:  # its input was left out (did not fit): said, not failed
+            results.append({**res, "rc": None, "skipped": True,
+                            "reason": f"input missing: {missing[0]} does not exist"})
+            rep.log(f"  step {name}: skipped, {missing[0]} does not exist")
             continue
         need = int(step.get("needs_bytes") or 0)
         if need:
