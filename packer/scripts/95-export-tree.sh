@@ -20,8 +20,9 @@ mount --bind / "$out/root"
 cd "$out/root"
 find . -xdev -print0 | gzip -n >"$out/paths.gz"
 find . -xdev -newerct "@$SOURCE_DATE_EPOCH" -print0 >"$out/changed.list"
-tar --create --file "$out/changed.tar" --null --files-from "$out/changed.list" --no-recursion \
-	--numeric-owner --xattrs --xattrs-include='*'
+# GNU tar: --no-recursion and --null are positional, so they come before --files-from.
+tar --create --file "$out/changed.tar" --numeric-owner --xattrs --xattrs-include='*' \
+	--no-recursion --null --files-from "$out/changed.list"
 cd /
 umount "$out/root"
 rmdir "$out/root"
