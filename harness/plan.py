@@ -102,6 +102,7 @@ def resolve(
     fio_job: str | None = None,
     deadline: int | None = None,
     accelerator: str | None = None,
+    backend: str | None = None,
     run_id: str | None = None,
     reps: int | None = None,
     warmup: int = 0,
@@ -136,7 +137,7 @@ def resolve(
             "memory_mib": cfg.memory // 1024**2,
             "accelerator": accelerator or cfg.accelerator,
             "deadline_s": cfg.deadline,
-            "backend": cfg.backend,
+            "backend": backend or cfg.backend,
         },
         "image": {"name": cfg.image},
         "disks": [

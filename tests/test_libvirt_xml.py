@@ -1,0 +1,87 @@
+"""Golden files for the libvirt domain XML of each example vmconfig (the twin of test_qemu_argv).
+
+Set FSLAB_UPDATE_GOLDEN=1 to rewrite them after an intended change, then review the diff.
+"""
+
+import os
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from harness import config, libvirt_xml, plan, qemu
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = Path(__file__).resolve().parent / "golden"
+CONFIGS = sorted(p.stem for p in (ROOT / "vmconfigs").glob("*.yaml"))
+
+
+def paths_for(p: dict) -> qemu.RunPaths:
+    scratch, run_dir = Path("/scratch"), Path("/results/RUNID")
+    disks = {d["id"]: scratch / f"{d['id']}.{d['format']}" for d in p["disks"]}
+    return qemu.RunPaths.under(scratch, run_dir, Path("/img/vmlinuz"), Path("/img/initrd.img"), disks)
+
+
+def xml_for(name: str, accel: str = "tcg") -> str:
+    p = plan.resolve(config.load(ROOT / "vmconfigs" / f"{name}.yaml"), run_id="RUNID", backend="libvirt")
+    return libvirt_xml.domain_xml(p, paths_for(p), accel, "fslab-RUNID")
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_domain_xml_matches_golden(name):
+    text = xml_for(name)
+    golden = GOLDEN / f"{name}.xml"
+    if os.environ.get("FSLAB_UPDATE_GOLDEN"):
+        golden.write_text(text)
+    assert golden.exists(), f"no golden file {golden}; run with FSLAB_UPDATE_GOLDEN=1"
+    assert text == golden.read_text()
+
+
+def test_disks_get_exactly_the_requested_modes():
+    dom = ET.fromstring(xml_for("smoke"))
+    disks = {d.findtext("serial"): d for d in dom.iter("disk")}
+    d0, d1 = disks["fslab-d0"], disks["fslab-d1"]
+    assert d0.find("driver").attrib == {"name": "qemu", "type": "raw", "cache": "none", "io": "native"}
+    assert d0.find("target").get("bus") == "virtio" and d0.find("source").get("file") == "/scratch/d0.raw"
+    assert d1.find("driver").attrib == {"name": "qemu", "type": "qcow2", "cache": "writeback", "io": "threads"}
+    assert d1.find("target").get("bus") == "scsi"
+    assert dom.find("devices/controller[@model='virtio-scsi']") is not None
+    root = disks["fslab-root"]
+    assert root.find("source").get("file") == "/scratch/root-overlay.qcow2"
+    assert disks["fslab-seed"].find("readonly") is not None
+
+
+def test_same_vm_as_the_qemu_backend():
+    """vCPUs, RAM, kernel boot, no NIC, the two ports and the console, as in the QEMU argv."""
+    p = plan.resolve(config.load(ROOT / "vmconfigs" / "smoke.yaml"), run_id="RUNID")
+    paths = paths_for(p)
+    argv = qemu.build_argv(p, paths, "tcg")
+    dom = ET.fromstring(libvirt_xml.domain_xml(p, paths, "tcg", "fslab-RUNID"))
+    assert dom.findtext("vcpu") == argv[argv.index("-smp") + 1]
+    assert dom.findtext("memory") + "M" == argv[argv.index("-m") + 1]
+    assert dom.findtext("os/kernel") == argv[argv.index("-kernel") + 1]
+    assert dom.findtext("os/initrd") == argv[argv.index("-initrd") + 1]
+    assert dom.findtext("os/cmdline") == argv[argv.index("-append") + 1]
+    assert dom.find("devices/interface") is None
+    assert dom.find("devices/serial/source").get("path") == str(paths.console)
+    ports = {c.find("target").get("name"): c.find("source").get("path") for c in dom.iter("channel")}
+    assert ports == {"org.fslab.results": str(paths.results_stream), "org.fslab.progress": str(paths.progress)}
+    assert dom.findtext("on_poweroff") == dom.findtext("on_reboot") == "destroy"
+
+
+def test_kvm_domain_and_host_cpu_only_with_kvm():
+    kvm, tcg = ET.fromstring(xml_for("smoke", "kvm")), ET.fromstring(xml_for("smoke", "tcg"))
+    assert kvm.get("type") == "kvm" and kvm.find("cpu").get("mode") == "host-passthrough"
+    assert tcg.get("type") == "qemu" and tcg.find("cpu").get("mode") == "maximum"
+
+
+def test_nvme_goes_to_qemu_verbatim():
+    p = {"run_id": "R", "vm": {"name": "n", "vcpus": 1, "memory_mib": 512},
+         "disks": [{"id": "d0", "serial": "fslab-d0", "bus": "nvme", "format": "raw", "cache": "none",
+                    "aio": "io_uring"}]}
+    paths = qemu.RunPaths.under(Path("/s"), Path("/r"), Path("/k"), Path("/i"), {"d0": Path("/s/d0.raw")})
+    dom = ET.fromstring(libvirt_xml.domain_xml(p, paths, "tcg", "fslab-R"))
+    args = [a.get("value") for a in dom.iter(f"{{{libvirt_xml.QEMU_NS}}}arg")]
+    assert args == ["-drive", "if=none,id=disk-d0,file=/s/d0.raw,format=raw,cache=none,aio=io_uring",
+                    "-device", "nvme,drive=disk-d0,serial=fslab-d0"]
+    assert [d.findtext("serial") for d in dom.iter("disk")] == ["fslab-root", "fslab-seed"]
