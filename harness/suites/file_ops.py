@@ -59,8 +59,9 @@ Where the article is vague, our choices:
   copies ~16 GB twice over.
 
 Profiles scale every object by one factor (a single file's bytes, a tree's total bytes, so a
-tree keeps its file sizes and has fewer files): paper 1, quick 1/10 (~3.4 GB written per
-repetition), smoke 1/1000 (a few MB: the steps run in seconds under TCG; tests and CI).
+tree keeps its file sizes and has fewer files): paper 1 (~17 GB written per repetition, after
+~16.6 GB of objects made once per filesystem), quick 1/10 (~1.7 GB per repetition), smoke 1/1000
+(a few MB: each case takes ~20 s under TCG, making the objects ~12 s of it; tests and CI).
 """
 
 from __future__ import annotations
