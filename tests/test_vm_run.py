@@ -140,3 +140,20 @@ def test_two_smoke_runs_compare_and_report(image, smoke_run, tmp_path):
     assert rep.returncode == 0, rep.stdout + rep.stderr
     html = (first / "report" / "index.html").read_text()
     assert "randrw-4k" in html and first.name in html and second.name in html
+
+
+def test_reproduce_a_recorded_smoke_run(image, smoke_run, tmp_path):
+    """`fslab reproduce`: the recorded plan again on the image with the recorded digest, then the
+    comparison against the original run."""
+    first = Path(smoke_run[1].stdout.strip().splitlines()[-1])
+    cp = fslab("reproduce", str(first), "--results-dir", str(tmp_path))
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    again = Path(cp.stdout.strip().splitlines()[-1])
+    assert again.parent == tmp_path and again != first
+    m, orig = (json.loads((d / "manifest.json").read_text()) for d in (again, first))
+    assert m["reproduces"]["run_id"] == orig["run_id"] and m["image"]["digest"] == orig["image"]["digest"]
+    assert m["plan"]["cases"] == orig["plan"]["cases"] and m["plan"]["disks"] == orig["plan"]["disks"]
+    assert f"A = {first} (recorded)" in cp.stdout
+    for fs in ("ext4", "xfs"):
+        assert [ln for ln in cp.stdout.splitlines() if "randrw-4k" in ln and f" {fs} " in f" {ln} "], cp.stdout
+    assert all(r["ok"] and r["value"] > 0 for r in read_records(again) if r["metric"] == "iops")
