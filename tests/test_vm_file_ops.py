@@ -66,3 +66,30 @@ def test_file_ops_smoke_on_md_raid_single_disk_and_tmpfs(image, tmp_path):
     table = {fs: {r["step"]: r["value"] for r in recs if r["fs"] == fs and r["metric"] == "real_s"}
              for fs in sums}
     print(f"\nfile-ops smoke: {wall:.0f} s wall; real seconds per step:\n{json.dumps(table, indent=1)}")
+
+
+def test_file_ops_smoke_zfs_pool_against_xfs_on_md(tmp_path):
+    """Study S5's comparison: a 2-disk ZFS stripe (cold start = pool export + import) against XFS
+    on md RAID 0, every step timed on both, the same objects on both."""
+    from harness import images
+    from harness.errors import FslabError
+
+    try:
+        zimage = images.find("debian-12-zfs")
+    except FslabError as e:
+        pytest.skip(f"the ZFS image is not built ({e}); build it with `fslab image build debian-12-zfs`")
+    cp = fslab("run", "tests/vmconfigs/s5-zfs.yaml", "--image-dir", str(zimage.dir), "--results-dir",
+               str(tmp_path), timeout=3600)
+    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-3000:]
+    run_dir = Path(cp.stdout.strip().splitlines()[-1])
+    recs = read_records(run_dir)
+    assert recs and all(r["ok"] for r in recs), [r.get("error") for r in recs if not r["ok"]][:3]
+    sums = {}
+    for fs in ("zfs", "xfs-md"):
+        real = {r["step"]: r["value"] for r in recs if r["fs"] == fs and r["metric"] == "real_s"}
+        assert list(real) == file_ops.timed_steps() and all(v > 0 for v in real.values()), (fs, real)
+        sums[fs] = {r["file"]: r.get("sha256") or r.get("tree_sha256") for r in recs
+                    if r["fs"] == fs and r["step"] == "objects"}
+    assert sums["zfs"] == sums["xfs-md"]
+    info = json.loads((run_dir / "raw" / "zfs" / "fs.json").read_text())
+    assert info["mount_line"].split()[2] == "zfs"
