@@ -8,7 +8,9 @@ APT_PACKAGES=(
   qemu-system-x86 qemu-utils      # the VMs and their disks
   mmdebstrap packer               # the image: offline base from Debian's archive, then Packer
   genisoimage xorriso             # NoCloud seed ISOs (ours and Packer's cd_files)
-  openssh-client                  # ssh-keygen for the Packer build's throwaway key
+  openssh-client                  # ssh-keygen for the Packer build's throwaway key; ssh/scp to libvirt hosts
+  libvirt-daemon-system libvirt-clients  # the libvirt backend (driven through virsh: no Python binding)
+  openssh-server                  # the two-host test reaches this machine as qemu+ssh://root@127.0.0.1
   e2fsprogs                       # mkfs.ext4 -d makes the root filesystem image
   zstd                            # image bundles (fslab image export/import)
   fio                             # host-side tests turn real fio JSON into records

@@ -51,7 +51,8 @@ def boot_plan(plan: dict[str, Any], k: int) -> dict[str, Any]:
 
 
 def run(plan: dict[str, Any], image: images.Image, choice: accel_mod.Choice, results_root: Path, boots: int,
-        scratch_root: Path | None = None, keep_scratch: bool = False, log: Log = runner._stderr) -> runner.Outcome:
+        scratch_root: Path | None = None, keep_scratch: bool = False, log: Log = runner._stderr,
+        host: Any = None) -> runner.Outcome:
     """K boots of `plan`; returns the outcome of the whole (ok only if every boot was)."""
     if boots < 1:
         raise FslabError(f"--boots: {boots} is not allowed; allowed: 1 or more")
@@ -65,7 +66,8 @@ def run(plan: dict[str, Any], image: images.Image, choice: accel_mod.Choice, res
             log(f"fslab: boot {k} of {boots}")
             outcomes.append(runner.run(boot_plan(plan, k), image, choice, top / "boots",
                                        scratch_root=scratch_root / plan["run_id"] if scratch_root else None,
-                                       keep_scratch=keep_scratch, log=log))
+                                       keep_scratch=keep_scratch, log=log, host=host,
+                                       name=f"fslab-{plan['run_id']}-b{k}"))
     finally:  # Ctrl-C or a failed boot: whatever the finished boots measured is merged and kept
         merged = merge(top, plan, boots)
     bad = [o for o in outcomes if o.status != "ok"]

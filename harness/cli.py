@@ -8,13 +8,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import signal
 import sys
 from pathlib import Path
 
-from . import accel, cli_images, config, filesystems, images, plan, results, runner, suites
-from .config import ACCELERATORS
+from . import accel, cli_images, config, filesystems, hosts, images, plan, results, runner, suites
+from .config import ACCELERATORS, BACKENDS
 from .errors import FslabError
 from .units import parse_duration
 
@@ -28,6 +27,8 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", help="profile of the suite (default: the vmconfig's)")
     p.add_argument("--fio-job", metavar="FILE", help="run this fio job file instead of the suite's cases")
     p.add_argument("--accel", choices=ACCELERATORS, help="override the vmconfig's accelerator")
+    p.add_argument("--backend", choices=BACKENDS, help="override the vmconfig's backend: qemu (a child process) "
+                   "or libvirt (a transient domain)")
     p.add_argument("--deadline", help="override the vmconfig's deadline, e.g. 20m")
     p.add_argument("--reps", type=int, help="measured repetitions of each case (default: the profile's: "
                    "paper 5, quick 3, smoke 1)")
@@ -49,7 +50,8 @@ def _resolve(args: argparse.Namespace) -> dict:
         except ValueError as e:
             raise FslabError(f"--deadline: {args.deadline!r} is not allowed; allowed: {e}") from None
     return plan.resolve(cfg, suite=args.suite, profile=args.profile, fio_job=args.fio_job,
-                        deadline=deadline, accelerator=args.accel, reps=args.reps, warmup=args.warmup,
+                        deadline=deadline, accelerator=args.accel, backend=args.backend, reps=args.reps,
+                        warmup=args.warmup,
                         cv_threshold=args.cv / 100.0, max_reps=args.max_reps)
 
 
@@ -65,21 +67,53 @@ def cmd_show_config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _hosts(args: argparse.Namespace, p: dict) -> list[hosts.Host]:
+    """--host URIs (which imply the libvirt backend), else the vmconfig's hosts."""
+    if not args.host:
+        return list(config.load(args.vmconfig).hosts)
+    if args.backend == "qemu":
+        raise FslabError("--host: libvirt hosts need the libvirt backend, not --backend qemu")
+    p["vm"]["backend"] = "libvirt"
+    out = []
+    for uri in args.host:
+        try:
+            out.append(hosts.parse(uri))
+        except ValueError as e:
+            raise FslabError(f"--host: {e}") from None
+    return out
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     p = _resolve(args)
+    host_list = _hosts(args, p)
     image = _image_for(p, args.image_dir)
-    choice = accel.choose(p["vm"]["accelerator"], image.kernel)
-    if choice.warning:
-        print(f"fslab: WARNING: {choice.warning}", file=sys.stderr)
     results_root = Path(args.results_dir).resolve()
+    if len(host_list) > 1:
+        if args.boots != 1 or args.show_command or args.dry_run:
+            raise FslabError("--boots, --show-command and --dry-run take one host, not several")
+        from . import spread
+
+        out = spread.run(p, image, host_list, results_root, retry=args.retry)
+        return _report(out)
+    host = host_list[0] if host_list else None
     if args.show_command or args.dry_run:
+        choice = accel.choose(p["vm"]["accelerator"], image.kernel) if not (host and host.remote) else \
+            accel.Choice(p["vm"]["accelerator"], "tcg" if p["vm"]["accelerator"] == "tcg" else "kvm", "not probed")
         run_dir = results_root / p["run_id"]
         scratch = Path(args.scratch_dir) / p["run_id"] if args.scratch_dir else run_dir / "scratch"
-        _, argv = runner.prepare(p, image, choice.used, run_dir, scratch)
-        print(shlex.join(argv))
+        vm = runner.vm_for(p, image, choice.used, run_dir, scratch, host, place=False)
+        print(vm.command_text(), end="\n" if p["vm"]["backend"] == "qemu" else "")
         return 0
-    out = _execute(p, image, choice, results_root, args.boots,
+    choice = hosts.choose_accel(host, p["vm"]["accelerator"], image) if host else \
+        accel.choose(p["vm"]["accelerator"], image.kernel)
+    if choice.warning:
+        print(f"fslab: WARNING: {choice.warning}", file=sys.stderr)
+    out = _execute(p, image, choice, results_root, args.boots, host=host,
                    scratch_root=Path(args.scratch_dir) if args.scratch_dir else None, keep_scratch=args.keep_scratch)
+    return _report(out)
+
+
+def _report(out: runner.Outcome) -> int:
     print(results.format_table(out.records))
     print(f"status: {out.status} ({out.reason})")
     print(out.run_dir)
@@ -197,7 +231,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--scratch-dir", help="where the run's disks are created (default: inside the run directory)")
     p.add_argument("--keep-scratch", action="store_true", help="keep disks and overlay after the run")
     p.add_argument("--image-dir", help="use this built image directory instead of the current build")
-    p.add_argument("--show-command", action="store_true", help="print the exact QEMU command line and stop")
+    p.add_argument("--host", action="append", metavar="URI",
+                   help="libvirt host to run on (repeatable; implies --backend libvirt): qemu:///system, "
+                   "qemu+ssh://root@host/system; with several, one VM per filesystem is spread over them")
+    p.add_argument("--retry", action="store_true",
+                   help="with several hosts: a VM whose host failed runs again on another host")
+    p.add_argument("--show-command", action="store_true",
+                   help="print the exact QEMU command line (libvirt backend: the domain XML) and stop")
     p.add_argument("--dry-run", action="store_true", help="resolve everything, print the command, boot nothing")
     p.set_defaults(func=cmd_run)
 

@@ -16,11 +16,12 @@ from typing import Any
 import yaml
 
 from . import filesystems, layouts, variants
+from . import hosts as hosts_mod
 from .errors import FslabError
 from .units import parse_duration, parse_size
 
 ACCELERATORS = ("auto", "kvm", "tcg")
-BACKENDS = ("qemu",)
+BACKENDS = ("qemu", "libvirt")
 FORMATS = ("raw", "qcow2")
 PREALLOCATIONS = ("off", "metadata", "falloc", "full")
 CACHES = ("none", "writeback", "writethrough", "directsync", "unsafe")
@@ -69,6 +70,7 @@ class VMConfig:
     disks: tuple[Disk, ...]
     filesystems: tuple[Filesystem, ...]
     source: str
+    hosts: tuple[hosts_mod.Host, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -149,6 +151,17 @@ def _fstype(v: Any) -> str:
     return s
 
 
+def _hosts(v: Any) -> tuple[hosts_mod.Host, ...]:
+    if isinstance(v, (str, dict)):
+        v = [v]
+    if not isinstance(v, list) or not v:
+        raise _Bad(f"{v!r} is not allowed; allowed: a list of libvirt URIs (or {{uri, store, scratch, slots}})")
+    try:
+        return tuple(hosts_mod.parse(x) for x in v)
+    except ValueError as e:
+        raise _Bad(str(e)) from None
+
+
 def _disk_list(v: Any) -> tuple[str, ...]:
     if isinstance(v, str):
         v = [v]
@@ -166,7 +179,8 @@ VM_KEYS: dict[str, tuple[Callable[[Any], Any], Any, str]] = {
     "vcpus": (_int_range(1, 256), 2, "virtual CPUs"),
     "memory": (_size, 2 * 1024**3, "guest RAM, e.g. 8GiB"),
     "accelerator": (_choice(ACCELERATORS), "auto", "auto probes KVM by booting a tiny guest, else TCG"),
-    "backend": (_choice(BACKENDS), "qemu", "how VMs are started"),
+    "backend": (_choice(BACKENDS), "qemu", "qemu (a child process) or libvirt (a transient domain)"),
+    "hosts": (_hosts, (), "libvirt hosts the VMs run on (backend libvirt; default qemu:///system)"),
     "image": (_name, "debian-12", "image definition under images/"),
     "deadline": (_duration, 1800, "the VM is killed after this long, e.g. 30m"),
     "suite": (_name, "fio-basic", "workload suite"),
@@ -242,6 +256,8 @@ def parse(data: Any, src: str) -> VMConfig:
                              f"(O_DIRECT), not '{disk.cache}'; allowed with it: threads, io_uring")
         disks.append(disk)
 
+    if top["hosts"] and top["backend"] != "libvirt":
+        raise FslabError(f"{src}: hosts: libvirt hosts need `backend: libvirt`, not '{top['backend']}'")
     fss: list[Filesystem] = []
     used: dict[str, str] = {}
     for i, fdata in enumerate(top["filesystems"]):
@@ -251,7 +267,7 @@ def parse(data: Any, src: str) -> VMConfig:
         name=top["name"] or Path(src).stem, description=top["description"], vcpus=top["vcpus"],
         memory=top["memory"], accelerator=top["accelerator"], backend=top["backend"],
         image=top["image"], deadline=top["deadline"], suite=top["suite"], profile=top["profile"],
-        disks=tuple(disks), filesystems=tuple(fss), source=src,
+        disks=tuple(disks), filesystems=tuple(fss), source=src, hosts=top["hosts"],
     )
 
 

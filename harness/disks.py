@@ -41,25 +41,43 @@ def check_space(disks: list[dict[str, Any]], scratch: Path, extra: int = 512 * 1
             hint="free space, use --scratch-dir on a larger filesystem, or make the disks smaller")
 
 
+def create_argv(disk: dict[str, Any], path: Path) -> list[str]:
+    """The qemu-img command that makes one disk with exactly the requested format and preallocation."""
+    return ["qemu-img", "create", "-q", "-f", disk["format"], "-o", f"preallocation={disk['preallocation']}",
+            str(path), str(disk["size_bytes"])]
+
+
 def create(disk: dict[str, Any], path: Path) -> list[str]:
     """Create one disk with exactly the requested format and preallocation; return the argv."""
-    argv = ["qemu-img", "create", "-q", "-f", disk["format"], "-o", f"preallocation={disk['preallocation']}",
-            str(path), str(disk["size_bytes"])]
+    argv = create_argv(disk, path)
     run(argv)
     return argv
+
+
+def overlay_argv(base: Path, path: Path) -> list[str]:
+    """The qemu-img command that makes a qcow2 overlay on the read-only image `base` (absolute)."""
+    return ["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", str(base), str(path)]
 
 
 def create_overlay(base: Path, path: Path) -> list[str]:
     """A qcow2 overlay on the read-only image, so a run never changes the image."""
-    argv = ["qemu-img", "create", "-q", "-f", "qcow2", "-F", "qcow2", "-b", str(base.resolve()), str(path)]
+    argv = overlay_argv(base.resolve(), path)
     run(argv)
     return argv
 
 
+def info_argv(path: Path) -> list[str]:
+    return ["qemu-img", "info", "--output=json", str(path)]
+
+
+def info_from_json(text: str) -> dict[str, Any]:
+    data = json.loads(text)
+    return {k: data.get(k) for k in ("format", "virtual-size", "actual-size")}
+
+
 def info(path: Path) -> dict[str, Any]:
     """`qemu-img info` of a disk: virtual and actual size prove what preallocation did."""
-    data = json.loads(run(["qemu-img", "info", "--output=json", str(path)]).stdout)
-    return {k: data.get(k) for k in ("format", "virtual-size", "actual-size")}
+    return info_from_json(run(info_argv(path)).stdout)
 
 
 def remove_scratch(scratch: Path) -> None:

@@ -3,6 +3,9 @@
     plan ─► verify image ─► choose accelerator ─► disks + overlay + seed ─► QEMU (deadline)
          ─► results stream ─► raw/ + results.jsonl + manifest.json
 
+The VM is a QEMU child process (QemuVM, below) or a libvirt domain (libvirt_backend.LibvirtVM),
+as the plan's `vm.backend` says; every step around it is shared.
+
 Whatever happens after the boot — success, a guest that powers off without its success marker, a
 deadline, Ctrl-C — the results that came back are collected and the manifest says what happened.
 """
@@ -13,6 +16,7 @@ import datetime as _dt
 import json
 import shlex
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +25,7 @@ from typing import Any
 
 from . import accel as accel_mod
 from . import cloudinit, disks, images, provenance, qemu, results
+from .libvirt import HostLost
 from .machine import Machine
 from .progress import Progress
 
@@ -41,6 +46,7 @@ class Outcome:
     status: str  # ok | failed | interrupted
     reason: str
     records: list[dict[str, Any]] = field(default_factory=list)
+    host_failed: bool = False  # the VM's host failed (unreachable, lost), not the guest
 
 
 def prepare(plan: dict[str, Any], image: images.Image, accel: str, run_dir: Path,
@@ -52,13 +58,70 @@ def prepare(plan: dict[str, Any], image: images.Image, accel: str, run_dir: Path
     return paths, qemu.build_argv(plan, paths, accel, cmdline)
 
 
+class QemuVM:
+    """One VM of a plan as a QEMU child process (the default backend).
+
+    The runner drives a backend through these steps; libvirt_backend.LibvirtVM is the other one.
+    `local` are the paths the results are collected from on this machine."""
+
+    backend = "qemu"
+
+    def __init__(self, plan: dict[str, Any], image: images.Image, accel: str, run_dir: Path, scratch: Path):
+        self.plan, self.image, self.scratch = plan, image, scratch
+        self.paths, self.argv = prepare(plan, image, accel, run_dir, scratch)
+        self.local = self.paths
+
+    def command_text(self) -> str:
+        return shlex.join(self.argv)
+
+    def check_space(self) -> None:
+        disks.check_space(self.plan["disks"], self.scratch)
+
+    def provenance(self) -> dict[str, Any]:
+        return {"qemu": {"version": provenance.qemu_version(), "argv": self.argv, "command": shlex.join(self.argv)},
+                "host": provenance.host()}
+
+    def create(self) -> tuple[list[list[str]], dict[str, Any]]:
+        cmds = [disks.create(d, self.paths.disks[d["id"]]) for d in self.plan["disks"]]
+        cmds.append(disks.create_overlay(self.image.disk, self.paths.overlay))
+        cmds.append(cloudinit.write_seed(self.plan, self.scratch / "seed", self.paths.seed_iso))
+        return cmds, {d["id"]: disks.info(self.paths.disks[d["id"]]) for d in self.plan["disks"]}
+
+    def machine(self) -> Machine:
+        return Machine(self.argv, self.paths.qmp, self.scratch / "qemu.stderr")
+
+    def sync(self, final: bool = False) -> None:
+        pass  # QEMU writes straight into the run directory and scratch
+
+    def cleanup(self, keep: bool) -> None:
+        self.paths.qmp.unlink(missing_ok=True)
+        if not keep:
+            disks.remove_scratch(self.scratch)
+
+
+def vm_for(plan: dict[str, Any], image: images.Image, accel: str, run_dir: Path, scratch: Path,
+           host: Any = None, name: str | None = None, place: bool = True) -> Any:
+    """The backend the plan asks for (`vm.backend`), ready to run; creates nothing on this machine.
+
+    A remote libvirt host gets the image now (by digest), unless `place` is false (--show-command)."""
+    if plan["vm"].get("backend", "qemu") == "libvirt":
+        from .libvirt_backend import LibvirtVM
+
+        return LibvirtVM(plan, image, accel, run_dir, scratch, host=host, name=name, place=place)
+    return QemuVM(plan, image, accel, run_dir, scratch)
+
+
 def run(plan: dict[str, Any], image: images.Image, choice: accel_mod.Choice, results_root: Path,
-        scratch_root: Path | None = None, keep_scratch: bool = False, log: Log = _stderr) -> Outcome:
-    """Boot one VM for `plan` and bring its results home. The image was verified by the caller."""
+        scratch_root: Path | None = None, keep_scratch: bool = False, log: Log = _stderr,
+        host: Any = None, name: str | None = None, stop: threading.Event | None = None) -> Outcome:
+    """Boot one VM for `plan` and bring its results home. The image was verified by the caller.
+
+    `host` (a hosts.Host) and `name` (the domain name) are for the libvirt backend; `stop`, when
+    set by another thread, ends the VM as Ctrl-C does."""
     run_dir = results_root / plan["run_id"]
     scratch = (scratch_root / plan["run_id"]) if scratch_root else run_dir / "scratch"
-    paths, argv = prepare(plan, image, choice.used, run_dir, scratch)
-    disks.check_space(plan["disks"], scratch)
+    vm = vm_for(plan, image, choice.used, run_dir, scratch, host, name)
+    vm.check_space()
     run_dir.mkdir(parents=True)
     scratch.mkdir(parents=True, exist_ok=True)
 
@@ -73,35 +136,38 @@ def run(plan: dict[str, Any], image: images.Image, choice: accel_mod.Choice, res
         "image_dir": str(image.dir),
         "accelerator": choice.to_json(),
         "accel": choice.used,
-        "qemu": {"version": provenance.qemu_version(), "argv": argv, "command": shlex.join(argv)},
-        "host": provenance.host(),
-        "git": provenance.git_revision(),
+        "backend": vm.backend,
     }
-    _write_manifest(run_dir, manifest)
-    status, reason = "failed", "did not start"
+    status, reason, host_failed = "failed", "did not start", False
     outcome_records: list[dict[str, Any]] = []
     try:
-        host_cmds = [disks.create(d, paths.disks[d["id"]]) for d in plan["disks"]]
-        host_cmds.append(disks.create_overlay(image.disk, paths.overlay))
-        host_cmds.append(cloudinit.write_seed(plan, scratch / "seed", paths.seed_iso))
-        manifest["host_commands"] = host_cmds
-        manifest["disks"] = {d["id"]: disks.info(paths.disks[d["id"]]) for d in plan["disks"]}
+        manifest.update(vm.provenance())
+        manifest["git"] = provenance.git_revision()
+        _write_manifest(run_dir, manifest)
+        manifest["host_commands"], manifest["disks"] = vm.create()
         _write_manifest(run_dir, manifest)
 
         log(f"fslab: booting {plan['vm']['name']} ({choice.used}, {len(plan['filesystems'])} filesystems, "
             f"{len(plan['cases'])} cases each, deadline {plan['vm']['deadline_s']} s)")
         t0 = time.monotonic()
-        progress = Progress(paths.progress, plan, t0)
+        progress = Progress(vm.local.progress, plan, t0)
+
+        def tick() -> None:
+            if stop is not None and stop.is_set():
+                raise KeyboardInterrupt
+            vm.sync()
+            progress()
+
         try:
-            with Machine(argv, paths.qmp, scratch / "qemu.stderr") as m:
-                rc = m.wait(plan["vm"]["deadline_s"], tick=progress)
+            with vm.machine() as m:
+                rc = m.wait(plan["vm"]["deadline_s"], tick=tick)
         finally:
             progress.close()
         if rc is None:
             status, reason = "failed", f"deadline of {plan['vm']['deadline_s']} s passed; VM killed"
             log(f"fslab: {reason}")
         elif rc != 0:
-            status, reason = "failed", f"qemu exited with code {rc}"
+            status, reason = "failed", getattr(m, "stop_reason", None) or f"qemu exited with code {rc}"
         wall = time.monotonic() - t0
         manifest["timings"] = {
             "vm_seconds": round(wall, 1),
@@ -110,18 +176,25 @@ def run(plan: dict[str, Any], image: images.Image, choice: accel_mod.Choice, res
         }
         if rc == 0:
             status, reason = "ok", "guest reported success"
+    except HostLost as e:
+        status, reason, host_failed = "failed", str(e), True
+        log(f"fslab: {reason}")
     except KeyboardInterrupt:
         status, reason = "interrupted", "interrupted by the user; VM killed"
         raise
     finally:
-        outcome_records = _collect(plan, run_dir, paths, choice.used, manifest, status, reason, log)
+        try:
+            vm.sync(final=True)
+        except HostLost as e:
+            if not host_failed:
+                status, reason, host_failed = "failed", str(e), True
+                log(f"fslab: {reason}")
+        outcome_records = _collect(plan, run_dir, vm.local, choice.used, manifest, status, reason, log)
         qerr = scratch / "qemu.stderr"
         if qerr.exists() and qerr.stat().st_size:
             (run_dir / "qemu.stderr").write_bytes(qerr.read_bytes())
-        paths.qmp.unlink(missing_ok=True)
-        if not keep_scratch:
-            disks.remove_scratch(scratch)
-    return Outcome(run_dir, manifest["status"], manifest["reason"], outcome_records)
+        vm.cleanup(keep_scratch)
+    return Outcome(run_dir, manifest["status"], manifest["reason"], outcome_records, host_failed)
 
 
 def _round(x: float | None) -> float | None:
