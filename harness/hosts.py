@@ -6,7 +6,7 @@ image there (by digest, once), creates the run's disks with `qemu-img` over ssh,
 and brings the results stream, progress and console back by appending what is new (`tail -c`),
 during the run and after it, so a host that disappears keeps what already came home. The ssh
 options come from the URI as libvirt reads them: `keyfile=`, `no_verify=1` and `command=` (the
-ssh program; scp is told to use it too).
+ssh program).
 
     hosts:                       # in a vmconfig, or --host URI (repeatable) on the command line
       - qemu:///system
@@ -51,7 +51,7 @@ class Host:
         return self.uri.split("?", 1)[0]
 
     def ssh_options(self) -> tuple[str, list[str], str]:
-        """(ssh program, options common to ssh and scp, [user@]host) from the URI."""
+        """(ssh program, its options, [user@]host) from the URI."""
         u = urlsplit(self.uri)
         if not u.scheme.endswith("+ssh"):
             raise FslabError(f"host {self.label}: remote libvirt hosts are reached through qemu+ssh:// only "
@@ -117,12 +117,13 @@ def output(host: Host, argv: list[str], **kw: Any) -> str:
 
 
 def put(host: Host, local: Path, remote: str) -> None:
-    """Copy one local file to the host (scp; same ssh program and options as libvirt's)."""
+    """Copy one local file to the host, streamed through ssh (same ssh program and options as libvirt's)."""
     ssh, opts, dest = host.ssh_options()
-    argv = ["scp", "-q", "-S", ssh, *opts, str(local), f"{dest}:{remote}"]
-    cp = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    argv = [ssh, *opts, dest, "--", shlex.join(["sh", "-c", 'cat > "$1"', "sh", remote])]
+    with open(local, "rb") as f:
+        cp = subprocess.run(argv, stdin=f, capture_output=True, text=True)
     if cp.returncode != 0:
-        tail = (cp.stderr.strip().splitlines() or ["scp failed"])[-1]
+        tail = (cp.stderr.strip().splitlines() or [f"exit {cp.returncode}"])[-1]
         raise HostLost(f"host {host.label}: copying {local.name} failed: {tail}")
 
 
