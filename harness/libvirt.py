@@ -131,7 +131,7 @@ class Domain:
                 raise explain(self.uri, self._errors(), self.name)
             if time.monotonic() > end:
                 self._end_keeper()
-                raise FslabError(f"libvirt ({self.uri}): domain {self.name} did not start within "
+                raise FslabError(f"libvirt ({self.uri.split('?', 1)[0]}): domain {self.name} did not start within "
                                  f"{START_TIMEOUT:.0f} s", hint=self._errors().strip() or None)
             time.sleep(0.2)
         self.started_at = time.monotonic()
@@ -170,8 +170,10 @@ class Domain:
                 self.stop_reason = None if by_guest else f"domain {stopped.lower()}"
                 return 0 if by_guest else 1
             if self.keeper.poll() is not None:
+                label = self.uri.split("?", 1)[0]
                 err = " | ".join(ln.removeprefix("error: ") for ln in self._errors().strip().splitlines()[-2:])
-                raise HostLost(f"lost the connection to libvirt host {self.uri}: {err or 'virsh exited'}")
+                raise HostLost(f"lost the connection to libvirt host {label}: "
+                               f"{err.replace(self.uri, label) or 'virsh exited'}")
             if time.monotonic() >= end:
                 return None
             time.sleep(interval)
