@@ -49,9 +49,10 @@ class Suite:
 
 
 def registry() -> dict[str, Suite]:
-    from . import file_ops, fio_basic, fio_matrix, maildir, random_io
+    from . import file_ops, fio_basic, fio_matrix, kernel_tree, maildir, random_io
 
-    return {s.name: s for s in (fio_basic.SUITE, fio_matrix.SUITE, maildir.SUITE, random_io.SUITE, file_ops.SUITE)}
+    return {s.name: s for s in (fio_basic.SUITE, fio_matrix.SUITE, maildir.SUITE, random_io.SUITE, file_ops.SUITE,
+                                kernel_tree.SUITE)}
 
 
 def get(name: str, src: str = "suite") -> Suite:

@@ -1,0 +1,224 @@
+"""Suite `kernel-tree` (study S3): case expansion, its vmconfigs, and the compilation case run
+through the real guest agent on the host (fake disks and mounts; the real fslab-kernel-tree, cp,
+make and rm on a miniature kernel tree).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness import bench, config, plan, results
+from harness.errors import FslabError
+from harness.suites import get, kernel_tree, registry
+
+ROOT = Path(__file__).resolve().parents[1]
+GUEST = ROOT / "harness" / "guest"
+PROGRAM = "/usr/local/bin/fslab-kernel-tree"
+SOURCE = "/usr/src/fslab/linux"  # where the image unpacks Debian's linux-source (images/debian-12/bootstrap.sh)
+TIMED = ["cp", "make", "make-clean", "rm"]  # seed 001: cp -a, make bzImage, make clean, rm -rf
+KEEP = ["arch/x86", "include", "init", "kernel", "scripts", "tools/arch/x86", "tools/include"]
+
+
+@pytest.mark.parametrize("profile, kconfig, targets, subset, reps", [
+    ("paper", "defconfig", ["bzImage"], False, 3),  # STUDIES.md S3: defconfig for paper; the mean of 3
+    ("quick", "tinyconfig", ["bzImage"], False, 3),
+    ("smoke", "tinyconfig", ["init/"], True, 1),
+])
+def test_cases(profile, kconfig, targets, subset, reps):
+    suite = get("kernel-tree")
+    hd, comp = suite.cases(profile)
+    assert suite.default_reps(profile) == reps and suite.headline == "real_s"
+    # the hdparm baseline first (seed 003 "records hdparm -tT of each disk first"), untimed
+    assert (hd.id, hd.kind, hd.rep, hd.job, hd.params, hd.headline_step) == ("hdparm", "steps", 0, "", {}, None)
+    assert hd.steps == [{"name": "hdparm", "timed": False, "parse": "metrics",
+                         "argv": ["/usr/local/bin/fslab-hdparm", "{dev}"]}]
+    assert hd.timeout_s >= 300
+    # then the compilation test, its four timed steps in the article's order
+    src = "/var/tmp/fslab-kernel-tree/smoke/linux" if subset else SOURCE
+    assert (comp.id, comp.kind, comp.rep, comp.job, comp.headline_step) == ("compile", "steps", 0, "", None)
+    assert comp.params == {"config": kconfig, "make_targets": " ".join(targets), "source": src,
+                           "subset": " ".join(KEEP) if subset else ""}
+    names = [s["name"] for s in comp.steps]
+    assert names == ["empty", *(["subset"] if subset else []), "config", "cold", "warm", *TIMED]
+    assert [s["name"] for s in comp.steps if s.get("timed", True) and "builtin" not in s] == TIMED
+    by = {s["name"]: s for s in comp.steps}
+    assert by["empty"] == {"name": "empty", "timed": False, "argv": ["rm", "-rf", "{mnt}/linux"]}
+    assert by["cold"] == {"name": "cold", "builtin": "cold-start"}
+    if subset:
+        assert by["subset"] == {"name": "subset", "timed": False, "argv": [
+            PROGRAM, "subset", SOURCE, src, *(a for k in KEEP for a in ("--keep", k))]}
+        assert Path(src).name == "linux"  # so that `cp -a src {mnt}/` makes {mnt}/linux, as the article's
+    assert by["warm"] == {"name": "warm", "timed": False, "argv": [PROGRAM, "warm", src]}
+    assert by["cp"] == {"name": "cp", "argv": ["cp", "-a", src, "{mnt}/"]}
+    # the copied tree is configured and prepared, once, before the first copy (2.4: make config, make dep)
+    assert by["config"] == {"name": "config", "timed": False, "parse": "metrics", "argv": [
+        PROGRAM, "config", src, "--target", kconfig, "--prepare", "--jobs", "{ncpu}"]}
+    assert by["make"] == {"name": "make", "cwd": "{mnt}/linux", "argv": ["make", "-j{ncpu}", *targets]}
+    assert by["make-clean"] == {"name": "make-clean", "cwd": "{mnt}/linux", "argv": ["make", "-j{ncpu}", "clean"]}
+    assert by["rm"] == {"name": "rm", "argv": ["rm", "-rf", "{mnt}/linux"]}
+    assert all("fields" not in s and "needs_bytes" not in s for s in comp.steps)
+    assert comp.timeout_s >= (3 * 3600 if profile == "paper" else 1800)
+    assert kernel_tree.source(profile) == src
+    json.dumps([c.to_json() for c in (hd, comp)])  # the plan carries them as JSON
+
+
+def test_registered_and_mapped_to_its_study_vm():
+    assert registry()["kernel-tree"] is kernel_tree.SUITE and kernel_tree.SUITE.version == 1
+    assert list(kernel_tree.SUITE.profiles) == ["paper", "quick", "smoke"]
+    assert bench.selection("kernel-tree", ROOT) == [("kernel-tree", "vmconfigs/kernel-tree.yaml")]
+    assert (ROOT / bench.STUDY_VMS["kernel-tree"]).is_file()
+    with pytest.raises(FslabError, match="allowed: paper, quick, smoke"):
+        get("kernel-tree").cases("nope")
+
+
+def test_study_vmconfig_has_the_articles_five_filesystems():
+    cfg = config.load(ROOT / "vmconfigs" / "kernel-tree.yaml")
+    assert (cfg.suite, cfg.profile, cfg.image, cfg.vcpus) == ("kernel-tree", "quick", "debian-12", 1)
+    assert cfg.memory >= 6 * 2**30  # the 1.3 GB source, its copy and the build stay in the page cache
+    p = plan.resolve(cfg, run_id="test")
+    assert p["cases"] == [c.to_json() for c in get("kernel-tree").cases("quick")] and p["repeat"]["n"] == 3
+    by = {f["name"]: f for f in p["filesystems"]}
+    assert list(by) == ["xfs", "reiserfs", "reiserfs-notail", "ext2", "jfs"]
+    assert [by[n]["type"] for n in by] == ["xfs", "reiserfs", "reiserfs", "ext2", "jfs"]
+    assert by["reiserfs"]["mount_options"] == ""  # tails, ReiserFS's default
+    assert by["reiserfs-notail"]["mount_options"] == "notail"
+    assert all(by[n]["mount_options"] == "" for n in ("xfs", "ext2", "jfs"))  # the articles give no options
+    assert len({f.disks for f in cfg.filesystems}) == 5 and all(len(f.disks) == 1 for f in cfg.filesystems)
+    assert all(d.size >= 7 * 10**9 and d.preallocation == "falloc" for d in cfg.disks)  # seed 001: a 7 GB disk
+    for prof in get("kernel-tree").profiles:
+        assert plan.resolve(cfg, profile=prof, run_id="test")["suite"]["profile"] == prof
+
+
+def test_smoke_vmconfig_two_study_filesystems():
+    cfg = config.load(ROOT / "tests" / "vmconfigs" / "s3-smoke.yaml")
+    assert (cfg.suite, cfg.profile, cfg.image) == ("kernel-tree", "smoke", "debian-12")
+    p = plan.resolve(cfg, run_id="test")
+    assert [(f["name"], f["type"]) for f in p["filesystems"]] == [("xfs", "xfs"), ("ext2", "ext2")]
+    assert p["repeat"]["n"] == 1 and cfg.memory <= 2**30 and all(d.size <= 2**30 for d in cfg.disks)
+
+
+# --- the compilation case through the guest agent, on the host ---------------------------------
+
+MINI_MAKEFILE = """\
+VERSION = 6
+PATCHLEVEL = 1
+SUBLEVEL = 176
+EXTRAVERSION =
+
+tinyconfig defconfig:
+\tprintf 'CONFIG_X86_32=y\\n# CONFIG_64BIT is not set\\nCONFIG_TINY=y\\n' > .config
+\techo $@ >> ../configured.log
+prepare:
+\ttest -f .config
+\tmkdir -p include/generated && echo '#define CONFIG_TINY 1' > include/generated/autoconf.h
+init/ bzImage:
+\ttest -f include/generated/autoconf.h
+\tcc -c -o init/main.o init/main.c
+\tcp init/main.o bzImage
+clean:
+\trm -f init/*.o bzImage
+"""
+
+
+def mini_tree(root: Path) -> Path:
+    """A miniature kernel tree: the files the smoke subset keeps and some it leaves out."""
+    files = {"Makefile": MINI_MAKEFILE, "Kconfig": "source \"drivers/Kconfig\"\n", "README": "Linux\n",
+             "init/main.c": "int start_kernel(void) { return 0; }\n", "kernel/fork.c": "/* fork */\n",
+             "drivers/Kconfig": "menu \"Drivers\"\nendmenu\n", "drivers/Makefile": "obj-y += base/\n",
+             "drivers/base/Makefile": "obj-y += bus.o\n", "drivers/base/bus.c": "/* left out */\n" * 100,
+             "Documentation/index.rst": "left out\n"}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    (root / "include").mkdir()
+    (root / "include" / "asm").symlink_to("../init")  # kept as a link, as cp -a keeps it
+    return root
+
+
+def load_agent():
+    spec = importlib.util.spec_from_file_location("fslab_guest_kernel_tree", GUEST / "fslab_guest.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture
+def agent(tmp_path, monkeypatch):
+    """The agent with fake disks, mounts, cache drops and poweroff (as in test_guest_agent.py)."""
+    mod = load_agent()
+    mod.mounts = []
+    monkeypatch.setattr(mod, "MNT_ROOT", str(tmp_path / "mnt"))
+    monkeypatch.setattr(mod, "find_devices", lambda serials, wait_s=0: [f"/dev/fake-{s}" for s in serials])
+    monkeypatch.setattr(mod, "mount_fs", lambda fstype, options, dev, mnt: (mod.mounts.append(mnt) or
+                                                                           (["mount", dev, mnt], 0, "")))
+    monkeypatch.setattr(mod, "umount_fs", lambda mnt: (0, ""))
+    monkeypatch.setattr(mod, "mount_line", lambda mnt: f"/dev/fake {mnt} ext2 rw 0 0")
+    monkeypatch.setattr(mod, "drop_caches", lambda: None)
+    monkeypatch.setattr(mod, "poweroff", lambda: None)
+    return mod
+
+
+@pytest.mark.skipif(not (shutil.which("make") and shutil.which("cc")), reason="make and cc are needed")
+def test_smoke_compile_case_through_the_agent_twice(agent, tmp_path):
+    """Two repetitions of the smoke `compile` case on one (fake) filesystem: the subset is made
+    once, each repetition copies, configures, builds, cleans and removes the tree, and leaves the
+    filesystem empty for the next, as the article's "rm -rf, umount, mount" between runs."""
+    src = mini_tree(tmp_path / "src" / "linux")
+    subset_dir = tmp_path / "var" / "smoke" / "linux"
+    _, comp = get("kernel-tree").cases("smoke")
+    j = comp.to_json()
+    swap = {PROGRAM: [sys.executable, str(GUEST / "fslab_kernel_tree.py")]}
+    for s in j["steps"]:
+        argv = [str(src) if a == SOURCE else str(subset_dir) if a == kernel_tree.SUBSET else a
+                for a in s.get("argv", [])]
+        s["argv"] = swap.get(argv[0], argv[:1]) + argv[1:] if argv else argv
+    p = {"fslab_plan": 1, "run_id": "t", "vm": {"name": "t"}, "disks": [{"id": "d0", "serial": "fslab-d0"}],
+         "filesystems": [{"name": "ext2", "type": "ext2", "fstype": "ext2", "disks": ["d0"],
+                          "mkfs": ["true", "{dev}"], "mount_options": "", "geometry": []}],
+         "suite": {"name": "kernel-tree", "profile": "smoke", "version": 1, "headline": "real_s"},
+         "repeat": {"n": 2, "warmup": 0, "cap": 2, "cv_threshold": 10}, "cases": [j]}
+    (tmp_path / "plan.json").write_text(json.dumps(p))
+    for f in ("results.tar", "progress.jsonl"):
+        (tmp_path / f).touch()
+    agent.main(["run", str(tmp_path / "plan.json"), "--results", str(tmp_path / "results.tar"),
+                "--progress", str(tmp_path / "progress.jsonl")])
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    col = results.read_stream(tmp_path / "results.tar", run_dir)
+    assert col.done["status"] == "ok", (run_dir / "guest/agent.log").read_text()[-3000:]
+    recs = results.records_for_run(run_dir, p, "tcg")
+    assert recs and all(r["ok"] for r in recs)
+    assert len(agent.mounts) == 1 + 2 * 2  # mkfs's mount, then each rep: the case's cold start and `cold`
+    for rep in (0, 1):
+        mine = [r for r in recs if r["rep"] == rep]
+        real = {r["step"]: r for r in mine if r["metric"] == "real_s"}
+        assert list(real) == TIMED and all(r["value"] > 0 for r in real.values())
+        assert {r["step"] for r in mine if r["metric"] == "cpu_s"} == set(TIMED)
+        assert all(r["config"] == "tinyconfig" and r["make_targets"] == "init/" for r in mine)
+        conf = {r["metric"]: r for r in mine if r["step"] == "config"}
+        assert list(conf) == ["tree_files", "tree_bytes", "config_symbols"]
+        # what cp copies: the top level, init/, kernel/ and the Kconfig/Makefiles, the .config and
+        # what prepare made (include/'s link is not a file)
+        assert conf["tree_files"]["value"] == 8 + 2 and conf["config_symbols"]["value"] == 2
+        assert all(c["source_version"] == "6.1.176" and c["config_target"] == "tinyconfig" for c in conf.values())
+        raw = run_dir / "raw" / "ext2" / ("compile" if rep == 0 else f"compile.rep{rep}")
+        config_out = (raw / "config.stdout").read_text()
+        assert "CONFIG_X86_32=y" in config_out and conf["tree_files"]["config_sha256"] in config_out
+        config_err = (raw / "config.stderr").read_text()
+        assert ("already configured" in config_err) is (rep == 1)  # configured once, before the first copy
+        subset_out = json.loads((raw / "subset.stdout").read_text())
+        assert subset_out["made"] is (rep == 0) and (subset_out["files"], subset_out["links"]) == (8, 1)
+        steps = json.loads((raw / "steps.json").read_text())
+        assert next(s for s in steps if s["name"] == "make")["argv"][:2] == ["make", f"-j{agent.os.cpu_count()}"]
+    assert list((tmp_path / "mnt" / "ext2").iterdir()) == []  # rm -rf left the filesystem empty
+    assert (subset_dir.parent / "configured.log").read_text() == "tinyconfig\n"
+    assert (subset_dir / "include" / "generated" / "autoconf.h").is_file() and not (src / ".config").exists()
+    base = subset_dir / "drivers" / "base"
+    assert not (base / "bus.c").exists() and (base / "Makefile").is_file()  # left out, but not its Makefile
+    assert (subset_dir / "include" / "asm").is_symlink()
