@@ -1,0 +1,162 @@
+"""VM tests of the libvirt backend: real guests as transient libvirt domains (TCG here).
+
+libvirtd and virtlogd are started if they are not running (.ci/libvirt-up). The "remote" host is
+this machine reached through an sshd of the test's own (tests/loopback_ssh.py), so everything
+that crosses to a remote host (the image by digest, disks over ssh, the results coming back, a
+host that disappears) really happens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from loopback_ssh import ROOT, LoopbackSSH, ensure_libvirt
+from vmhelpers import FSLAB, fslab, read_records
+
+pytestmark = pytest.mark.vm
+
+
+@pytest.fixture(scope="module", autouse=True)
+def libvirt_up():
+    why = ensure_libvirt()
+    if why:
+        pytest.fail(why)
+
+
+def _domains() -> list[str]:
+    out = subprocess.run(["virsh", "-q", "-c", "qemu:///system", "list", "--all", "--name"],
+                         capture_output=True, text=True).stdout
+    return [n for n in out.split() if n.startswith("fslab-")]
+
+
+def _shape(records: list[dict]) -> dict:
+    return {(r["fs"], r["metric"]): sorted(r) for r in records}
+
+
+def test_smoke_on_both_backends_gives_the_same_records(image, tmp_path):
+    """The smoke run on the qemu backend and on libvirt: same record shape, same provenance fields,
+    plus the libvirt version and the domain XML."""
+    walls = {}
+    runs = {}
+    for backend in ("qemu", "libvirt"):
+        t0 = time.monotonic()
+        cp = fslab("run", "vmconfigs/smoke.yaml", "--backend", backend, "--image-dir", str(image.dir),
+                   "--results-dir", str(tmp_path / backend))
+        walls[backend] = time.monotonic() - t0
+        assert cp.returncode == 0, cp.stdout + cp.stderr
+        runs[backend] = Path(cp.stdout.strip().splitlines()[-1])
+    print(f"\nsmoke wall time: qemu {walls['qemu']:.0f} s, libvirt {walls['libvirt']:.0f} s", file=sys.stderr)
+    q, lv = runs["qemu"], runs["libvirt"]
+    qrec, lrec = read_records(q), read_records(lv)
+    assert _shape(qrec) == _shape(lrec)
+    assert all(r["ok"] and r["value"] > 0 for r in lrec if r["metric"] == "iops")
+    qm, lm = (json.loads((d / "manifest.json").read_text()) for d in (q, lv))
+    assert set(lm) - set(qm) == {"libvirt"} and set(qm) <= set(lm)
+    assert lm["backend"] == "libvirt" and qm["backend"] == "qemu" and lm["status"] == "ok"
+    assert lm["qemu"]["version"] == qm["qemu"]["version"] and lm["host"]["kernel"] == qm["host"]["kernel"]
+    assert lm["qemu"]["argv"] and "qemu-system-x86_64" in lm["qemu"]["argv"][0]
+    assert lm["libvirt"]["daemon"] and lm["libvirt"]["domain_xml"].startswith(
+        f'<domain type="{"kvm" if lm["accel"] == "kvm" else "qemu"}">')
+    assert lm["guest"]["kernel"] == qm["guest"]["kernel"] and lm["timings"]["qemu_to_agent_s"] > 0
+    assert lm["disks"]["d0"]["actual-size"] >= 1024**3  # falloc really allocated, as with qemu
+    for fs in ("ext4", "xfs"):
+        assert json.loads((lv / "raw" / fs / "fs.json").read_text())["ok"] is True
+    assert (lv / "console.log").stat().st_size > 0 and not (lv / "scratch").exists()
+    assert not _domains()
+
+
+def test_two_hosts_one_disappears_mid_run(image, tmp_path):
+    """Smoke spread over qemu:///system and qemu+ssh://root@127.0.0.1 (a store of its own, so
+    the image is copied by digest); the ssh host vanishes once its guest runs: its VM's cases
+    are failed with the host's error, the other host's results are whole, and the run finishes."""
+    ssh = LoopbackSSH(tmp_path / "ssh").start()
+    store, scratch = tmp_path / "remote-store", tmp_path / "remote-scratch"
+    cfg = tmp_path / "smoke-2hosts.yaml"
+    cfg.write_text((ROOT / "vmconfigs" / "smoke.yaml").read_text() + "backend: libvirt\nhosts:\n"
+                   f"  - qemu:///system\n  - {{uri: '{ssh.uri}', store: {store}, scratch: {scratch}}}\n")
+    out, err = tmp_path / "out.txt", tmp_path / "err.txt"
+    t0 = time.monotonic()
+    proc = subprocess.Popen([*FSLAB, "run", str(cfg), "--image-dir", str(image.dir), "--results-dir",
+                             str(tmp_path / "runs")], cwd=ROOT,
+                            stdout=open(out, "w"), stderr=open(err, "w"))
+    try:
+        lost_vm = None
+        while lost_vm is None and time.monotonic() - t0 < 900:  # the guest on the ssh host is running
+            time.sleep(2)
+            for m in (tmp_path / "runs").glob("*/vms/*/manifest.json"):
+                man = json.loads(m.read_text())
+                prog = m.parent / "progress.jsonl"
+                if (man.get("libvirt") or {}).get("uri") == ssh.label and prog.exists() and \
+                        '"case-start"' in prog.read_text():
+                    lost_vm = m.parent.name
+            assert proc.poll() is None, out.read_text() + err.read_text()
+        assert lost_vm, err.read_text()
+        ssh.kill()
+        rc = proc.wait(timeout=900)
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait()
+        ssh.kill()
+    print(f"\ntwo-host smoke wall time: {time.monotonic() - t0:.0f} s", file=sys.stderr)
+    stdout, stderr = out.read_text(), err.read_text()
+    print(stderr, file=sys.stderr)
+    assert rc == 1, stdout + stderr
+    assert f"status: failed (1 of 2 VMs ok; host {ssh.label} failed: lost the connection" in stdout, stdout
+    run_dir = Path(stdout.strip().splitlines()[-1])
+    recs = read_records(run_dir)
+    kept = {r["fs"] for r in recs if r["host"] == "qemu:///system"}
+    assert kept and all(r["ok"] for r in recs if r["host"] == "qemu:///system")
+    lost = [r for r in recs if r["host"] == ssh.label]
+    assert {r["fs"] for r in lost} == {lost_vm} and not any(r["ok"] for r in lost)
+    assert all(ssh.label in r["error"] for r in lost)
+    assert f"[{ssh.label}] {lost_vm}: its 1 case(s) are marked failed" in stderr
+    # what came home from the lost host before it vanished is kept
+    assert '"boot"' in (run_dir / "vms" / lost_vm / "progress.jsonl").read_text()
+    assert (run_dir / "vms" / lost_vm / "console.log").stat().st_size > 0
+    # the image was copied to the ssh host's store and checked by digest
+    entry = store / image.dir.name
+    assert "copying image" in stderr and (entry / "manifest.json").is_file()
+    h = hashlib.sha256()
+    with open(entry / "vmlinuz", "rb") as f:
+        h.update(f.read())
+    assert h.hexdigest() == image.manifest["files"]["vmlinuz"]["sha256"]
+    m = json.loads((run_dir / "manifest.json").read_text())
+    assert {h["uri"]: h["status"] for h in m["hosts"]} == {"qemu:///system": "ok", ssh.label: "failed"}
+    assert not [d for d in _domains() if run_dir.name in d]
+
+
+def _idle_domain(name: str, extra: str = "") -> str:
+    """A domain that starts in a second and idles in its firmware (no disk, no kernel)."""
+    return (f"<domain type='qemu'><name>{name}</name><memory unit='MiB'>64</memory><vcpu>1</vcpu>"
+            f"<os><type arch='x86_64' machine='q35'>hvm</type></os><devices>{extra}"
+            "<controller type='usb' model='none'/><memballoon model='none'/></devices>"
+            "<seclabel type='static' model='dac' relabel='no'><label>+0:+0</label></seclabel></domain>")
+
+
+def test_domain_errors_are_one_line(tmp_path):
+    """Against the real daemon: a name already in use, a disk the daemon cannot read."""
+    from harness import libvirt
+    from harness.errors import FslabError
+
+    name = f"fslab-test-{tmp_path.name}"[:60]
+    with libvirt.Domain("qemu:///system", _idle_domain(name), name, tmp_path / "a") as first:
+        assert first.running
+        with pytest.raises(FslabError) as e:
+            with libvirt.Domain("qemu:///system", _idle_domain(name), name, tmp_path / "b"):
+                pass
+        assert str(e.value).startswith(f"libvirt: a domain named {name} already exists on qemu:///system")
+    assert name not in _domains()
+    disk = (f"<disk type='file' device='disk'><driver name='qemu' type='raw'/>"
+            f"<source file='{tmp_path}/missing.raw'/><target dev='vda' bus='virtio'/></disk>")
+    with pytest.raises(FslabError) as e:
+        with libvirt.Domain("qemu:///system", _idle_domain(name, disk), name, tmp_path / "c"):
+            pass
+    assert str(e.value).startswith(f"libvirt on qemu:///system cannot read {tmp_path}/missing.raw: No such file")
+    assert "\n" not in str(e.value)
