@@ -4,7 +4,6 @@ real guest agent on the host (fake disks and mounts, the real fslab-objects, tar
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import sys
@@ -12,6 +11,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from agentfakes import faked_agent
 
 from harness import bench, config, plan, results
 from harness.suites import file_ops, get, registry
@@ -133,27 +133,10 @@ def test_smoke_vmconfig_runs_on_the_default_image():
 
 # --- the smoke case through the guest agent, on the host ---------------------------------------
 
-def load_agent():
-    spec = importlib.util.spec_from_file_location("fslab_guest_file_ops", GUEST / "fslab_guest.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture
 def agent(tmp_path, monkeypatch):
-    """The agent with fake disks, mounts, cache drops and poweroff (as in test_guest_agent.py)."""
-    mod = load_agent()
-    mod.mounts = []
-    monkeypatch.setattr(mod, "MNT_ROOT", str(tmp_path / "mnt"))
-    monkeypatch.setattr(mod, "find_devices", lambda serials, wait_s=0: [f"/dev/fake-{s}" for s in serials])
-    monkeypatch.setattr(mod, "mount_fs", lambda fstype, options, dev, mnt: (mod.mounts.append(mnt) or
-                                                                           (["mount", dev, mnt], 0, "")))
-    monkeypatch.setattr(mod, "umount_fs", lambda mnt: (0, ""))
-    monkeypatch.setattr(mod, "mount_line", lambda mnt: f"/dev/fake {mnt} xfs rw 0 0")
-    monkeypatch.setattr(mod, "drop_caches", lambda: None)
-    monkeypatch.setattr(mod, "poweroff", lambda: None)
-    return mod
+    """The agent with fake disks, mounts, cache drops and poweroff (tests/agentfakes.py)."""
+    return faked_agent("fslab_guest_file_ops", tmp_path, monkeypatch, "xfs")
 
 
 @pytest.mark.skipif(not (shutil.which("tar") and shutil.which("xz")), reason="GNU tar and xz are needed")

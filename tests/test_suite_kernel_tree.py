@@ -5,13 +5,13 @@ make and rm on a miniature kernel tree).
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
+from agentfakes import faked_agent
 
 from harness import bench, config, plan, results
 from harness.errors import FslabError
@@ -141,27 +141,10 @@ def mini_tree(root: Path) -> Path:
     return root
 
 
-def load_agent():
-    spec = importlib.util.spec_from_file_location("fslab_guest_kernel_tree", GUEST / "fslab_guest.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture
 def agent(tmp_path, monkeypatch):
-    """The agent with fake disks, mounts, cache drops and poweroff (as in test_guest_agent.py)."""
-    mod = load_agent()
-    mod.mounts = []
-    monkeypatch.setattr(mod, "MNT_ROOT", str(tmp_path / "mnt"))
-    monkeypatch.setattr(mod, "find_devices", lambda serials, wait_s=0: [f"/dev/fake-{s}" for s in serials])
-    monkeypatch.setattr(mod, "mount_fs", lambda fstype, options, dev, mnt: (mod.mounts.append(mnt) or
-                                                                           (["mount", dev, mnt], 0, "")))
-    monkeypatch.setattr(mod, "umount_fs", lambda mnt: (0, ""))
-    monkeypatch.setattr(mod, "mount_line", lambda mnt: f"/dev/fake {mnt} ext2 rw 0 0")
-    monkeypatch.setattr(mod, "drop_caches", lambda: None)
-    monkeypatch.setattr(mod, "poweroff", lambda: None)
-    return mod
+    """The agent with fake disks, mounts, cache drops and poweroff (tests/agentfakes.py)."""
+    return faked_agent("fslab_guest_kernel_tree", tmp_path, monkeypatch, "ext2")
 
 
 @pytest.mark.skipif(not (shutil.which("make") and shutil.which("cc")), reason="make and cc are needed")

@@ -4,7 +4,6 @@ smoke cases run through the real guest agent on the host (fake disks and mounts,
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -12,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from agentfakes import faked_agent
 
 from harness import config, plan, results
 from harness.suites import get, maildir, random_io
@@ -119,25 +119,10 @@ def test_maildir_vmconfig_has_the_articles_options():
 
 # --- the smoke cases through the guest agent, on the host --------------------------------------
 
-def load_agent():
-    spec = importlib.util.spec_from_file_location("fslab_guest_s2_s4", GUEST / "fslab_guest.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture
 def agent(tmp_path, monkeypatch):
-    """The agent with fake disks, mounts, cache drops and poweroff (as in test_guest_agent.py)."""
-    mod = load_agent()
-    monkeypatch.setattr(mod, "MNT_ROOT", str(tmp_path / "mnt"))
-    monkeypatch.setattr(mod, "find_devices", lambda serials, wait_s=0: [f"/dev/fake-{s}" for s in serials])
-    monkeypatch.setattr(mod, "mount_fs", lambda fstype, options, dev, mnt: (["mount", dev, mnt], 0, ""))
-    monkeypatch.setattr(mod, "umount_fs", lambda mnt: (0, ""))
-    monkeypatch.setattr(mod, "mount_line", lambda mnt: f"/dev/fake {mnt} ext4 rw 0 0")
-    monkeypatch.setattr(mod, "drop_caches", lambda: None)
-    monkeypatch.setattr(mod, "poweroff", lambda: None)
-    return mod
+    """The agent with fake disks, mounts, cache drops and poweroff (tests/agentfakes.py)."""
+    return faked_agent("fslab_guest_s2_s4", tmp_path, monkeypatch, "ext4")
 
 
 def run_on_host(agent, tmp_path, suite: str, cases: list, programs: dict[str, list[str]],

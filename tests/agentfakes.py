@@ -1,0 +1,33 @@
+"""The guest agent loaded on the host with fake disks, mounts, cache drops and poweroff, so that a
+suite's real case (its real steps and programs) runs through the real agent on the host's own
+filesystem. Shared by the suites' host tests; test_guest_agent.py has its own recording fakes."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+AGENT_PATH = Path(__file__).resolve().parent.parent / "harness" / "guest" / "fslab_guest.py"
+
+
+def load_agent(name: str):
+    """A fresh copy of the agent module under `name` (each test file its own)."""
+    spec = importlib.util.spec_from_file_location(name, AGENT_PATH)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def faked_agent(name: str, tmp_path: Path, monkeypatch, fstype: str):
+    """The agent with its system steps faked; `mod.mounts` lists the mount points it mounted."""
+    mod = load_agent(name)
+    mod.mounts = []
+    monkeypatch.setattr(mod, "MNT_ROOT", str(tmp_path / "mnt"))
+    monkeypatch.setattr(mod, "find_devices", lambda serials, wait_s=0: [f"/dev/fake-{s}" for s in serials])
+    monkeypatch.setattr(mod, "mount_fs", lambda fstype, options, dev, mnt: (mod.mounts.append(mnt) or
+                                                                           (["mount", dev, mnt], 0, "")))
+    monkeypatch.setattr(mod, "umount_fs", lambda mnt: (0, ""))
+    monkeypatch.setattr(mod, "mount_line", lambda mnt: f"/dev/fake {mnt} {fstype} rw 0 0")
+    monkeypatch.setattr(mod, "drop_caches", lambda: None)
+    monkeypatch.setattr(mod, "poweroff", lambda: None)
+    return mod
