@@ -95,7 +95,7 @@ def merge(top: Path, plan: dict[str, Any], boots: int) -> list[dict[str, Any]]:
                         "qemu_argv": (m.get("qemu") or {}).get("argv")})
         if (d / "results.jsonl").is_file():
             records += [{**r, "boot": k} for r in results.read_jsonl(d / "results.jsonl")]
-        _link_tree(d / "raw", top / "raw")
+        link_tree(d / "raw", top / "raw", warmups=False)
     results.write_jsonl(top / "results.jsonl", records)
     out = dict(manifest or {"fslab_run": 1, "plan": plan})
     out.update(run_id=plan["run_id"], plan=plan, boots=summary, records=len(records),
@@ -110,14 +110,14 @@ def _finish_manifest(top: Path, status: str, reason: str) -> None:
     (top / "manifest.json").write_text(json.dumps(m, indent=2) + "\n")
 
 
-def _link_tree(src: Path, dest: Path) -> None:
-    """Hard-link every file of src into dest; a path dest already has (per-filesystem files of an
-    earlier boot) and warm-up repetitions (numbered alike in every boot) are left out."""
+def link_tree(src: Path, dest: Path, warmups: bool = True) -> None:
+    """Hard-link (else copy) every file of src into dest; a path dest already has is left alone,
+    and so are warm-up repetitions unless `warmups` (they are numbered alike in every boot)."""
     if not src.is_dir():
         return
     for path in sorted(src.rglob("*")):
         rel = path.relative_to(src)
-        if path.is_dir() or any(".warmup" in part for part in rel.parts):
+        if path.is_dir() or (not warmups and any(".warmup" in part for part in rel.parts)):
             continue
         target = dest / rel
         if target.exists():

@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import shutil
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -30,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from . import hosts, images, results, runner
+from .boots import link_tree
 from .errors import FslabError
 
 Log = Callable[[str], None]
@@ -217,7 +216,7 @@ def _merge(s: _Spread) -> runner.Outcome:
                 if host_error and not r.get("ok"):
                     r["error"] = host_error
                 records.append({**r, "host": last.get("host")})
-        _link_tree(d / "raw", s.top / "raw")
+        link_tree(d / "raw", s.top / "raw")
         summary.append({"vm": vm.plan["run_id"], "host": last.get("host"), "status": m.get("status"),
                         "reason": m.get("reason"), "run_id": f"{s.plan['run_id']}/vms/{vm.plan['run_id']}",
                         "timings": m.get("timings"), "libvirt": {k: (m.get("libvirt") or {}).get(k)
@@ -237,17 +236,3 @@ def _merge(s: _Spread) -> runner.Outcome:
                records=len(records), records_ok=sum(1 for r in records if r.get("ok")))
     (s.top / "manifest.json").write_text(json.dumps(out, indent=2) + "\n")
     return runner.Outcome(s.top, status, reason, records)
-
-
-def _link_tree(src: Path, dest: Path) -> None:
-    if not src.is_dir():
-        return
-    for path in sorted(src.rglob("*")):
-        target = dest / path.relative_to(src)
-        if path.is_dir() or target.exists():
-            continue
-        target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.link(path, target)
-        except OSError:
-            shutil.copy2(path, target)
