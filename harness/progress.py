@@ -81,7 +81,9 @@ class Progress:
                 if not ev.get("ok"):
                     self._line(f"{ev.get('fs')}/{ev.get('case')} rep {ev.get('rep', 0)} FAILED", now)
             elif name == "fs-end":
-                self._line(f"{ev.get('fs')} finished ({self.done}/{self.expected} cases)", now)
+                extra = max(0, self.done - self.expected)  # the variation rule's extra rounds
+                self._line(f"{ev.get('fs')} finished ({self.done}/{self.expected} cases"
+                           + (f", {extra} extra repetitions" if extra else "") + ")", now)
             elif name == "boot":
                 self.current = "guest agent started"
         if self.tty:
