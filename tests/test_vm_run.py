@@ -29,12 +29,6 @@ def test_probe_boots_the_image_kernel_under_tcg(image):
         assert "KVM probe failed" in choice.reason and "do not describe real hardware" in choice.warning
 
 
-@pytest.fixture(scope="module")
-def smoke_run(image, tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("smoke")
-    return tmp, fslab("run", "vmconfigs/smoke.yaml", "--results-dir", str(tmp))
-
-
 def test_smoke_run_end_to_end(image, smoke_run):
     """One boot: ext4 and xfs, one 5 s fio case each, everything that comes back is checked."""
     tmp_path, cp = smoke_run
