@@ -108,5 +108,6 @@ def test_zfs_mirror_pool(tmp_path):
     run_dir = Path(cp.stdout.strip().splitlines()[-1])
     info = _fs(run_dir, "zfs-mirror")
     assert info["ok"] and info["mount_line"].split()[2] == "zfs"
-    assert "mirror" in (run_dir / "raw" / "zfs-mirror" / "geometry.txt").read_text()
+    vdevs = (run_dir / "raw" / "zfs-mirror" / "geometry.txt").read_text().split()
+    assert "mirror-0" in vdevs and vdevs.count("ONLINE") >= 4  # pool, mirror vdev, its 2 disks
     assert all(r["ok"] for r in read_records(run_dir))
