@@ -5,6 +5,7 @@ filesystem. Shared by the suites' host tests; test_guest_agent.py has its own re
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 AGENT_PATH = Path(__file__).resolve().parent.parent / "harness" / "guest" / "fslab_guest.py"
@@ -31,3 +32,25 @@ def faked_agent(name: str, tmp_path: Path, monkeypatch, fstype: str):
     monkeypatch.setattr(mod, "drop_caches", lambda: None)
     monkeypatch.setattr(mod, "poweroff", lambda: None)
     return mod
+
+
+def run_plan(agent, tmp_path: Path, fs: str, suite: dict, cases: list[dict], repeat: dict,
+             mount_options: str = "") -> tuple[dict, list[dict]]:
+    """Run `cases` (JSON, argv already pointed at host programs) on one fake filesystem `fs`
+    through the faked agent, read the results stream back; (plan, records)."""
+    from harness import results
+
+    p = {"fslab_plan": 1, "run_id": "t", "vm": {"name": "t"}, "disks": [{"id": "d0", "serial": "fslab-d0"}],
+         "filesystems": [{"name": fs, "type": fs, "fstype": fs, "disks": ["d0"], "mkfs": ["true", "{dev}"],
+                          "mount_options": mount_options, "geometry": []}],
+         "suite": {"profile": "smoke", "version": 1, **suite}, "repeat": {"warmup": 0, **repeat}, "cases": cases}
+    (tmp_path / "plan.json").write_text(json.dumps(p))
+    for f in ("results.tar", "progress.jsonl"):
+        (tmp_path / f).touch()
+    agent.main(["run", str(tmp_path / "plan.json"), "--results", str(tmp_path / "results.tar"),
+                "--progress", str(tmp_path / "progress.jsonl")])
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    col = results.read_stream(tmp_path / "results.tar", run_dir)
+    assert col.done["status"] == "ok", (run_dir / "guest/agent.log").read_text()[-3000:]
+    return p, results.records_for_run(run_dir, p, "tcg")

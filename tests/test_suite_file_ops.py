@@ -4,16 +4,15 @@ real guest agent on the host (fake disks and mounts, the real fslab-objects, tar
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 from fractions import Fraction
 from pathlib import Path
 
 import pytest
-from agentfakes import faked_agent
+from agentfakes import faked_agent, run_plan
 
-from harness import bench, config, plan, results
+from harness import bench, config, plan
 from harness.suites import file_ops, get, registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -146,21 +145,8 @@ def test_smoke_case_through_the_agent_twice(agent, tmp_path):
     for s in j["steps"]:
         if s.get("argv", [""])[0] == file_ops.PROGRAM:
             s["argv"] = [sys.executable, str(GUEST / "fslab_objects.py"), *s["argv"][1:]]
-    p = {"fslab_plan": 1, "run_id": "t", "vm": {"name": "t"}, "disks": [{"id": "d0", "serial": "fslab-d0"}],
-         "filesystems": [{"name": "xfs", "type": "xfs", "fstype": "xfs", "disks": ["d0"],
-                          "mkfs": ["true", "{dev}"], "mount_options": "noatime", "geometry": []}],
-         "suite": {"name": "file-ops", "profile": "smoke", "version": 1, "headline": "real_s"},
-         "repeat": {"n": 2, "warmup": 0, "cap": 2, "cv_threshold": 10}, "cases": [j]}
-    (tmp_path / "plan.json").write_text(json.dumps(p))
-    for f in ("results.tar", "progress.jsonl"):
-        (tmp_path / f).touch()
-    agent.main(["run", str(tmp_path / "plan.json"), "--results", str(tmp_path / "results.tar"),
-                "--progress", str(tmp_path / "progress.jsonl")])
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    col = results.read_stream(tmp_path / "results.tar", run_dir)
-    assert col.done["status"] == "ok", (run_dir / "guest/agent.log").read_text()[-3000:]
-    recs = results.records_for_run(run_dir, p, "tcg")
+    _, recs = run_plan(agent, tmp_path, "xfs", {"name": "file-ops", "headline": "real_s"}, [j],
+                       {"n": 2, "cap": 2, "cv_threshold": 10}, mount_options="noatime")
     assert recs and all(r["ok"] for r in recs)
     assert len(agent.mounts) == 1 + 2 * 2  # mkfs's mount, then each rep: the case's cold start and `cold`
     for rep in (0, 1):

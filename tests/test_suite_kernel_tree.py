@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from agentfakes import faked_agent
+from agentfakes import faked_agent, run_plan
 
-from harness import bench, config, plan, results
+from harness import bench, config, plan
 from harness.errors import FslabError
 from harness.suites import get, kernel_tree, registry
 
@@ -161,21 +161,9 @@ def test_smoke_compile_case_through_the_agent_twice(agent, tmp_path):
         argv = [str(src) if a == SOURCE else str(subset_dir) if a == kernel_tree.SUBSET else a
                 for a in s.get("argv", [])]
         s["argv"] = swap.get(argv[0], argv[:1]) + argv[1:] if argv else argv
-    p = {"fslab_plan": 1, "run_id": "t", "vm": {"name": "t"}, "disks": [{"id": "d0", "serial": "fslab-d0"}],
-         "filesystems": [{"name": "ext2", "type": "ext2", "fstype": "ext2", "disks": ["d0"],
-                          "mkfs": ["true", "{dev}"], "mount_options": "", "geometry": []}],
-         "suite": {"name": "kernel-tree", "profile": "smoke", "version": 1, "headline": "real_s"},
-         "repeat": {"n": 2, "warmup": 0, "cap": 2, "cv_threshold": 10}, "cases": [j]}
-    (tmp_path / "plan.json").write_text(json.dumps(p))
-    for f in ("results.tar", "progress.jsonl"):
-        (tmp_path / f).touch()
-    agent.main(["run", str(tmp_path / "plan.json"), "--results", str(tmp_path / "results.tar"),
-                "--progress", str(tmp_path / "progress.jsonl")])
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    col = results.read_stream(tmp_path / "results.tar", run_dir)
-    assert col.done["status"] == "ok", (run_dir / "guest/agent.log").read_text()[-3000:]
-    recs = results.records_for_run(run_dir, p, "tcg")
+    _, recs = run_plan(agent, tmp_path, "ext2", {"name": "kernel-tree", "headline": "real_s"}, [j],
+                       {"n": 2, "cap": 2, "cv_threshold": 10})
+    run_dir = tmp_path / "run"  # where run_plan unpacked the results stream
     assert recs and all(r["ok"] for r in recs)
     assert len(agent.mounts) == 1 + 2 * 2  # mkfs's mount, then each rep: the case's cold start and `cold`
     for rep in (0, 1):

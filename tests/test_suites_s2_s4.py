@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from agentfakes import faked_agent
+from agentfakes import faked_agent, run_plan
 
-from harness import config, plan, results
+from harness import config, plan
 from harness.suites import get, maildir, random_io
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -134,21 +134,8 @@ def run_on_host(agent, tmp_path, suite: str, cases: list, programs: dict[str, li
         for s in j["steps"]:
             s["argv"] = programs.get(s["argv"][0], s["argv"][:1]) + s["argv"][1:]
         jcases.append(j)
-    p = {"fslab_plan": 1, "run_id": "t", "vm": {"name": "t"}, "disks": [{"id": "d0", "serial": "fslab-d0"}],
-         "filesystems": [{"name": "ext4", "type": "ext4", "fstype": "ext4", "disks": ["d0"],
-                          "mkfs": ["true", "{dev}"], "mount_options": "", "geometry": []}],
-         "suite": {"name": suite, "profile": "smoke", "version": 1, "headline": get(suite).headline},
-         "repeat": {"n": reps, "warmup": 0, "cap": reps, "cv_threshold": 0.03}, "cases": jcases}
-    (tmp_path / "plan.json").write_text(json.dumps(p))
-    for f in ("results.tar", "progress.jsonl"):
-        (tmp_path / f).touch()
-    agent.main(["run", str(tmp_path / "plan.json"), "--results", str(tmp_path / "results.tar"),
-                "--progress", str(tmp_path / "progress.jsonl")])
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    col = results.read_stream(tmp_path / "results.tar", run_dir)
-    assert col.done["status"] == "ok", (run_dir / "guest/agent.log").read_text()[-3000:]
-    return p, results.records_for_run(run_dir, p, "tcg")
+    return run_plan(agent, tmp_path, "ext4", {"name": suite, "headline": get(suite).headline}, jcases,
+                    {"n": reps, "cap": reps, "cv_threshold": 0.03})
 
 
 def test_maildir_smoke_run_through_the_agent(agent, tmp_path):
