@@ -99,7 +99,9 @@ def merge(top: Path, plan: dict[str, Any], boots: int) -> list[dict[str, Any]]:
     results.write_jsonl(top / "results.jsonl", records)
     out = dict(manifest or {"fslab_run": 1, "plan": plan})
     out.update(run_id=plan["run_id"], plan=plan, boots=summary, records=len(records),
-               records_ok=sum(1 for r in records if r.get("ok")))
+               records_ok=sum(1 for r in records if r.get("ok")),
+               # until run() says how it ended: an interrupted run is not ok, even if boot 1 was
+               status="failed", reason=f"{len(summary)} of {boots} boots finished")
     (top / "manifest.json").write_text(json.dumps(out, indent=2) + "\n")
     return records
 

@@ -57,7 +57,9 @@ def test_merge_pools_records_with_their_boot_and_links_raw(tmp_path):
 def test_merge_keeps_what_finished_boots_measured(tmp_path):
     fake_boot(tmp_path, 1)  # boot 2 never ran (Ctrl-C or a failed host)
     recs = boots.merge(tmp_path, PLAN, 3)
-    assert len(recs) == 2 and json.loads((tmp_path / "manifest.json").read_text())["boots"][0]["status"] == "ok"
+    m = json.loads((tmp_path / "manifest.json").read_text())
+    assert len(recs) == 2 and m["boots"][0]["status"] == "ok"
+    assert m["status"] == "failed" and m["reason"] == "1 of 3 boots finished"  # not boot 1's "ok"
 
 
 def test_zero_boots_is_refused(tmp_path):
