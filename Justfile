@@ -23,9 +23,9 @@ smoke *args="":
     {{fslab}} image build debian-12
     {{fslab}} run vmconfigs/smoke.yaml {{args}}
 
-# build (or reuse) every buildable image
-images *args="":
-    {{fslab}} image build debian-12 {{args}}
+# build (or reuse) an image: debian-12 (the default), or debian-12-zfs (ZFS, study S5)
+images name="debian-12" *args="":
+    {{fslab}} image build {{name}} {{args}}
 
 # write RUN/report/ (index.html, summary.md, records.csv, figures); several runs: `just report "r1 r2" --out DIR`
 report runs *args="":
@@ -50,5 +50,5 @@ unit *args="":
 # ruff on the Python, shellcheck on the shell, packer fmt on the templates
 lint:
     .venv/bin/ruff check harness tests
-    shellcheck bootstrap.sh .ci/run images/*/*.sh packer/scripts/*.sh
+    shellcheck bootstrap.sh .ci/run .ci/libvirt-up images/*/*.sh packer/scripts/*.sh
     packer fmt -check packer/
