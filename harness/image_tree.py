@@ -24,6 +24,7 @@ from pathlib import Path
 
 from . import proc
 from .errors import FslabError
+from .images import sha256_file
 
 # What differs from one build (or boot) to the next and is not part of what fslab measures with:
 # caches, identities and seeds, state of the build boot. Globs relative to the root; whatever
@@ -140,14 +141,6 @@ def apply_delta(root: Path, changed_tar: Path, paths_gz: Path) -> dict[str, int]
 # Listing: one line per path, what an image holds, comparable across builds without mounting
 
 
-def _digest(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _xattrs(path: str) -> str:
     try:
         names = sorted(os.listxattr(path, follow_symlinks=False))
@@ -166,7 +159,7 @@ def entry_line(root: Path, rel: str) -> str:
     st = os.lstat(path)
     kind, content = "?", ""
     if stat.S_ISREG(st.st_mode):
-        kind, content = "f", _digest(path)
+        kind, content = "f", sha256_file(Path(path))
     elif stat.S_ISDIR(st.st_mode):
         kind = "d"
     elif stat.S_ISLNK(st.st_mode):
