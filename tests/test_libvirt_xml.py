@@ -3,16 +3,15 @@
 Set FSLAB_UPDATE_GOLDEN=1 to rewrite them after an intended change, then review the diff.
 """
 
-import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import goldens
 import pytest
 
 from harness import config, libvirt_xml, plan, qemu
 
 ROOT = Path(__file__).resolve().parent.parent
-GOLDEN = Path(__file__).resolve().parent / "golden"
 CONFIGS = sorted(p.stem for p in (ROOT / "vmconfigs").glob("*.yaml"))
 
 
@@ -30,11 +29,7 @@ def xml_for(name: str, accel: str = "tcg") -> str:
 @pytest.mark.parametrize("name", CONFIGS)
 def test_domain_xml_matches_golden(name):
     text = xml_for(name)
-    golden = GOLDEN / f"{name}.xml"
-    if os.environ.get("FSLAB_UPDATE_GOLDEN"):
-        golden.write_text(text)
-    assert golden.exists(), f"no golden file {golden}; run with FSLAB_UPDATE_GOLDEN=1"
-    assert text == golden.read_text()
+    goldens.check(text, f"{name}.xml")
 
 
 def test_disks_get_exactly_the_requested_modes():

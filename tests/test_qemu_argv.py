@@ -3,17 +3,16 @@
 Set FSLAB_UPDATE_GOLDEN=1 to rewrite them after an intended change, then review the diff.
 """
 
-import os
 import shlex
 import tempfile
 from pathlib import Path
 
+import goldens
 import pytest
 
 from harness import config, plan, qemu
 
 ROOT = Path(__file__).resolve().parent.parent
-GOLDEN = Path(__file__).resolve().parent / "golden"
 CONFIGS = sorted(p.stem for p in (ROOT / "vmconfigs").glob("*.yaml"))
 
 
@@ -35,11 +34,7 @@ def argv_for(name: str, accel: str = "tcg") -> list[str]:
 @pytest.mark.parametrize("name", CONFIGS)
 def test_argv_matches_golden(name):
     text = "\n".join(shlex.quote(a) for a in argv_for(name)) + "\n"
-    golden = GOLDEN / f"{name}.argv"
-    if os.environ.get("FSLAB_UPDATE_GOLDEN"):
-        golden.write_text(text)
-    assert golden.exists(), f"no golden file {golden}; run with FSLAB_UPDATE_GOLDEN=1"
-    assert text == golden.read_text()
+    goldens.check(text, f"{name}.argv")
 
 
 def test_disks_get_exactly_the_requested_modes():
