@@ -6,7 +6,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .errors import CommandError, FslabError
+from harness.errors import CommandError, FslabError
 
 
 def which(tool: str, package: str | None = None) -> str:

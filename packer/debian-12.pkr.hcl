@@ -2,9 +2,9 @@
 # from images/<name>/ by bootstrap.sh once under QEMU (direct kernel boot, NoCloud seed for SSH)
 # and provisions it with packer/scripts/*.sh. The disk this boot leaves is not the image: the last
 # step exports what provisioning changed, and the harness makes the image from its own tree,
-# deterministically (harness/image_tree.py), so the disk is never compacted.
+# deterministically (harness/image/tree.py), so the disk is never compacted.
 # Written for Debian's packer 1.6.6: the qemu builder is built in, so no required_plugins,
-# and cd_files (not cd_content) carries the seed. The harness (harness/images.py) supplies
+# and cd_files (not cd_content) carries the seed. The harness (harness/image/store.py) supplies
 # every variable; none has a floating default.
 
 variable "base_image" {

@@ -38,7 +38,8 @@ def run_plan(agent, tmp_path: Path, fs: str, suite: dict, cases: list[dict], rep
              mount_options: str = "") -> tuple[dict, list[dict]]:
     """Run `cases` (JSON, argv already pointed at host programs) on one fake filesystem `fs`
     through the faked agent, read the results stream back; (plan, records)."""
-    from harness import results
+    from harness.results.records import records_for_run
+    from harness.results.stream import read_stream
 
     p = {"fslab_plan": 1, "run_id": "t", "vm": {"name": "t"}, "disks": [{"id": "d0", "serial": "fslab-d0"}],
          "filesystems": [{"name": fs, "type": fs, "fstype": fs, "disks": ["d0"], "mkfs": ["true", "{dev}"],
@@ -51,6 +52,6 @@ def run_plan(agent, tmp_path: Path, fs: str, suite: dict, cases: list[dict], rep
                 "--progress", str(tmp_path / "progress.jsonl")])
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    col = results.read_stream(tmp_path / "results.tar", run_dir)
+    col = read_stream(tmp_path / "results.tar", run_dir)
     assert col.done["status"] == "ok", (run_dir / "guest/agent.log").read_text()[-3000:]
-    return p, results.records_for_run(run_dir, p, "tcg")
+    return p, records_for_run(run_dir, p, "tcg")

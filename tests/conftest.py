@@ -8,7 +8,7 @@ import pytest
 @pytest.fixture(scope="session")
 def image():
     """The debian-12 image, built once per session or reused from the image store."""
-    from harness import images
+    from harness.image import store as images
 
     return images.build("debian-12", accelerator="auto")
 

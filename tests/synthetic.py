@@ -3,7 +3,7 @@
 Every run made here starts from the REAL TCG smoke run recorded in tests/data/runs/smoke-tcg
 (its manifest, raw/<fs>/fs.json and guest/info.json, so that the provenance a report shows is
 real) and replaces its suite, cases and results.jsonl with made-up numbers, shaped like the
-records harness/results.py writes for that suite. Each such manifest says `"synthetic": true`
+records harness/results/records.py writes for that suite. Each such manifest says `"synthetic": true`
 and its run id starts with "synthetic-", so that no one mistakes one for a result.
 
 The numbers come from a seeded random.Random: the same call gives the same run, so tests and

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import boots, results
 from harness.errors import FslabError
+from harness.results.jsonl import read_jsonl, write_jsonl
+from harness.vm import boots
 
 PLAN = {"run_id": "r1", "repeat": {"n": 2, "cap": 8, "warmup": 1, "rep_offset": 0},
         "cases": [{"id": "c", "rep": 0}], "filesystems": [{"name": "ext4"}]}
@@ -29,7 +30,7 @@ def fake_boot(top: Path, k: int, status: str = "ok", values: tuple[float, ...] =
         (d / "raw" / "ext4" / f"c.rep{rep}").mkdir()
         (d / "raw" / "ext4" / f"c.rep{rep}" / "fio.json").write_text(str(v))
         recs.append({"case": "c", "fs": "ext4", "metric": "iops", "value": v, "rep": rep, "ok": True})
-    results.write_jsonl(d / "results.jsonl", recs)
+    write_jsonl(d / "results.jsonl", recs)
     (d / "manifest.json").write_text(json.dumps({"run_id": f"b{k}", "status": status, "reason": "x",
                                                  "timings": {"vm_seconds": 60}, "qemu": {"argv": ["q"]}}))
 
@@ -46,7 +47,7 @@ def test_merge_pools_records_with_their_boot_and_links_raw(tmp_path):
     fake_boot(tmp_path, 2, values=(3.0, 4.0))
     recs = boots.merge(tmp_path, {**PLAN, "repeat": {**PLAN["repeat"], "boots": 2}}, 2)
     assert [(r["boot"], r["rep"], r["value"]) for r in recs] == [(1, 0, 1.0), (1, 1, 2.0), (2, 8, 3.0), (2, 9, 4.0)]
-    assert results.read_jsonl(tmp_path / "results.jsonl") == recs
+    assert read_jsonl(tmp_path / "results.jsonl") == recs
     raw = tmp_path / "raw" / "ext4"
     assert sorted(p.name for p in raw.iterdir()) == ["c.rep0", "c.rep1", "c.rep8", "c.rep9", "fs.json"]
     assert json.loads((raw / "fs.json").read_text()) == {"boot": 1}

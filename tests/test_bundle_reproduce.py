@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 from test_images import make_image
 
-from harness import bundle, images, reproduce
 from harness.errors import FslabError
+from harness.image import bundle
+from harness.image import store as images
+from harness.vm import reproduce
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(shutil.which("zstd") is None, reason="zstd is not installed")

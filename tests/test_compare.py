@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 from synthetic import iops_records, make_run
 
-from harness import cli, compare
+from harness.analysis import compare
+from harness.cli import main as cli
 from harness.errors import FslabError
 
 A = {"ext4": {"fast": [1000, 1010, 990], "same": [500, 520, 480], "slow": [300, 305, 295], "once": [100]},

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import results
+from harness.results.records import records_for_run
+from harness.results.stream import read_stream
 
 AGENT_PATH = Path(__file__).resolve().parents[1] / "harness" / "guest" / "fslab_guest.py"
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
@@ -107,7 +108,7 @@ def run_agent(agent, tmp_path, plan, *extra):
     run_dir = tmp_path / "run"
     run_dir.mkdir(exist_ok=True)
     events = [json.loads(line) for line in prog.read_text().splitlines()]
-    return rc, results.read_stream(res, run_dir), run_dir, events
+    return rc, read_stream(res, run_dir), run_dir, events
 
 
 def test_agent_is_one_stdlib_only_file():
@@ -147,7 +148,7 @@ def test_whole_plan_runs_real_fio_and_streams_results(agent, tmp_path):
 
     case = json.loads((run_dir / "raw/ext4/randrw-4k/case.json").read_text())
     assert case["ok"] and case["rc"] == 0 and case["error"] is None and case["seconds"] >= 0
-    recs = results.records_for_run(run_dir, plan, accel="tcg")
+    recs = records_for_run(run_dir, plan, accel="tcg")
     assert {(r["fs"], r["rep"]) for r in recs} == {("ext4", 0), ("ext4", 1), ("xfs", 0), ("xfs", 1)}
     assert all(r["ok"] and r["accel"] == "tcg" and r["rw"] == "randrw" for r in recs)
     heads = [r for r in recs if r["metric"] == "iops"]
@@ -170,7 +171,7 @@ def test_failed_mkfs_fails_every_case_with_its_error(agent, tmp_path):
     for cid in ("a", "b"):
         case = json.loads((run_dir / f"raw/ext4/{cid}/case.json").read_text())
         assert not case["ok"] and case["error"] == info["error"]
-    recs = results.records_for_run(run_dir, plan, accel="kvm")
+    recs = records_for_run(run_dir, plan, accel="kvm")
     assert [(r["case"], r["ok"], r["value"]) for r in recs] == [("a", False, None), ("b", False, None)]
     assert all("mkfs failed with exit code 3" in r["error"] for r in recs)
     assert agent.calls["mount"] == [] and agent.calls["poweroff"] == 1
@@ -209,7 +210,7 @@ def test_fio_over_its_timeout_is_killed_and_failed(agent, tmp_path, monkeypatch)
     assert not slow["ok"] and slow["error"] == "timed out after 2 s" and slow["seconds"] < 30
     assert json.loads((run_dir / "raw/ext4/randrw-4k/case.json").read_text())["ok"]  # the next one ran
     assert rc == 1 and col.done == {**col.done, "status": "failed", "cases": 2, "cases_ok": 1}
-    recs = results.records_for_run(run_dir, plan, accel="kvm")
+    recs = records_for_run(run_dir, plan, accel="kvm")
     assert recs[0]["error"] == "timed out after 2 s" and recs[0]["value"] is None
     assert live_processes_mentioning(str(work)) == []  # fio's job processes (own sessions) too
 
@@ -225,7 +226,7 @@ def test_internal_error_still_writes_done_and_log_and_powers_off(agent, tmp_path
     res = tmp_path / "results.tar"
     res.touch()
     rc = agent.main(["run", str(tmp_path / "missing.json"), "--results", str(res), "--progress", ""])
-    col = results.read_stream(res, tmp_path / "run")
+    col = read_stream(res, tmp_path / "run")
     assert rc == 1 and not col.truncated and col.members == ["guest/agent.log", "DONE.json"]
     assert col.done["status"] == "failed" and "FileNotFoundError" in col.done["error"]
     assert "Traceback" in (tmp_path / "run/guest/agent.log").read_text()
@@ -331,7 +332,7 @@ def test_tar_stream_round_trip_and_is_a_real_tar(tmp_path):
     members = [("guest/info.json", b"{}"), ("raw/ext4/a/fio.json", b"A" * 1000), (long, b"L"),
                ("DONE.json", b'{"status": "ok"}')]
     _, path = write_members(tmp_path, members)
-    col = results.read_stream(path, tmp_path / "run")
+    col = read_stream(path, tmp_path / "run")
     assert col.members == [m for m, _ in members] and not col.truncated and col.notes == []
     assert col.done == {"status": "ok"}
     assert (tmp_path / "run/raw/ext4/a/fio.json").read_bytes() == b"A" * 1000
@@ -345,15 +346,15 @@ def test_truncated_stream_keeps_complete_members(tmp_path):
     data = path.read_bytes()
     cut = tmp_path / "cut.tar"
     cut.write_bytes(data[: data.index(b"c" * 100) + 1000])  # in the middle of c.txt's data
-    col = results.read_stream(cut, tmp_path / "run")
+    col = read_stream(cut, tmp_path / "run")
     assert col.members == ["a.txt", "b.txt"] and col.truncated and col.done is None
     assert "c.txt" in col.notes[0] and not (tmp_path / "run/c.txt").exists()
     assert (tmp_path / "run/b.txt").read_bytes() == b"b" * 3000
 
-    col = results.read_stream(path, tmp_path / "run2")  # all members whole, but no end marker
+    col = read_stream(path, tmp_path / "run2")  # all members whole, but no end marker
     assert col.members == ["a.txt", "b.txt", "c.txt"] and col.truncated
     (tmp_path / "empty.tar").touch()
-    assert results.read_stream(tmp_path / "empty.tar", tmp_path / "run3").members == []
+    assert read_stream(tmp_path / "empty.tar", tmp_path / "run3").members == []
 
 
 def test_writer_refuses_traversal(tmp_path):
@@ -378,7 +379,7 @@ def test_reader_refuses_traversal_links_and_devices(tmp_path):
             tf.addfile(info, __import__("io").BytesIO(b"hi") if kind == tarfile.REGTYPE else None)
     dest = tmp_path / "run" / "x"
     dest.mkdir(parents=True)
-    col = results.read_stream(path, dest)
+    col = read_stream(path, dest)
     assert col.members == ["raw/ok.txt"] and not col.truncated and len(col.notes) == 5
     assert not (tmp_path / "run" / "escape").exists() and not (dest / "raw/link").exists()
     assert not (dest / "raw/dev").exists() and not (dest / "raw/hard").exists()
@@ -404,7 +405,7 @@ def test_steps_case_times_each_step_and_reports_program_metrics(agent, tmp_path)
     assert steps[0]["real_s"] >= 0.3 and steps[0]["user_s"] + steps[0]["sys_s"] < 0.3
     assert steps[1]["user_s"] + steps[1]["sys_s"] >= 0.25  # CPU of the child, from wait4's rusage
     assert (run_dir / "raw/ext4/ops/report.stdout").read_text().startswith("noise")
-    recs = results.records_for_run(run_dir, plan, "tcg")
+    recs = records_for_run(run_dir, plan, "tcg")
     by = {(r["step"], r["metric"]): r for r in recs}
     assert by[("write", "real_s")]["value"] >= 0.3 and by[("burn", "cpu_s")]["value"] >= 0.25
     assert ("report", "real_s") not in by  # untimed
@@ -423,7 +424,7 @@ def test_failed_step_ends_the_case_and_names_the_step(agent, tmp_path):
     assert col.done["status"] == "failed"
     steps = json.loads((run_dir / "raw/ext4/ops/steps.json").read_text())
     assert steps[2]["skipped"] is True and steps[1]["rc"] == 3
-    (rec,) = results.records_for_run(run_dir, plan, "tcg")
+    (rec,) = records_for_run(run_dir, plan, "tcg")
     assert rec["ok"] is False and rec["metric"] == "real_s" and "step boom failed with exit code 3" in rec["error"]
 
 
@@ -447,7 +448,7 @@ def test_steps_that_do_not_fit_are_skipped_and_said_so(agent, tmp_path):
     small, cold, huge = json.loads((run_dir / "raw/ext4/ops/steps.json").read_text())
     assert small["rc"] == 0 and cold["rc"] == 0 and cold["timed"] is False
     assert huge["skipped"] and huge["reason"].startswith("does not fit: needs 4611686018427387904 bytes")
-    recs = results.records_for_run(run_dir, plan, "tcg")
+    recs = records_for_run(run_dir, plan, "tcg")
     assert {r["step"] for r in recs if r["value"] is not None} == {"small"}
     (skip,) = [r for r in recs if r["step"] == "huge"]
     assert skip["value"] is None and skip["skipped"].startswith("does not fit")
@@ -464,7 +465,7 @@ def test_steps_whose_input_is_missing_are_skipped_and_said_so(agent, tmp_path):
     make, use, missing = json.loads((run_dir / "raw/ext4/ops/steps.json").read_text())
     assert use["rc"] == 0 and "rc" in missing and missing["rc"] is None and missing["skipped"]
     assert missing["reason"] == f"input missing: {tmp_path}/mnt/ext4/never-made does not exist"
-    (skip,) = [r for r in results.records_for_run(run_dir, plan, "tcg") if r["step"] == "use-missing"]
+    (skip,) = [r for r in records_for_run(run_dir, plan, "tcg") if r["step"] == "use-missing"]
     assert skip["value"] is None and skip["ok"] and skip["skipped"].startswith("input missing")
 
 
@@ -479,7 +480,7 @@ def test_cold_start_step_remounts_in_the_middle_of_a_case(agent, tmp_path):
     assert len(agent.calls["umount"]) == 3  # the case's cold start, the step's, the last umount
     steps = json.loads((run_dir / "raw/ext4/ops/steps.json").read_text())
     assert steps[1] == {"name": "cold", "argv": [], "timed": False, "rc": 0}
-    recs = results.records_for_run(run_dir, plan, "tcg")
+    recs = records_for_run(run_dir, plan, "tcg")
     assert {r["step"] for r in recs} == {"timed"}
 
 
@@ -499,7 +500,7 @@ def test_repetitions_warmup_rounds_and_adaptive_extra_rounds(agent, tmp_path):
     order = [(e["case"], e["rep"]) for e in events if e["event"] == "case-start"]
     assert order == [("wobbly", -1), ("steady", -1), ("wobbly", 0), ("steady", 0), ("wobbly", 1), ("steady", 1),
                      ("wobbly", 2), ("wobbly", 3)]
-    recs = [r for r in results.records_for_run(run_dir, plan, "tcg") if r["metric"] == "real_s"]
+    recs = [r for r in records_for_run(run_dir, plan, "tcg") if r["metric"] == "real_s"]
     assert sorted(r["rep"] for r in recs if r["case"] == "wobbly") == [-1, 0, 1, 2, 3]
     assert sorted(r["rep"] for r in recs if r["case"] == "steady") == [-1, 0, 1]
     assert all(r.get("warmup") is (True if r["rep"] < 0 else None) for r in recs)
@@ -510,7 +511,7 @@ def test_missing_repetition_is_a_failed_record(agent, tmp_path):
     plan["repeat"] = {"n": 2}
     run_agent(agent, tmp_path, plan)
     shutil.rmtree(tmp_path / "run" / "raw" / "ext4" / "ops.rep1")
-    recs = results.records_for_run(tmp_path / "run", plan, "tcg")
+    recs = records_for_run(tmp_path / "run", plan, "tcg")
     (missing,) = [r for r in recs if r["rep"] == 1]
     assert missing["ok"] is False and "no result returned" in missing["error"]
 
@@ -521,5 +522,5 @@ def test_step_fields_and_rep_placeholder(agent, tmp_path):
     plan["repeat"] = {"n": 2}
     run_agent(agent, tmp_path, plan)
     assert (tmp_path / "run/raw/ext4/ops.rep1/dd.stdout").read_text().strip() == "rep=1 env=1"
-    recs = results.records_for_run(tmp_path / "run", plan, "tcg")
+    recs = records_for_run(tmp_path / "run", plan, "tcg")
     assert all(r["file_mb"] == 500 for r in recs if r["step"] == "dd")

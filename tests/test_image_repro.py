@@ -16,8 +16,11 @@ from pathlib import Path
 import pytest
 from test_images import make_image
 
-from harness import ext4image, image_repro, image_tree, images, pkglock
 from harness.errors import FslabError
+from harness.image import ext4image, pkglock
+from harness.image import repro as image_repro
+from harness.image import store as images
+from harness.image import tree as image_tree
 
 ROOT = Path(__file__).resolve().parent.parent
 EPOCH = 1700000000
@@ -253,7 +256,8 @@ def test_rebuild_refuses_other_host_tooling(tmp_path):
     files, _ = images.inputs("debian-12")
     img = make_image(tmp_path / "entry")
     manifest = dict(img.manifest, inputs=dict(files), git={"revision": "0123456789abcdef"})
-    manifest["inputs"]["harness/ext4image.py"] = "00" * 32
+    manifest["inputs"]["harness/image/ext4image.py"] = "00" * 32
     (img.dir / "manifest.json").write_text(__import__("json").dumps(manifest))
-    with pytest.raises(FslabError, match=r"harness/ext4image.py: this checkout has .*check out fslab 0123456789abcdef"):
+    with pytest.raises(FslabError,
+                       match=r"harness/image/ext4image.py: this checkout has .*check out fslab 0123456789abcdef"):
         image_repro.plan_sources(images.load(img.dir))

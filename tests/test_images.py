@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import image_build, images
 from harness.errors import FslabError
+from harness.image import build as image_build
+from harness.image import store as images
 
 ROOT = Path(__file__).resolve().parent.parent
 MIRROR = "http://deb.example.org/debian"
@@ -66,7 +67,7 @@ def test_input_files_cover_every_build_input():
     rels = set(images.input_files("debian-12", ROOT))
     assert {"images/debian-12/packages.txt", "images/debian-12/packages.lock", "images/debian-12/bootstrap.sh",
             "packer/debian-12.pkr.hcl", "packer/scripts/20-probe-filesystems.sh", "harness/guest/fslab_guest.py",
-            "harness/ext4image.py", "harness/image_tree.py"} <= rels
+            "harness/image/ext4image.py", "harness/image/tree.py"} <= rels
     assert not any(r.startswith(("packer/centos", "images/debian-12-zfs")) for r in rels)
 
 

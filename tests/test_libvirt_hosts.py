@@ -13,8 +13,11 @@ import pytest
 from test_images import make_image
 from vmhelpers import fslab
 
-from harness import config, hosts, libvirt, plan, results, runner, spread
 from harness.errors import FslabError
+from harness.results.jsonl import read_jsonl, write_jsonl
+from harness.results.records import records_for_run
+from harness.spec import config, plan
+from harness.vm import hosts, libvirt, runner, spread
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -123,10 +126,10 @@ class FakeRunner:
         run_dir = results_root / p["run_id"]
         run_dir.mkdir(parents=True)
         lost = host.label == self.bad
-        recs = results.records_for_run(run_dir, p, "tcg")
+        recs = records_for_run(run_dir, p, "tcg")
         if not lost:
             recs = [{**r, "ok": True, "value": 1.0, "error": None} for r in recs]
-        results.write_jsonl(run_dir / "results.jsonl", recs)
+        write_jsonl(run_dir / "results.jsonl", recs)
         status, reason = ("failed", f"lost the connection to libvirt host {host.label}: EOF") if lost else \
             ("ok", "guest reported success")
         (run_dir / "manifest.json").write_text(json.dumps({"backend": "libvirt", "status": status, "reason": reason}))
@@ -157,7 +160,7 @@ def test_spread_over_two_hosts_one_failing(tmp_path, monkeypatch):
     assert {h["uri"]: h["status"] for h in m["hosts"]} == {"qemu:///system": "ok", "qemu+ssh://b/system": "failed"}
     assert {n for _, _, n in fake.calls} == {"fslab-R-ext4", "fslab-R-xfs"}
     assert any("its 1 case(s) are marked failed" in ln for ln in logs)
-    assert results.read_jsonl(out.run_dir / "results.jsonl") == out.records
+    assert read_jsonl(out.run_dir / "results.jsonl") == out.records
 
 
 def test_spread_retries_on_another_host(tmp_path, monkeypatch):

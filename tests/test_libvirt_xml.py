@@ -9,7 +9,9 @@ from pathlib import Path
 import goldens
 import pytest
 
-from harness import config, libvirt_xml, plan, qemu
+from harness.spec import config, plan
+from harness.vm import argv as qemu
+from harness.vm import domain_xml as libvirt_xml
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = sorted(p.stem for p in (ROOT / "vmconfigs").glob("*.yaml"))

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import config, plan, qemu
-from harness.machine import LaunchError, Machine
+from harness.spec import config, plan
+from harness.vm import argv as qemu
+from harness.vm.machine import LaunchError, Machine
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(shutil.which("qemu-system-x86_64") is None, reason="QEMU not installed")

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import image_build, images
+from harness.image import build as image_build
+from harness.image import store as images
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATES = sorted((ROOT / "packer").glob("*.pkr.hcl"))

@@ -3,7 +3,7 @@
 import io
 import json
 
-from harness.progress import Progress
+from harness.vm.progress import Progress
 
 PLAN = {"vm": {"name": "smoke"}, "filesystems": [{"name": "ext4"}, {"name": "xfs"}],
         "cases": [{"id": "a"}, {"id": "b"}], "repeat": {"n": 2, "warmup": 0}}

@@ -10,7 +10,8 @@ from pathlib import Path
 import goldens
 import pytest
 
-from harness import config, plan, qemu
+from harness.spec import config, plan
+from harness.vm import argv as qemu
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = sorted(p.stem for p in (ROOT / "vmconfigs").glob("*.yaml"))

@@ -18,8 +18,9 @@ import matplotlib.image
 import pytest
 from synthetic import REAL, fio_matrix_records, maildir_records, make_run, random_io_records
 
-from harness import cli, report
-from harness.results import read_jsonl
+from harness.analysis import report
+from harness.cli import main as cli
+from harness.results.jsonl import read_jsonl
 from harness.suites import fio_matrix
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -8,8 +8,11 @@ import subprocess
 
 import pytest
 
-from harness import results
 from harness.errors import FslabError
+from harness.results.fio import fio_records, load_fio_json
+from harness.results.jsonl import read_jsonl, write_jsonl
+from harness.results.records import NO_RESULT, records_for_run
+from harness.results.tables import format_table
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 
@@ -17,7 +20,7 @@ pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not 
 def fio(*opts: str) -> dict:
     out = subprocess.run(["fio", "--name=t", "--ioengine=null", "--size=64m", "--bs=4k",
                           "--output-format=json", *opts], check=True, capture_output=True, text=True)
-    return results.load_fio_json(out.stdout)
+    return load_fio_json(out.stdout)
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +35,7 @@ def by_metric(recs: list[dict]) -> dict[str, dict]:
 
 def test_randrw_gives_both_directions_and_headline(real):
     job = real["randrw"]["jobs"][0]
-    m = by_metric(results.fio_records(real["randrw"], {"fs": "ext4", "ok": True}))
+    m = by_metric(fio_records(real["randrw"], {"fs": "ext4", "ok": True}))
     assert set(m) == {f"{d}_{k}" for d in ("read", "write") for k in ("iops", "bw", "lat_mean", "lat_p99")} | {
         "iops"}
     for d in ("read", "write"):
@@ -48,7 +51,7 @@ def test_randrw_gives_both_directions_and_headline(real):
 
 @pytest.mark.parametrize(("rw", "present", "absent"), [("read", "read", "write"), ("write", "write", "read")])
 def test_one_direction_only(real, rw, present, absent):
-    m = by_metric(results.fio_records(real[rw], {}))
+    m = by_metric(fio_records(real[rw], {}))
     assert f"{present}_iops" in m and not any(k.startswith(absent) for k in m)
     assert m["iops"]["value"] == m[f"{present}_iops"]["value"] > 0
 
@@ -56,7 +59,7 @@ def test_one_direction_only(real, rw, present, absent):
 def test_several_jobs_without_group_reporting_are_summed(real):
     jobs = real["numjobs"]["jobs"]
     assert len(jobs) == 4
-    m = by_metric(results.fio_records(real["numjobs"], {}))
+    m = by_metric(fio_records(real["numjobs"], {}))
     assert m["read_iops"]["value"] == pytest.approx(sum(j["read"]["iops"] for j in jobs))
     assert m["read_bw"]["value"] == pytest.approx(sum(j["read"]["bw_bytes"] for j in jobs) / 2**20)
     n = sum(j["read"]["total_ios"] for j in jobs)
@@ -70,14 +73,14 @@ def test_direction_asked_for_but_idle_reports_zero(real):
     data = json.loads(json.dumps(real["write"]))
     w = data["jobs"][0]["write"]
     w.update(io_bytes=0, iops=0.0, bw_bytes=0, total_ios=0)
-    m = by_metric(results.fio_records(data, {}))
+    m = by_metric(fio_records(data, {}))
     assert m["write_iops"]["value"] == 0 and m["iops"]["value"] == 0 and "write_lat_mean" not in m
 
 
 def test_fio_notes_before_json_are_skipped(real):
     text = ("note: both iodepth >= 1 and synchronous I/O engine are selected\n" + json.dumps(real["read"])
             + "\nfio: file hash not empty on exit\n")
-    assert results.load_fio_json(text)["jobs"][0]["jobname"] == "t"
+    assert load_fio_json(text)["jobs"][0]["jobname"] == "t"
 
 
 PLAN = {
@@ -101,7 +104,7 @@ def test_records_for_run_covers_every_pair(real, tmp_path):
     put_case(tmp_path, "ext4", "randrw-4k", fio_json=real["randrw"])
     put_case(tmp_path, "ext4", "randrw-4k.rep1", ok=False, error="timed out after 120 s")
     put_case(tmp_path, "xfs", "randrw-4k", fio_json={"jobs": [{"error": 5, "read": {}}]})
-    recs = results.records_for_run(tmp_path, PLAN, accel="tcg")
+    recs = records_for_run(tmp_path, PLAN, accel="tcg")
     ok = [r for r in recs if r["ok"]]
     assert {(r["fs"], r["rep"]) for r in ok} == {("ext4", 0)} and len(ok) == 9
     head = next(r for r in ok if r["metric"] == "iops")
@@ -113,37 +116,37 @@ def test_records_for_run_covers_every_pair(real, tmp_path):
     assert all(r["metric"] == "iops" and r["value"] is None for r in failed.values())
     assert failed[("ext4", 1)]["error"] == "timed out after 120 s"
     assert failed[("xfs", 0)]["error"] == "fio job error(s) [5]"
-    assert failed[("xfs", 1)]["error"] == results.NO_RESULT
+    assert failed[("xfs", 1)]["error"] == NO_RESULT
 
 
 def test_unreadable_fio_json_is_a_failed_record(tmp_path):
     put_case(tmp_path, "ext4", "randrw-4k")
     (tmp_path / "raw/ext4/randrw-4k/fio.json").write_text("{not json")
     plan = {**PLAN, "filesystems": [{"name": "ext4"}], "cases": PLAN["cases"][:1]}
-    [rec] = results.records_for_run(tmp_path, plan, accel="kvm")
+    [rec] = records_for_run(tmp_path, plan, accel="kvm")
     assert not rec["ok"] and "unreadable result" in rec["error"]
 
 
 def test_jsonl_round_trip_and_bad_line(real, tmp_path):
-    recs = results.fio_records(real["randrw"], {"fs": "ext4", "case": "c", "unit_note": "µs"})
+    recs = fio_records(real["randrw"], {"fs": "ext4", "case": "c", "unit_note": "µs"})
     path = tmp_path / "results.jsonl"
-    results.write_jsonl(path, recs)
-    assert results.read_jsonl(path) == recs
+    write_jsonl(path, recs)
+    assert read_jsonl(path) == recs
     path.write_text(path.read_text() + "\n{broken\n")
     with pytest.raises(FslabError, match=r"results.jsonl:\d+: not a JSON record"):
-        results.read_jsonl(path)
+        read_jsonl(path)
 
 
 def test_format_table_averages_reps_and_flags(real):
     base = {"suite": "s", "ok": True, "accel": "tcg"}
     recs = []
     for rep in (0, 1):
-        recs += results.fio_records(real["randrw"], {**base, "fs": "ext4", "case": "rr", "rep": rep})
-    zero = results.fio_records(real["read"], {**base, "fs": "xfs", "case": "rr", "rep": 0})
+        recs += fio_records(real["randrw"], {**base, "fs": "ext4", "case": "rr", "rep": rep})
+    zero = fio_records(real["read"], {**base, "fs": "xfs", "case": "rr", "rep": 0})
     recs += [{**r, "value": 0.0} for r in zero]
     recs.append({**base, "fs": "btrfs", "case": "rr", "rep": 0, "metric": "iops", "value": None,
                  "ok": False, "error": "mkfs failed with exit code 1"})
-    text = results.format_table(recs)
+    text = format_table(recs)
     lines = text.splitlines()
     assert lines[0].split() == ["fs", "case", "reps", "IOPS", "MiB/s", "lat", "us", "p99", "us", "flags"]
     ext4 = lines[1].split()
@@ -158,8 +161,8 @@ def test_format_table_averages_reps_and_flags(real):
 def test_zero_iops_is_flagged_not_dropped():
     fio = {"jobs": [{"jobname": "z", "job options": {"rw": "randwrite"},
                      "write": {"iops": 0.0, "bw_bytes": 0, "io_bytes": 0, "total_ios": 0}}]}
-    recs = results.fio_records(fio, {"fs": "ext3", "ok": True})
+    recs = fio_records(fio, {"fs": "ext3", "ok": True})
     by = {r["metric"]: r for r in recs}
     assert by["write_iops"]["value"] == 0 and by["write_iops"]["flag"] == "zero"
     assert by["iops"]["flag"] == "zero" and by["iops"]["ok"] is True
-    assert "ZERO" in results.format_table([{**r, "suite": "s", "case": "c", "rep": 0} for r in recs])
+    assert "ZERO" in format_table([{**r, "suite": "s", "case": "c", "rep": 0} for r in recs])

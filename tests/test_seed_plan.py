@@ -9,9 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness import cloudinit, config, disks, fiojob, plan
 from harness.errors import FslabError
+from harness.spec import config, fiojob, plan
 from harness.suites import get as get_suite
+from harness.vm import disks
+from harness.vm import seed as cloudinit
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""harness/stats.py against hand computations, published textbook values and scipy.
+"""harness/analysis/stats.py against hand computations, published textbook values and scipy.
 
 References used:
 - by hand: the t interval of [10, 12, 14] (t(0.975, 2) = 4.302653 from any t table);
@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from harness import stats
+from harness.analysis import stats
 
 SLEEP_1 = [0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0]
 SLEEP_2 = [1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4]

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from agentfakes import faked_agent, run_plan
 
-from harness import bench, config, plan
+from harness.cli import bench
+from harness.spec import config, plan
 from harness.suites import file_ops, get, registry
 
 ROOT = Path(__file__).resolve().parents[1]

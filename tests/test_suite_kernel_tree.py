@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from agentfakes import faked_agent, run_plan
 
-from harness import bench, config, plan
+from harness.cli import bench
 from harness.errors import FslabError
+from harness.spec import config, plan
 from harness.suites import get, kernel_tree, registry
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from agentfakes import faked_agent, run_plan
 
-from harness import config, plan
+from harness.spec import config, plan
 from harness.suites import get, maildir, random_io
 
 ROOT = Path(__file__).resolve().parents[1]

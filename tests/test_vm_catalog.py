@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from vmhelpers import fslab, no_qemu_left, read_records
 
-from harness import images
+from harness.image import store as images
 
 pytestmark = pytest.mark.vm
 ROOT = Path(__file__).resolve().parent.parent

@@ -71,8 +71,8 @@ def test_file_ops_smoke_on_md_raid_single_disk_and_tmpfs(image, tmp_path):
 def test_file_ops_smoke_zfs_pool_against_xfs_on_md(tmp_path):
     """Study S5's comparison: a 2-disk ZFS stripe (cold start = pool export + import) against XFS
     on md RAID 0, every step timed on both, the same objects on both."""
-    from harness import images
     from harness.errors import FslabError
+    from harness.image import store as images
 
     try:
         zimage = images.find("debian-12-zfs")

@@ -140,8 +140,8 @@ def _idle_domain(name: str, extra: str = "") -> str:
 
 def test_domain_errors_are_one_line(tmp_path):
     """Against the real daemon: a name already in use, a disk the daemon cannot read."""
-    from harness import libvirt
     from harness.errors import FslabError
+    from harness.vm import libvirt
 
     name = f"fslab-test-{tmp_path.name}"[:60]
     with libvirt.Domain("qemu:///system", _idle_domain(name), name, tmp_path / "a") as first:

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from vmhelpers import fslab, no_qemu_left, read_records
 
-from harness import accel, images
+from harness.image import store as images
+from harness.vm import accel
 
 pytestmark = pytest.mark.vm
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..errors import FslabError
+from harness.errors import FslabError
 
 DEFAULT_REPS = {"paper": 5, "quick": 3, "smoke": 1}
 

@@ -8,7 +8,8 @@ Every case uses direct I/O through libaio so that the page cache does not hide t
 
 from __future__ import annotations
 
-from ..fiojob import MNT, render
+from harness.spec.fiojob import MNT, render
+
 from . import Case, Suite
 
 _CASES = {

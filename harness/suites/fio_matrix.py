@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from itertools import product
 
-from ..fiojob import MNT, render
+from harness.spec.fiojob import MNT, render
+
 from . import Case, Suite
 
 PATTERNS = ("read", "write", "rw", "randread", "randwrite", "randrw")

@@ -1,6 +1,6 @@
 #!/bin/sh
 # The last provisioning step: hand the host what this boot changed, so that it can make the final
-# image itself, deterministically, from its own copy of the tree (harness/image_tree.py). The
+# image itself, deterministically, from its own copy of the tree (harness/image/tree.py). The
 # disk Packer leaves behind is not the image: it carries the build boot's traces.
 #
 #   /run/fslab-export/paths.gz      every path of the root filesystem, NUL-separated (gzip -n)

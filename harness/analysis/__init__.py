@@ -1,0 +1,1 @@
+"""From records to answers: statistics, comparisons, the report (HTML, Markdown, CSV) and its figures."""

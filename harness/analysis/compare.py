@@ -1,0 +1,232 @@
+"""Compare two runs, or the filesystems of one run against a baseline filesystem.
+
+For every measured quantity (suite, case, fs, metric, step) present on both sides: the % change
+of B against A with its 95 % confidence interval (Fieller, harness/analysis/stats.py `pct_change`), the
+p-value of a two-sample test (Welch by default, Mann-Whitney on request) and a verdict that says
+better or worse only when the difference is significant at alpha = 0.05.
+
+Two runs are comparable only when they measured the same thing: the same image (digest), the
+same accelerator actually used, the same VM configuration (the plan's vm, disks and filesystems)
+and the same suite (name, version and profile: a profile changes sizes and durations under the
+same case ids). Anything else is refused with every difference listed, unless forced, in which
+case the differences become a warning printed before the numbers. Left out of the check because
+they do not change what is measured: the vmconfig's name and file path, its deadline, and the
+accelerator it *asked* for (the one actually used is checked).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from harness.analysis import stats
+from harness.analysis.runs import Key, Run, Sample, load_run, samples
+from harness.errors import FslabError
+
+VM_IGNORED = ("name", "source", "deadline_s", "accelerator")
+TESTS = ("welch", "mann-whitney")
+
+
+def _short(v: object) -> str:
+    s = json.dumps(v, sort_keys=True) if not isinstance(v, str) else v
+    return s if len(s) <= 100 else s[:97] + "..."
+
+
+def _by_name(items: list) -> dict | None:
+    """A list of dicts keyed by their `id` or `name` (disks, filesystems), else None."""
+    if all(isinstance(x, dict) for x in items):
+        for k in ("id", "name"):
+            if all(k in x for x in items) and len({x[k] for x in items}) == len(items):
+                return {x[k]: x for x in items}
+    return None
+
+
+def _diff(a: object, b: object, path: str) -> list[str]:
+    """Every leaf where a and b differ, as 'path: A-value vs B-value'."""
+    if a == b:
+        return []
+    if isinstance(a, list) and isinstance(b, list):
+        ma, mb = _by_name(a), _by_name(b)
+        if ma is not None and mb is not None:
+            a, b = ma, mb
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in list(a) + [k for k in b if k not in a]:
+            sub = f"{path}.{k}" if path else str(k)
+            if k not in b:
+                out.append(f"{sub}: only in A")
+            elif k not in a:
+                out.append(f"{sub}: only in B")
+            else:
+                out.extend(_diff(a[k], b[k], sub))
+        return out
+    return [f"{path}: {_short(a)} (A) vs {_short(b)} (B)"]
+
+
+def differences(man_a: dict, man_b: dict) -> list[str]:
+    """What makes two run manifests not comparable, one line per difference (empty: comparable).
+
+    >>> a = {"accel": "kvm", "image": {"digest": "sha256:1"}, "plan": {"suite": {"name": "s", "version": 1}}}
+    >>> differences(a, {**a, "accel": "tcg"})
+    ['accelerator used: kvm (A) vs tcg (B)']
+    """
+    out: list[str] = []
+    da, db = (man_a.get("image") or {}).get("digest"), (man_b.get("image") or {}).get("digest")
+    if da != db:
+        out.append(f"image digest: {da} (A) vs {db} (B)")
+    if man_a.get("accel") != man_b.get("accel"):
+        out.append(f"accelerator used: {man_a.get('accel')} (A) vs {man_b.get('accel')} (B)")
+    pa, pb = man_a.get("plan") or {}, man_b.get("plan") or {}
+    sa, sb = pa.get("suite") or {}, pb.get("suite") or {}
+    for k in ("name", "version", "profile"):
+        if sa.get(k) != sb.get(k):
+            out.append(f"suite {k}: {_short(sa.get(k))} (A) vs {_short(sb.get(k))} (B)")
+    va = {k: v for k, v in (pa.get("vm") or {}).items() if k not in VM_IGNORED}
+    vb = {k: v for k, v in (pb.get("vm") or {}).items() if k not in VM_IGNORED}
+    out += [f"vmconfig {d}" for d in _diff(va, vb, "vm")]
+    out += [f"vmconfig {d}" for d in _diff(pa.get("disks") or [], pb.get("disks") or [], "disks")]
+    out += [f"vmconfig {d}" for d in _diff(pa.get("filesystems") or [], pb.get("filesystems") or [], "filesystems")]
+    return out
+
+
+@dataclass
+class Row:
+    """One comparison: B (`fs_b` in run B, or in the same run) against A (`fs_a`)."""
+
+    key: Key  # with fs = fs_b
+    fs_a: str
+    unit: str
+    a: stats.Summary
+    b: stats.Summary
+    change: stats.Change | None
+    p_value: float | None
+    verdict: str
+
+
+def compare_samples(key: Key, fs_a: str, sa: Sample | None, sb: Sample | None, test: str = "welch") -> Row:
+    """The Row of two samples (either may be missing: 'only in A' / 'only in B')."""
+    va, vb = (sa.values if sa else []), (sb.values if sb else [])
+    unit = (sb or sa).unit if (sb or sa) else ""
+    change = None
+    if va and vb and stats.mean(va) != 0:
+        change = stats.pct_change(va, vb)
+    if sa is None or sb is None:
+        verdict, p = ("only in B" if sa is None else "only in A"), None
+    else:
+        verdict, p = stats.verdict(va, vb, key.metric, unit, test=test)
+    return Row(key, fs_a, unit, stats.summarize(va), stats.summarize(vb), change, p, verdict)
+
+
+def _wanted(metrics: list[str] | None, run: Run) -> set[str] | None:
+    if metrics and "all" in metrics:
+        return None
+    return set(metrics) if metrics else set(run.headline_metrics())
+
+
+def compare_runs(a: Run, b: Run, metrics: list[str] | None = None, test: str = "welch") -> list[Row]:
+    """Rows for every quantity of either run whose metric is wanted (default: the headline
+    metrics; ["all"]: every metric), in A's order then B's extras."""
+    want = _wanted(metrics, a)
+    sa, sb = samples(a.records), samples(b.records)
+    keys = list(sa) + [k for k in sb if k not in sa]
+    return [compare_samples(k, k.fs, sa.get(k), sb.get(k), test) for k in keys if want is None or k.metric in want]
+
+
+def compare_baseline(run: Run, baseline: str, metrics: list[str] | None = None, test: str = "welch") -> list[Row]:
+    """Rows for every other filesystem of one run against `baseline`, quantity by quantity."""
+    fss = list(dict.fromkeys(str(r.get("fs")) for r in run.records))
+    if baseline not in fss:
+        raise FslabError(f"--baseline: '{baseline}' is not a filesystem of run {run.run_id}; "
+                         f"allowed: {', '.join(fss)}")
+    want = _wanted(metrics, run)
+    ss = samples(run.records)
+    rows = []
+    for k, s in ss.items():
+        if k.fs == baseline or (want is not None and k.metric not in want):
+            continue
+        rows.append(compare_samples(k, baseline, ss.get(k._replace(fs=baseline)), s, test))
+    return rows
+
+
+def _num(x: float | None, digits: int = 4) -> str:
+    if x is None:
+        return "-"
+    return f"{x:.{digits}g}" if abs(x) < 10 ** digits else f"{x:.0f}"
+
+
+def format_change(c: stats.Change | None) -> str:
+    """'+12.3 % [+5.1, +19.8]', '+12.3 % [no CI]' or '-'."""
+    if c is None:
+        return "-"
+    ci = f"[{c.low:+.1f}, {c.high:+.1f}]" if c.low is not None and c.high is not None else "[no CI]"
+    return f"{c.pct:+.1f} % {ci}"
+
+
+def format_rows(rows: list[Row], baseline: bool = False) -> str:
+    """An aligned text table, then a count of each verdict."""
+    head = ["case", "step", "fs" if not baseline else "fs vs base", "metric", "A mean", "nA", "B mean", "nB",
+            "change [95% CI]", "p", "verdict"]
+    table = [head]
+    for r in rows:
+        step = ":".join(x for x in (r.key.step, r.key.detail) if x)
+        fs = r.key.fs if not baseline else f"{r.key.fs} vs {r.fs_a}"
+        table.append([r.key.case, step or "-", fs, f"{r.key.metric} ({r.unit})" if r.unit else r.key.metric,
+                      _num(r.a.mean), str(r.a.n), _num(r.b.mean), str(r.b.n), format_change(r.change),
+                      "-" if r.p_value is None else f"{r.p_value:.3g}", r.verdict])
+    if not any(r[1] != "-" for r in table[1:]):
+        table = [row[:1] + row[2:] for row in table]
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in table]
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r.verdict] = counts.get(r.verdict, 0) + 1
+    lines.append("")
+    lines.append(", ".join(f"{v}: {n}" for v, n in counts.items()) if rows else "nothing to compare")
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class Outcome:
+    """What `fslab compare` says: `warnings` first (on stderr), then `text`."""
+
+    text: str
+    warnings: list[str] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
+
+
+def compare_paths(run_a: str, run_b: str | None = None, baseline: str | None = None,
+                  metrics: list[str] | None = None, test: str = "welch", force: bool = False) -> Outcome:
+    """`fslab compare RUN_A RUN_B` or `fslab compare RUN --baseline FS`.
+
+    Refuses (FslabError) runs that are not comparable, listing every difference, unless `force`.
+    """
+    if test not in TESTS:
+        raise FslabError(f"--test: '{test}' is not allowed; allowed: {', '.join(TESTS)}")
+    if (run_b is None) == (baseline is None):
+        raise FslabError("compare: give two run directories, or one run directory and --baseline FS")
+    a = load_run(run_a)
+    warnings = []
+    if run_b is None:
+        assert baseline is not None
+        rows = compare_baseline(a, baseline, metrics, test)
+        header = f"run {a.run_id} ({a.accel}): every filesystem against {baseline} (A = {baseline})"
+    else:
+        b = load_run(run_b)
+        diffs = differences(a.manifest, b.manifest)
+        if diffs and not force:
+            raise FslabError(f"runs {a.run_id} (A) and {b.run_id} (B) are not comparable; they differ in:\n  "
+                             + "\n  ".join(diffs) + "\nuse --force to compare them anyway")
+        if diffs:
+            warnings.append(f"runs {a.run_id} (A) and {b.run_id} (B) are NOT comparable; compared anyway "
+                            "(--force). They differ in:\n  " + "\n  ".join(diffs))
+        rows = compare_runs(a, b, metrics, test)
+        header = f"A = {a.run_id} ({a.accel}), B = {b.run_id} ({b.accel})"
+        warnings += [f"run {r.run_id} ended {r.manifest.get('status')}: {r.manifest.get('reason')}"
+                     for r in (a, b) if r.manifest.get("status", "ok") != "ok"]
+    tcg = list(dict.fromkeys(r.run_id for r in ((a,) if run_b is None else (a, b)) if r.accel == "tcg"))
+    if tcg:
+        warnings.append(f"accel tcg in {', '.join(tcg)}: software emulation; these timings do not describe "
+                        "real hardware")
+    text = (f"{header}\nchange = 100 * (mean B / mean A - 1), 95% CI by Fieller; p by {test}; "
+            f"verdict at alpha {stats.ALPHA}\n\n" + format_rows(rows, baseline=run_b is None))
+    return Outcome(text, warnings, rows)

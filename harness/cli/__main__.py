@@ -1,0 +1,7 @@
+"""`python -m harness.cli`: the fslab command line."""
+
+import sys
+
+from harness.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,317 @@
+"""The `fslab` command line: the only place that prints for the user and exits.
+
+Every FslabError becomes one line on stderr and exit code 2; a run whose guest failed exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+from harness import suites
+from harness.cli import images as cli_images
+from harness.errors import FslabError
+from harness.image import store as images
+from harness.results.tables import format_table
+from harness.spec import config, filesystems, plan
+from harness.spec.config import ACCELERATORS, BACKENDS
+from harness.units import parse_duration
+from harness.vm import accel, hosts, runner
+
+DEFAULT_VMCONFIG = "vmconfigs/default.yaml"
+
+
+def _add_plan_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("vmconfig", nargs="?", default=DEFAULT_VMCONFIG,
+                   help=f"VM configuration YAML (default: {DEFAULT_VMCONFIG})")
+    p.add_argument("--suite", help="workload suite (default: the vmconfig's)")
+    p.add_argument("--profile", help="profile of the suite (default: the vmconfig's)")
+    p.add_argument("--fio-job", metavar="FILE", help="run this fio job file instead of the suite's cases")
+    p.add_argument("--accel", choices=ACCELERATORS, help="override the vmconfig's accelerator")
+    p.add_argument("--backend", choices=BACKENDS, help="override the vmconfig's backend: qemu (a child process) "
+                   "or libvirt (a transient domain)")
+    p.add_argument("--deadline", help="override the vmconfig's deadline, e.g. 20m")
+    p.add_argument("--reps", type=int, help="measured repetitions of each case (default: the profile's: "
+                   "paper 5, quick 3, smoke 1)")
+    p.add_argument("--warmup", type=int, default=0, help="discarded repetitions before the measured ones")
+    p.add_argument("--cv", type=float, default=3.0, metavar="PCT",
+                   help="run more repetitions while a case's coefficient of variation exceeds PCT %% (default 3)")
+    p.add_argument("--max-reps", type=int, help="cap on repetitions of a case (default 4 x reps)")
+    p.add_argument("--boots", type=int, default=1, metavar="K",
+                   help="repeat the whole run in K VM boots, one after another, pooling their repetitions "
+                   "(boot-to-boot variance); each boot's own run directory is kept under boots/")
+
+
+def _resolve(args: argparse.Namespace) -> dict:
+    cfg = config.load(args.vmconfig)
+    deadline = None
+    if args.deadline:
+        try:
+            deadline = parse_duration(args.deadline)
+        except ValueError as e:
+            raise FslabError(f"--deadline: {args.deadline!r} is not allowed; allowed: {e}") from None
+    return plan.resolve(cfg, suite=args.suite, profile=args.profile, fio_job=args.fio_job,
+                        deadline=deadline, accelerator=args.accel, backend=args.backend, reps=args.reps,
+                        warmup=args.warmup,
+                        cv_threshold=args.cv / 100.0, max_reps=args.max_reps)
+
+
+def _image_for(p: dict, image_dir: str | None) -> images.Image:
+    image = images.load(image_dir) if image_dir else images.find(p["image"]["name"])
+    images.verify(image)  # a run refuses an image whose files do not match its manifest
+    plan.check_image_support(p, image.manifest["name"], images.supported_filesystems(image))
+    return image
+
+
+def cmd_show_config(args: argparse.Namespace) -> int:
+    print(json.dumps(_resolve(args), indent=2))
+    return 0
+
+
+def _hosts(args: argparse.Namespace, p: dict) -> list[hosts.Host]:
+    """--host URIs (which imply the libvirt backend), else the vmconfig's hosts."""
+    if not args.host:
+        return list(config.load(args.vmconfig).hosts)
+    if args.backend == "qemu":
+        raise FslabError("--host: libvirt hosts need the libvirt backend, not --backend qemu")
+    p["vm"]["backend"] = "libvirt"
+    out = []
+    for uri in args.host:
+        try:
+            out.append(hosts.parse(uri))
+        except ValueError as e:
+            raise FslabError(f"--host: {e}") from None
+    return out
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    p = _resolve(args)
+    host_list = _hosts(args, p)
+    image = _image_for(p, args.image_dir)
+    results_root = Path(args.results_dir).resolve()
+    if len(host_list) > 1:
+        if args.boots != 1 or args.show_command or args.dry_run:
+            raise FslabError("--boots, --show-command and --dry-run take one host, not several")
+        from harness.vm import spread
+
+        out = spread.run(p, image, host_list, results_root, retry=args.retry)
+        return _report(out)
+    host = host_list[0] if host_list else None
+    if args.show_command or args.dry_run:
+        choice = accel.choose(p["vm"]["accelerator"], image.kernel) if not (host and host.remote) else \
+            accel.Choice(p["vm"]["accelerator"], "tcg" if p["vm"]["accelerator"] == "tcg" else "kvm", "not probed")
+        run_dir = results_root / p["run_id"]
+        scratch = Path(args.scratch_dir) / p["run_id"] if args.scratch_dir else run_dir / "scratch"
+        vm = runner.vm_for(p, image, choice.used, run_dir, scratch, host, place=False)
+        print(vm.command_text(), end="\n" if p["vm"]["backend"] == "qemu" else "")
+        return 0
+    choice = hosts.choose_accel(host, p["vm"]["accelerator"], image) if host else \
+        accel.choose(p["vm"]["accelerator"], image.kernel)
+    if choice.warning:
+        print(f"fslab: WARNING: {choice.warning}", file=sys.stderr)
+    out = _execute(p, image, choice, results_root, args.boots, host=host,
+                   scratch_root=Path(args.scratch_dir) if args.scratch_dir else None, keep_scratch=args.keep_scratch)
+    return _report(out)
+
+
+def _report(out: runner.Outcome) -> int:
+    print(format_table(out.records))
+    print(f"status: {out.status} ({out.reason})")
+    print(out.run_dir)
+    return 0 if out.status == "ok" else 1
+
+
+def _execute(p: dict, image: images.Image, choice: accel.Choice, results_root: Path, boots: int,
+             **kw) -> runner.Outcome:
+    """One VM, or `boots` VMs one after another pooled into one run directory (harness/vm/boots.py)."""
+    if boots == 1:
+        return runner.run(p, image, choice, results_root, **kw)
+    from harness.vm import boots as boots_mod
+
+    return boots_mod.run(p, image, choice, results_root, boots, **kw)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """Run the main job: each selected suite on its study's VM, one VM after another."""
+    from harness.cli import bench
+
+    outcomes = []
+    chosen = ([(args.suite, args.vmconfig)] if args.vmconfig != DEFAULT_VMCONFIG and not args.suites
+              else bench.selection(args.suites, Path.cwd()))
+    for suite, vmconfig in chosen:
+        args.vmconfig, args.suite = vmconfig, suite
+        p = _resolve(args)
+        images.build(p["image"]["name"], accelerator="auto")  # build or reuse: the inputs decide
+        image = _image_for(p, None)
+        choice = accel.choose(p["vm"]["accelerator"], image.kernel)
+        if choice.warning:
+            print(f"fslab: WARNING: {choice.warning}", file=sys.stderr)
+        out = _execute(p, image, choice, Path(args.results_dir).resolve(), args.boots)
+        print(f"== {p['suite']['name']} ({p['suite']['profile']}) on {p['vm']['name']}: {out.status}")
+        print(format_table(out.records))
+        outcomes.append(out)
+    for out in outcomes:
+        print(f"{out.status:<7} {out.run_dir}")
+    return 0 if all(o.status == "ok" for o in outcomes) else 1
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Write report/ (HTML, Markdown, CSV, figures) for one or more runs; print the run table."""
+    from harness.analysis import report  # matplotlib and scipy load only for the commands that use them
+
+    rep = report.build(args.run_dirs, args.out)
+    for run in rep.runs:
+        m = run.manifest
+        print(f"run {run.run_id}: {m.get('status')} ({m.get('reason')}), accel={run.accel}")
+        print(format_table(run.records))
+    for kind, text in rep.warnings:
+        print(f"fslab: WARNING: {kind}: {text}", file=sys.stderr)
+    print(f"{len(rep.figures)} figure(s), {len(rep.all_rows)} measured quantities")
+    print(rep.out_dir / "index.html")
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Two runs, or one run's filesystems against --baseline: % change, CI, p, verdict."""
+    from harness.analysis import compare
+
+    out = compare.compare_paths(args.run_a, args.run_b, baseline=args.baseline, metrics=args.metric,
+                                test=args.test, force=args.force)
+    for w in out.warnings:
+        print(f"fslab: WARNING: {w}", file=sys.stderr)
+    print(out.text, end="")
+    return 0
+
+
+def cmd_image(args: argparse.Namespace) -> int:
+    if args.image_cmd in ("lock", "rebuild", "export", "import"):
+        return cli_images.cmd_image_extra(args)
+    if args.image_cmd == "build" and args.check_reproducible:
+        return cli_images.cmd_check_reproducible(args)
+    if args.image_cmd == "build":
+        image = images.build(args.name, accelerator=args.accel, force=args.force)
+        print(f"{image.manifest['name']}: {image.digest} ({image.dir})")
+    elif args.image_cmd == "list":
+        found = images.list_images()
+        for im in found:
+            m = im.manifest
+            print(f"{m['name']:<18} {m['input_hash'][:16]}  {m['digest'][:23]}  {m.get('kernel')}  "
+                  f"{m.get('built_at')}  {im.dir}")
+        if not found:
+            print(f"no images built yet in {images.store_dir()}; run `fslab image build debian-12`")
+    elif args.image_cmd == "verify":
+        target = args.name
+        image = images.load(target) if os.path.sep in target or Path(target).exists() else images.find(target)
+        images.verify(image)
+        print(f"{image.manifest['name']}: ok, {image.digest} matches its manifest")
+    elif args.image_cmd == "validate":
+        for line in images.validate_templates():
+            print(line)
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    if args.what == "suites":
+        for s in suites.registry().values():
+            print(f"{s.name} (v{s.version}): {s.description}")
+            for prof, desc in s.profiles.items():
+                print(f"  {prof}: {desc}")
+    else:
+        for name in filesystems.names():
+            print(f"{name:<10} {filesystems.get(name).description}")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="fslab", description="Reproducible filesystem comparisons in QEMU VMs.")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+
+    p = sub.add_parser("run", help="boot a VM and run a suite on each of its filesystems")
+    _add_plan_args(p)
+    p.add_argument("--results-dir", default="results", help="where run directories go (default: results)")
+    p.add_argument("--scratch-dir", help="where the run's disks are created (default: inside the run directory)")
+    p.add_argument("--keep-scratch", action="store_true", help="keep disks and overlay after the run")
+    p.add_argument("--image-dir", help="use this built image directory instead of the current build")
+    p.add_argument("--host", action="append", metavar="URI",
+                   help="libvirt host to run on (repeatable; implies --backend libvirt): qemu:///system, "
+                   "qemu+ssh://root@host/system; with several, one VM per filesystem is spread over them")
+    p.add_argument("--retry", action="store_true",
+                   help="with several hosts: a VM whose host failed runs again on another host")
+    p.add_argument("--show-command", action="store_true",
+                   help="print the exact QEMU command line (libvirt backend: the domain XML) and stop")
+    p.add_argument("--dry-run", action="store_true", help="resolve everything, print the command, boot nothing")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("bench", help="the main job: each suite on its study's VM (default: vmconfigs/default.yaml)")
+    _add_plan_args(p)
+    p.add_argument("--suites", help="all, default, or a comma-separated list of suites")
+    p.add_argument("--results-dir", default="results", help="where run directories go (default: results)")
+    p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("show-config", help="print the fully resolved plan as JSON")
+    _add_plan_args(p)
+    p.set_defaults(func=cmd_show_config)
+
+    p = sub.add_parser("report", help="write report/ (index.html, summary.md, records.csv, figures) for runs")
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories (several: figures by run)")
+    p.add_argument("--out", metavar="DIR", help="report directory (default: RUN_DIR/report of the first run)")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("compare", help="compare two runs, or one run's filesystems against a baseline")
+    p.add_argument("run_a", metavar="RUN_A")
+    p.add_argument("run_b", metavar="RUN_B", nargs="?")
+    p.add_argument("--baseline", metavar="FS", help="compare every filesystem of RUN_A against FS")
+    p.add_argument("--metric", metavar="M", action="append",
+                   help="metric to compare (repeatable; default: the suite's headline ones; 'all': every metric)")
+    p.add_argument("--test", choices=("welch", "mann-whitney"), default="welch",
+                   help="significance test (default: welch)")
+    p.add_argument("--force", action="store_true",
+                   help="compare runs that differ in image, accelerator, vmconfig or suite (with a warning)")
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("image", help="build, list, verify, lock, rebuild, export and import guest images")
+    isub = p.add_subparsers(dest="image_cmd", required=True)
+    b = isub.add_parser("build", help="build (or reuse) an image")
+    b.add_argument("name", nargs="?", default="debian-12")
+    b.add_argument("--accel", choices=ACCELERATORS, default="auto", help="accelerator for the Packer boot")
+    b.add_argument("--force", action="store_true", help="rebuild even if an image with these inputs exists")
+    b.add_argument("--check-reproducible", action="store_true",
+                   help="build twice, cold, into two temp entries; same digests, or say which files differ")
+    isub.add_parser("list", help="list built images")
+    v = isub.add_parser("verify", help="re-check an image's digests against its manifest")
+    v.add_argument("name", nargs="?", default="debian-12", help="image name or directory")
+    isub.add_parser("validate", help="packer fmt -check and packer validate every template")
+    cli_images.add_image_parsers(isub)
+    p.set_defaults(func=cmd_image)
+
+    cli_images.add_reproduce_parser(sub).set_defaults(func=cli_images.cmd_reproduce)
+
+    p = sub.add_parser("list", help="list suites or filesystems")
+    p.add_argument("what", choices=("suites", "filesystems"))
+    p.set_defaults(func=cmd_list)
+    return ap
+
+
+def _sigterm(_signo: int, _frame: object) -> None:
+    raise KeyboardInterrupt  # unwinds through Machine.__exit__, so QEMU is ended and results kept
+
+
+def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _sigterm)
+    args = parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except FslabError as e:
+        print(f"fslab: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("fslab: interrupted; QEMU stopped, partial results kept", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,131 @@
+"""A run directory's raw results -> results.jsonl records, for every (filesystem, case, repetition)
+of the plan: a record for each measurement, and a failed record where a repetition gave none.
+
+The raw files come from the results stream (harness/results/stream.py); fio cases are parsed by
+harness/results/fio.py, `steps` cases by harness/results/steps.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from harness.results.fio import fio_records, load_fio_json
+from harness.results.steps import steps_records
+
+NO_RESULT = "no result returned (guest stopped before this case)"
+
+
+def case_dir(case_id: str, rep: int) -> str:
+    """Directory of a case under raw/<fs>/: the id for rep 0, `<id>.rep<N>` for rep N and
+    `<id>.warmup<N>` for the discarded warm-up rep -N.
+
+    The same rule as the guest agent's `case_dir` (repetitions share an id).
+    """
+    if rep < 0:
+        return f"{case_id}.warmup{-rep}"
+    return case_id if not rep else f"{case_id}.rep{rep}"
+
+
+def reps_on_disk(fs_dir: Path, case_id: str) -> set[int]:
+    """The repetitions of a case that came back (warm-ups as negative numbers)."""
+    found: set[int] = set()
+    if not fs_dir.is_dir():
+        return found
+    for p in fs_dir.iterdir():
+        if p.name == case_id:
+            found.add(0)
+        elif p.name.startswith(case_id + "."):
+            tail = p.name[len(case_id) + 1:]
+            for prefix, sign in (("rep", 1), ("warmup", -1)):
+                if tail.startswith(prefix) and tail[len(prefix):].isdigit():
+                    found.add(sign * int(tail[len(prefix):]))
+    return found
+
+
+def expected_reps(plan: dict, case: dict) -> list[int]:
+    """The repetitions the plan asks for at least: `repeat.n` rounds from the case's first rep."""
+    r = plan.get("repeat") or {}
+    first = int(r.get("rep_offset", 0)) + case.get("rep", 0)
+    return list(range(first, first + max(1, int(r.get("n", 1)))))
+
+
+def _flatten(params: dict, prefix: str = "") -> dict:
+    out: dict = {}
+    for k, v in params.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _case_records(raw: Path, base: dict, case_plan: dict) -> list[dict]:
+    """Records of one case directory, or raise ValueError with the reason it failed."""
+    kind = case_plan.get("kind")
+    if not (raw / "case.json").is_file():
+        raise ValueError(NO_RESULT)
+    case = json.loads((raw / "case.json").read_text())
+    if not case.get("ok"):
+        raise ValueError(case.get("error") or "case failed (no error given)")
+    if kind == "steps":
+        steps = json.loads((raw / "steps.json").read_text())
+        return steps_records(steps, case_plan.get("steps") or [], raw, base)
+    if kind != "fio":
+        raise ValueError(f"no parser for case kind {kind!r}")
+    if not (raw / "fio.json").is_file():
+        raise ValueError("fio.json missing although the case succeeded")
+    fio = load_fio_json((raw / "fio.json").read_text(errors="replace"))
+    errs = sorted({j.get("error") for j in fio.get("jobs", []) if j.get("error")})
+    if errs:
+        raise ValueError(f"fio job error(s) {errs}")
+    return fio_records(fio, base)
+
+
+def records_for_run(run_dir: str | Path, plan: dict, accel: str) -> list[dict]:
+    """results.jsonl records for every (filesystem, case) pair of the plan, in plan order.
+
+    Every repetition the plan asks for (`repeat.n` from the case's first rep), plus every other
+    one that came back (the agent's adaptive extra rounds, and warm-ups, marked `warmup: true`).
+    A repetition whose raw results are missing, failed or unreadable gives one record
+    {"metric": "iops", "value": None, "ok": False, "error": ...}: never a gap. Case params are
+    flattened into fields (nested dicts as "a.b"); they never overwrite the fixed fields.
+    """
+    run_dir = Path(run_dir)
+    out: list[dict] = []
+    by_id: dict[str, list[dict]] = {}
+    for case in plan["cases"]:  # a suite may list one case id once per repetition
+        by_id.setdefault(case["id"], []).append(case)
+    for fs in plan["filesystems"]:
+        for cid, entries in by_id.items():
+            found = reps_on_disk(run_dir / "raw" / fs["name"], cid)
+            expected = {r for c in entries for r in expected_reps(plan, c)}
+            for rep in sorted(expected | found):  # warm-ups first, then every rep that ran
+                out.extend(_rep_records(run_dir, plan, fs, entries[0], rep, accel))
+    return out
+
+
+def _rep_records(run_dir: Path, plan: dict, fs: dict, case: dict, rep: int, accel: str) -> list[dict]:
+    """Records of one repetition of one case on one filesystem (a failed record if need be)."""
+    base = {"suite": plan["suite"]["name"], "case": case["id"], "fs": fs["name"], "rep": rep, "ok": True,
+            "accel": accel}
+    if rep < 0:
+        base["warmup"] = True  # discarded by statistics, kept for the record
+    for k, v in _flatten(case.get("params") or {}).items():
+        base.setdefault(k, v)
+    raw = run_dir / "raw" / fs["name"] / case_dir(case["id"], rep)
+    try:
+        recs = _case_records(raw, base, case)
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        err = str(e) if isinstance(e, ValueError) and not isinstance(e, json.JSONDecodeError) \
+            else f"unreadable result in {raw}: {type(e).__name__}: {e}"
+        headline = plan["suite"].get("headline", "iops")
+        recs = [{**base, "metric": headline, "value": None, "unit": "IO/s" if headline == "iops" else "",
+                 "ok": False, "error": err}]
+    return [_ordered(r) for r in recs]
+
+
+def _ordered(rec: dict) -> dict:
+    """Field order of docs/contracts.md: suite, case, fs, metric, value, unit, rep, ok, accel, ..."""
+    head = ["suite", "case", "fs", "metric", "value", "unit", "rep", "ok", "accel", "error"]
+    return {**{k: rec[k] for k in head if k in rec}, **{k: v for k, v in rec.items() if k not in head}}

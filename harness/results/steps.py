@@ -1,0 +1,44 @@
+"""A `steps` case's steps.json and step outputs -> records (real and CPU seconds, metric lines)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def steps_records(steps: list[dict], plan_steps: list[dict], raw: Path, base: dict) -> list[dict]:
+    """Records of a `steps` case: for every timed step, its real and CPU seconds
+    (`real_s`, `cpu_s` = user + sys, `user_s`, `sys_s`, each with the field `step`); and for a step
+    whose plan entry says `"parse": "metrics"`, every line of its stdout that is a JSON object
+    {"metric", "value", "unit", ...extra fields} (how workload programs report their own metrics).
+    A step skipped on purpose gives one record with value None and `skipped` saying why. A plan
+    step's `fields` (e.g. {"file_mb": 500}) are added to that step's records.
+
+    Example: steps.json [{"name": "cp", "timed": true, "rc": 0, "real_s": 2.5, "user_s": 0.1,
+    "sys_s": 0.4}] gives records step=cp with real_s 2.5 s, cpu_s 0.5 s, user_s 0.1 s, sys_s 0.4 s.
+    """
+    parse = {p["name"]: p.get("parse") for p in plan_steps}
+    fields = {p["name"]: p.get("fields") or {} for p in plan_steps}
+    out: list[dict] = []
+    for st in steps:
+        b = {**base, **{k: v for k, v in fields.get(st["name"], {}).items() if k not in base},
+             "step": st["name"]}
+        if st.get("reason"):  # skipped on purpose (e.g. does not fit in tmpfs): said, not hidden
+            out.append({**b, "metric": "real_s", "value": None, "unit": "s", "skipped": st["reason"]})
+            continue
+        if st.get("timed", True) and st.get("rc") == 0:
+            cpu = st["user_s"] + st["sys_s"]
+            for metric, value in (("real_s", st["real_s"]), ("cpu_s", cpu), ("user_s", st["user_s"]),
+                                  ("sys_s", st["sys_s"])):
+                out.append({**b, "metric": metric, "value": round(value, 4), "unit": "s"})
+        if parse.get(st["name"]) == "metrics" and (raw / f"{st['name']}.stdout").is_file():
+            for line in (raw / f"{st['name']}.stdout").read_text(errors="replace").splitlines():
+                line = line.strip()
+                if not line.startswith("{"):
+                    continue
+                m = json.loads(line)
+                if "metric" in m and "value" in m:
+                    extra = {k: v for k, v in m.items() if k not in ("metric", "value", "unit")}
+                    out.append({**b, **{k: v for k, v in extra.items() if k not in b},
+                                "metric": m["metric"], "value": m["value"], "unit": m.get("unit", "")})
+    return out

@@ -1,0 +1,347 @@
+"""Strict loading of vmconfigs/*.yaml into frozen dataclasses.
+
+Every key is declared once, in the tables below (key, parser, default, help), so that the loader,
+the error messages and `fslab show-config` agree. An unknown key or a bad value is one FslabError
+naming the file, the key path and what is allowed; nothing is guessed or silently substituted.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.errors import FslabError
+from harness.spec import filesystems, layouts, variants
+from harness.units import parse_duration, parse_size
+from harness.vm import hosts as hosts_mod
+
+ACCELERATORS = ("auto", "kvm", "tcg")
+BACKENDS = ("qemu", "libvirt")
+FORMATS = ("raw", "qcow2")
+PREALLOCATIONS = ("off", "metadata", "falloc", "full")
+CACHES = ("none", "writeback", "writethrough", "directsync", "unsafe")
+AIOS = ("threads", "native", "io_uring")
+BUSES = ("virtio-blk", "virtio-scsi", "nvme")
+
+
+@dataclass(frozen=True)
+class Disk:
+    id: str
+    size: int
+    format: str
+    preallocation: str
+    cache: str
+    aio: str
+    bus: str
+
+    @property
+    def serial(self) -> str:
+        return f"fslab-{self.id}"
+
+
+@dataclass(frozen=True)
+class Filesystem:
+    name: str
+    type: str  # catalog filesystem (a variant is resolved to its base here)
+    variant: str | None  # the catalog variant it came from, if any
+    disks: tuple[str, ...]
+    layout: str | None  # None for filesystems without a disk (tmpfs)
+    mkfs_options: tuple[str, ...]
+    mount_options: str
+
+
+@dataclass(frozen=True)
+class VMConfig:
+    name: str
+    description: str
+    vcpus: int
+    memory: int
+    accelerator: str
+    backend: str
+    image: str
+    deadline: int
+    suite: str
+    profile: str
+    disks: tuple[Disk, ...]
+    filesystems: tuple[Filesystem, ...]
+    source: str
+    hosts: tuple[hosts_mod.Host, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class _Bad(ValueError):
+    """A value is wrong; the message says what is allowed."""
+
+
+def _choice(allowed: tuple[str, ...]) -> Callable[[Any], str]:
+    def parse(v: Any) -> str:
+        if not isinstance(v, str) or v not in allowed:
+            raise _Bad(f"{v!r} is not allowed; allowed: {', '.join(allowed)}")
+        return v
+    return parse
+
+
+def _int_range(lo: int, hi: int) -> Callable[[Any], int]:
+    def parse(v: Any) -> int:
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            raise _Bad(f"{v!r} is not allowed; allowed: a whole number from {lo} to {hi}")
+        return v
+    return parse
+
+
+def _text(v: Any) -> str:
+    if not isinstance(v, str):
+        raise _Bad(f"{v!r} is not allowed; allowed: a string")
+    return v
+
+
+def _name(v: Any) -> str:
+    s = _text(v)
+    if not s or not all(c.isalnum() or c in "-_." for c in s) or s.startswith("."):
+        raise _Bad(f"{v!r} is not allowed; allowed: letters, digits, '-', '_' and '.'")
+    return s
+
+
+def _size(v: Any) -> int:
+    try:
+        return parse_size(v)
+    except ValueError as e:
+        raise _Bad(f"{v!r} is not allowed; allowed: {e}") from None
+
+
+def _duration(v: Any) -> int:
+    try:
+        return parse_duration(v)
+    except ValueError as e:
+        raise _Bad(f"{v!r} is not allowed; allowed: {e}") from None
+
+
+def _argv(v: Any) -> tuple[str, ...]:
+    if isinstance(v, str):
+        return tuple(shlex.split(v))
+    if isinstance(v, list) and all(isinstance(x, (str, int)) for x in v):
+        return tuple(str(x) for x in v)
+    raise _Bad(f"{v!r} is not allowed; allowed: a string or a list of strings")
+
+
+def _mount_options(v: Any) -> str:
+    if isinstance(v, list):
+        v = ",".join(str(x) for x in v)
+    s = _text(v)
+    if any(c.isspace() for c in s):
+        raise _Bad(f"{v!r} is not allowed; allowed: comma-separated options without spaces")
+    return s
+
+
+def _known_types() -> list[str]:
+    return filesystems.names() + sorted(variants.VARIANTS)
+
+
+def _fstype(v: Any) -> str:
+    s = _text(v)
+    if s not in filesystems.CATALOG and s not in variants.VARIANTS:
+        raise _Bad(f"{v!r} is not a known filesystem or variant; allowed: {', '.join(_known_types())}")
+    return s
+
+
+def _hosts(v: Any) -> tuple[hosts_mod.Host, ...]:
+    if isinstance(v, (str, dict)):
+        v = [v]
+    if not isinstance(v, list) or not v:
+        raise _Bad(f"{v!r} is not allowed; allowed: a list of libvirt URIs (or {{uri, store, scratch, slots}})")
+    try:
+        return tuple(hosts_mod.parse(x) for x in v)
+    except ValueError as e:
+        raise _Bad(str(e)) from None
+
+
+def _disk_list(v: Any) -> tuple[str, ...]:
+    if isinstance(v, str):
+        v = [v]
+    if not isinstance(v, list) or not v or not all(isinstance(x, str) for x in v):
+        raise _Bad(f"{v!r} is not allowed; allowed: a list of disk ids")
+    return tuple(v)
+
+
+_REQUIRED = object()
+
+# key: (parser, default, help)
+VM_KEYS: dict[str, tuple[Callable[[Any], Any], Any, str]] = {
+    "name": (_name, None, "name of this VM configuration (default: the file name)"),
+    "description": (_text, "", "free text"),
+    "vcpus": (_int_range(1, 256), 2, "virtual CPUs"),
+    "memory": (_size, 2 * 1024**3, "guest RAM, e.g. 8GiB"),
+    "accelerator": (_choice(ACCELERATORS), "auto", "auto probes KVM by booting a tiny guest, else TCG"),
+    "backend": (_choice(BACKENDS), "qemu", "qemu (a child process) or libvirt (a transient domain)"),
+    "hosts": (_hosts, (), "libvirt hosts the VMs run on (backend libvirt; default qemu:///system)"),
+    "image": (_name, "debian-12", "image definition under images/"),
+    "deadline": (_duration, 1800, "the VM is killed after this long, e.g. 30m"),
+    "suite": (_name, "fio-basic", "workload suite"),
+    "profile": (_name, "default", "profile of the suite"),
+    "disks": (None, _REQUIRED, "virtual disks under test"),
+    "filesystems": (None, _REQUIRED, "filesystems to make, one per disk"),
+}
+DISK_KEYS: dict[str, tuple[Callable[[Any], Any], Any, str]] = {
+    "id": (_name, None, "disk id (default d0, d1, ...); the guest sees serial fslab-<id>"),
+    "size": (_size, _REQUIRED, "disk size, e.g. 8GiB"),
+    "format": (_choice(FORMATS), "raw", "image format on the host"),
+    "preallocation": (_choice(PREALLOCATIONS), "falloc", "qemu-img preallocation"),
+    "cache": (_choice(CACHES), "none", "QEMU cache mode"),
+    "aio": (_choice(AIOS), "threads", "QEMU AIO backend"),
+    "bus": (_choice(BUSES), "virtio-blk", "how the disk is attached"),
+}
+FS_KEYS: dict[str, tuple[Callable[[Any], Any], Any, str]] = {
+    "name": (_name, _REQUIRED, "variant name used in results (e.g. ext4-noatime)"),
+    "type": (_fstype, None, "catalog filesystem or variant (default: the name)"),
+    "disk": (_name, None, "disk id this filesystem is made on (default: the next unused disk)"),
+    "disks": (_disk_list, None, "several disk ids, for a multi-disk layout"),
+    "layout": (_choice(tuple(layouts.LAYOUTS)), None, "how several disks are combined"),
+    "mkfs_options": (_argv, (), "extra mkfs arguments"),
+    "mount_options": (_mount_options, "", "mount -o options"),
+}
+
+
+def _fields(src: str, path: str, data: Any, table: dict) -> dict[str, Any]:
+    """Parse one mapping against its table of keys; one clear error on the first problem."""
+    if not isinstance(data, dict):
+        raise FslabError(f"{src}: {path or 'top level'}: expected a mapping of keys")
+    unknown = [k for k in data if k not in table]
+    if unknown:
+        where = f"{path}.{unknown[0]}" if path else str(unknown[0])
+        raise FslabError(f"{src}: {where}: unknown key; allowed: {', '.join(table)}")
+    out: dict[str, Any] = {}
+    for key, (parse, default, _help) in table.items():
+        where = f"{path}.{key}" if path else key
+        if key not in data or data[key] is None:
+            if default is _REQUIRED:
+                raise FslabError(f"{src}: {where}: required key is missing")
+            out[key] = default
+        elif parse is None:
+            out[key] = data[key]
+        else:
+            try:
+                out[key] = parse(data[key])
+            except _Bad as e:
+                raise FslabError(f"{src}: {where}: {e}") from None
+    return out
+
+
+def parse(data: Any, src: str) -> VMConfig:
+    """A VMConfig from already-loaded YAML data; `src` names the file in errors."""
+    top = _fields(src, "", data, VM_KEYS)
+    if not isinstance(top["disks"], list) or not top["disks"]:
+        raise FslabError(f"{src}: disks: expected a non-empty list of disks")
+    if not isinstance(top["filesystems"], list) or not top["filesystems"]:
+        raise FslabError(f"{src}: filesystems: expected a non-empty list of filesystems")
+
+    disks: list[Disk] = []
+    for i, d in enumerate(top["disks"]):
+        f = _fields(src, f"disks[{i}]", d, DISK_KEYS)
+        f["id"] = f["id"] or f"d{i}"
+        disk = Disk(**f)
+        if disk.id in {x.id for x in disks}:
+            raise FslabError(f"{src}: disks[{i}].id: '{disk.id}' is used twice; disk ids must be unique")
+        if disk.preallocation == "metadata" and disk.format != "qcow2":
+            raise FslabError(f"{src}: disks[{i}].preallocation: 'metadata' needs format qcow2; "
+                             f"allowed for raw: off, falloc, full")
+        if disk.aio == "native" and disk.cache not in ("none", "directsync"):
+            raise FslabError(f"{src}: disks[{i}].aio: 'native' needs cache none or directsync "
+                             f"(O_DIRECT), not '{disk.cache}'; allowed with it: threads, io_uring")
+        disks.append(disk)
+
+    if top["hosts"] and top["backend"] != "libvirt":
+        raise FslabError(f"{src}: hosts: libvirt hosts need `backend: libvirt`, not '{top['backend']}'")
+    fss: list[Filesystem] = []
+    used: dict[str, str] = {}
+    for i, fdata in enumerate(top["filesystems"]):
+        fss.append(_filesystem(src, i, fdata, disks, used, fss))
+
+    return VMConfig(
+        name=top["name"] or Path(src).stem, description=top["description"], vcpus=top["vcpus"],
+        memory=top["memory"], accelerator=top["accelerator"], backend=top["backend"],
+        image=top["image"], deadline=top["deadline"], suite=top["suite"], profile=top["profile"],
+        disks=tuple(disks), filesystems=tuple(fss), source=src, hosts=top["hosts"],
+    )
+
+
+def _filesystem(src: str, i: int, fdata: Any, disks: list[Disk], used: dict[str, str],
+                fss: list[Filesystem]) -> Filesystem:
+    """One filesystem entry: variant resolved, disks assigned and checked against its layout."""
+    where = f"filesystems[{i}]"
+    f = _fields(src, where, fdata, FS_KEYS)
+    name = f["name"]
+    if name in {x.name for x in fss}:
+        raise FslabError(f"{src}: {where}.name: '{name}' is used twice")
+    tname = f["type"] or name
+    if tname not in filesystems.CATALOG and tname not in variants.VARIANTS:
+        raise FslabError(f"{src}: {where}.type: '{tname}' is not a known filesystem or variant; "
+                         f"allowed: {', '.join(_known_types())}")
+    var = variants.VARIANTS.get(tname)
+    fstype = var.base if var else tname
+    fsdef = filesystems.CATALOG[fstype]
+    mkfs = (var.mkfs_options if var else ()) + f["mkfs_options"]
+    mount = ",".join(x for x in ((var.mount_options if var else ""), f["mount_options"]) if x)
+    if f["disk"] and f["disks"]:
+        raise FslabError(f"{src}: {where}: give either disk or disks, not both")
+    if not fsdef.needs_disk:
+        if f["disk"] or f["disks"] or f["layout"]:
+            raise FslabError(f"{src}: {where}: {fstype} lives in RAM and takes no disk or layout")
+        return Filesystem(name, fstype, var.name if var else None, (), None, mkfs, mount)
+
+    ids = f["disks"] or ((f["disk"],) if f["disk"] else ())
+    if not ids:
+        free = [d.id for d in disks if d.id not in used]
+        if not free:
+            raise FslabError(f"{src}: {where}.disk: no disk left for '{name}'; add a disk or name one")
+        ids = (free[0],)
+    by_id = {d.id: d for d in disks}
+    for d in ids:
+        if d not in by_id:
+            raise FslabError(f"{src}: {where}.disk: '{d}' is not a disk; allowed: {', '.join(by_id)}")
+        if d in used:
+            raise FslabError(f"{src}: {where}.disk: '{d}' is already used by '{used[d]}'; "
+                             f"each filesystem needs its own disk")
+    layout_name = f["layout"] or ("zfs-single" if fstype == "zfs" else "single")
+    lay = layouts.LAYOUTS[layout_name]
+    if lay.fs_types and fstype not in lay.fs_types:
+        raise FslabError(f"{src}: {where}.layout: '{layout_name}' is for {', '.join(lay.fs_types)}, "
+                         f"not {fstype}")
+    if fstype == "zfs" and not layout_name.startswith("zfs-"):
+        raise FslabError(f"{src}: {where}.layout: zfs makes its own pool; allowed: zfs-single, zfs-stripe, "
+                         f"zfs-mirror")
+    if not lay.min_disks <= len(ids) <= lay.max_disks:
+        raise FslabError(f"{src}: {where}.disks: layout '{layout_name}' needs {lay.min_disks} to "
+                         f"{lay.max_disks} disks, got {len(ids)}")
+    size = min(by_id[d].size for d in ids)
+    if size < fsdef.min_size:
+        raise FslabError(f"{src}: {where}: {fstype} needs a disk of at least "
+                         f"{fsdef.min_size // 1024**2}MiB; disk '{ids[0]}' has {size // 1024**2}MiB")
+    for d in ids:
+        used[d] = name
+    return Filesystem(name, fstype, var.name if var else None, tuple(ids), layout_name, mkfs, mount)
+
+
+def load(path: str | Path) -> VMConfig:
+    """Load and validate a vmconfig file."""
+    p = Path(path)
+    src = str(path)
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        raise FslabError(f"{src}: no such vmconfig file", hint="see vmconfigs/ for examples") from None
+    except OSError as e:
+        raise FslabError(f"{src}: cannot read: {e.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "?"
+        raise FslabError(f"{src}: {where}: not valid YAML: {getattr(e, 'problem', e)}") from None
+    return parse(data, src)

@@ -1,0 +1,133 @@
+"""Repetitions across VM boots (`fslab run --boots K`): boot-to-boot variance in the sample.
+
+The same plan runs in K VMs, one after another, each a complete run directory of its own under
+the run's `boots/b<k>/`. Each boot numbers its repetitions from its own offset (plan
+`repeat.rep_offset` = (k-1) x stride), so repetitions never collide. Then the run directory
+itself is made like any other run's, so report and compare need nothing new:
+
+    <run-id>/manifest.json     boot 1's manifest, run id and status of the whole, plus "boots":
+                               [{boot, run_id, status, reason, timings, qemu argv}, ...]
+    <run-id>/results.jsonl     every boot's records, each with its "boot" number
+    <run-id>/raw/              every boot's raw files, hard-linked (per-filesystem files such as
+                               fs.json from the first boot that has them; warm-ups stay in boots/)
+    <run-id>/boots/b<k>/       each boot's own run directory, untouched
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness.errors import FslabError
+from harness.image import store as images
+from harness.results.jsonl import read_jsonl, write_jsonl
+from harness.vm import accel as accel_mod
+from harness.vm import runner
+
+Log = Callable[[str], None]
+
+
+def stride(plan: dict[str, Any]) -> int:
+    """Repetition numbers one boot can use: its cap of rounds past the highest first rep.
+
+    >>> stride({"repeat": {"n": 3, "cap": 12}, "cases": [{"rep": 0}, {"rep": 2}]})
+    14
+    """
+    r = plan.get("repeat") or {}
+    first = max((int(c.get("rep", 0)) for c in plan["cases"]), default=0)
+    return first + max(int(r.get("cap", 1)), int(r.get("n", 1)))
+
+
+def boot_plan(plan: dict[str, Any], k: int) -> dict[str, Any]:
+    """The plan of boot `k` (1-based): its own run id and repetition offset."""
+    p = copy.deepcopy(plan)
+    p["run_id"] = f"b{k}"
+    p["repeat"]["rep_offset"] = (k - 1) * stride(plan)
+    p["repeat"]["boot"] = k
+    return p
+
+
+def run(plan: dict[str, Any], image: images.Image, choice: accel_mod.Choice, results_root: Path, boots: int,
+        scratch_root: Path | None = None, keep_scratch: bool = False, log: Log = runner._stderr,
+        host: Any = None) -> runner.Outcome:
+    """K boots of `plan`; returns the outcome of the whole (ok only if every boot was)."""
+    if boots < 1:
+        raise FslabError(f"--boots: {boots} is not allowed; allowed: 1 or more")
+    plan = copy.deepcopy(plan)
+    plan["repeat"]["boots"] = boots
+    top = results_root / plan["run_id"]
+    top.mkdir(parents=True)
+    outcomes: list[runner.Outcome] = []
+    try:
+        for k in range(1, boots + 1):
+            log(f"fslab: boot {k} of {boots}")
+            outcomes.append(runner.run(boot_plan(plan, k), image, choice, top / "boots",
+                                       scratch_root=scratch_root / plan["run_id"] if scratch_root else None,
+                                       keep_scratch=keep_scratch, log=log, host=host,
+                                       name=f"fslab-{plan['run_id']}-b{k}"))
+    finally:  # Ctrl-C or a failed boot: whatever the finished boots measured is merged and kept
+        merged = merge(top, plan, boots)
+    bad = [o for o in outcomes if o.status != "ok"]
+    status = "ok" if len(outcomes) == boots and not bad else "failed"
+    reason = (f"{boots} boots, all ok" if status == "ok" else
+              f"{len(outcomes) - len(bad)} of {boots} boots ok" + (f"; {bad[0].run_dir.name}: {bad[0].reason}"
+                                                                  if bad else ""))
+    _finish_manifest(top, status, reason)
+    return runner.Outcome(top, status, reason, merged)
+
+
+def merge(top: Path, plan: dict[str, Any], boots: int) -> list[dict[str, Any]]:
+    """Make `top` a run directory of everything under top/boots/; returns the merged records."""
+    records: list[dict[str, Any]] = []
+    summary: list[dict[str, Any]] = []
+    manifest: dict[str, Any] | None = None
+    for k in range(1, boots + 1):
+        d = top / "boots" / f"b{k}"
+        if not (d / "manifest.json").is_file():
+            continue
+        m = json.loads((d / "manifest.json").read_text())
+        manifest = manifest or m
+        summary.append({"boot": k, "run_id": f"{plan['run_id']}/boots/b{k}", "status": m.get("status"),
+                        "reason": m.get("reason"), "timings": m.get("timings"),
+                        "qemu_argv": (m.get("qemu") or {}).get("argv")})
+        if (d / "results.jsonl").is_file():
+            records += [{**r, "boot": k} for r in read_jsonl(d / "results.jsonl")]
+        link_tree(d / "raw", top / "raw", warmups=False)
+    write_jsonl(top / "results.jsonl", records)
+    out = dict(manifest or {"fslab_run": 1, "plan": plan})
+    out.update(run_id=plan["run_id"], plan=plan, boots=summary, records=len(records),
+               records_ok=sum(1 for r in records if r.get("ok")),
+               # until run() says how it ended: an interrupted run is not ok, even if boot 1 was
+               status="failed", reason=f"{len(summary)} of {boots} boots finished")
+    (top / "manifest.json").write_text(json.dumps(out, indent=2) + "\n")
+    return records
+
+
+def _finish_manifest(top: Path, status: str, reason: str) -> None:
+    m = json.loads((top / "manifest.json").read_text())
+    m.update(status=status, reason=reason)
+    (top / "manifest.json").write_text(json.dumps(m, indent=2) + "\n")
+
+
+def link_tree(src: Path, dest: Path, warmups: bool = True) -> None:
+    """Hard-link (else copy) every file of src into dest; a path dest already has is left alone,
+    and so are warm-up repetitions unless `warmups` (they are numbered alike in every boot)."""
+    if not src.is_dir():
+        return
+    for path in sorted(src.rglob("*")):
+        rel = path.relative_to(src)
+        if path.is_dir() or (not warmups and any(".warmup" in part for part in rel.parts)):
+            continue
+        target = dest / rel
+        if target.exists():
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(path, target)
+        except OSError:
+            shutil.copy2(path, target)

@@ -1,0 +1,127 @@
+"""The libvirt domain XML, as a pure function of the plan and the run's paths.
+
+The libvirt twin of `qemu.build_argv`: the same VM from the same plan — disks under test with
+exactly the plan's cache, io (QEMU's aio) and bus, found in the guest by `<serial>`; a qcow2
+overlay as root; direct kernel boot; the NoCloud seed read-only; no NIC; the serial console,
+results and progress ports written to files. Printed by `fslab run --show-command`, compared with
+golden files in tests, and stored in the manifest exactly as it was started.
+
+The domain is transient and ends when the guest powers off (`on_poweroff` destroy), as
+`-no-reboot` does for the qemu backend. QEMU runs as root without relabelling (a static DAC
+label): the image store and the run's scratch are the invoking user's files, as with the qemu
+backend, and libvirt leaves their owners alone.
+
+An NVMe disk has no libvirt 9 `<disk>` bus: it is passed to QEMU verbatim (`qemu:commandline`),
+with the same `-drive` options the qemu backend uses.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from typing import Any
+
+from harness.vm.argv import DEFAULT_CMDLINE, PROGRESS_PORT, RESULTS_PORT, RunPaths
+
+QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
+_BUS = {"virtio-blk": ("virtio", "vd"), "virtio-scsi": ("scsi", "sd")}
+
+
+def domain_type(accel: str) -> str:
+    """`<domain type=...>`: kvm with a working KVM, qemu (TCG) otherwise."""
+    return "kvm" if accel == "kvm" else "qemu"
+
+
+def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) -> ET.Element:
+    el = ET.SubElement(parent, tag, {k.rstrip("_"): v for k, v in attrs.items()})
+    if text is not None:
+        el.text = text
+    return el
+
+
+def _disk(devices: ET.Element, path: str, fmt: str, serial: str, bus: str, dev: str,
+          cache: str, io: str | None = None, readonly: bool = False) -> None:
+    d = _sub(devices, "disk", type="file", device="disk")
+    driver = {"name": "qemu", "type": fmt, "cache": cache}
+    if io:
+        driver["io"] = io
+    _sub(d, "driver", **driver)
+    _sub(d, "source", file=path)
+    _sub(d, "target", dev=dev, bus=bus)
+    if readonly:
+        _sub(d, "readonly")
+    _sub(d, "serial", serial)
+
+
+def _file_chardev(devices: ET.Element, kind: str, path: str, port: str | None = None) -> None:
+    c = _sub(devices, kind, type="file")
+    _sub(c, "source", path=path)
+    if port:
+        _sub(c, "target", type="virtio", name=port)
+    else:
+        _sub(c, "target", port="0")
+
+
+def _nvme_args(disk: dict[str, Any], path: str) -> list[str]:
+    drive_id = f"disk-{disk['id']}"
+    return ["-drive", f"if=none,id={drive_id},file={path},format={disk['format']},cache={disk['cache']},"
+                      f"aio={disk['aio']}",
+            "-device", f"nvme,drive={drive_id},serial={disk['serial']}"]
+
+
+def domain_xml(plan: dict[str, Any], paths: RunPaths, accel: str, name: str,
+               cmdline: str = DEFAULT_CMDLINE) -> str:
+    """The domain XML for one VM of `plan`, named `name` (unique on its libvirt host)."""
+    vm = plan["vm"]
+    dom = ET.Element("domain", {"type": domain_type(accel)})
+    _sub(dom, "name", name)
+    _sub(dom, "description", f"fslab run {plan['run_id']} ({vm['name']})")
+    _sub(dom, "memory", str(vm["memory_mib"]), unit="MiB")
+    _sub(dom, "vcpu", str(vm["vcpus"]))
+    os_ = _sub(dom, "os")
+    _sub(os_, "type", "hvm", arch="x86_64", machine="q35")
+    _sub(os_, "kernel", str(paths.kernel))
+    _sub(os_, "initrd", str(paths.initrd))
+    _sub(os_, "cmdline", cmdline)
+    features = _sub(dom, "features")
+    _sub(features, "acpi")  # the agent powers the guest off through ACPI
+    _sub(features, "apic")
+    _sub(dom, "cpu", mode="host-passthrough" if accel == "kvm" else "maximum")
+    for event in ("on_poweroff", "on_reboot", "on_crash"):
+        _sub(dom, event, "destroy")
+
+    devices = _sub(dom, "devices")
+    _disk(devices, str(paths.overlay), "qcow2", "fslab-root", "virtio", "vda", "writeback")
+    _disk(devices, str(paths.seed_iso), "raw", "fslab-seed", "virtio", "vdb", "writeback", readonly=True)
+    used = {"vd": 2, "sd": 0}
+    nvme: list[str] = []
+    for d in plan["disks"]:
+        path = str(paths.disks[d["id"]])
+        if d["bus"] == "nvme":
+            nvme += _nvme_args(d, path)
+            continue
+        if d["bus"] not in _BUS:
+            raise ValueError(f"unknown bus {d['bus']!r}")
+        bus, prefix = _BUS[d["bus"]]
+        dev = prefix + "abcdefghijklmnopqrstuvwxyz"[used[prefix]]
+        used[prefix] += 1
+        _disk(devices, path, d["format"], d["serial"], bus, dev, d["cache"], io=d["aio"])
+    if used["sd"]:
+        _sub(devices, "controller", type="scsi", index="0", model="virtio-scsi")
+    _sub(devices, "controller", type="virtio-serial", index="0")
+    _sub(devices, "controller", type="usb", model="none")
+    _file_chardev(devices, "serial", str(paths.console))
+    _file_chardev(devices, "channel", str(paths.results_stream), RESULTS_PORT)
+    _file_chardev(devices, "channel", str(paths.progress), PROGRESS_PORT)
+    rng = _sub(devices, "rng", model="virtio")
+    _sub(rng, "backend", "/dev/urandom", model="random")
+    _sub(devices, "memballoon", model="none")
+
+    seclabel = _sub(dom, "seclabel", type="static", model="dac", relabel="no")
+    _sub(seclabel, "label", "+0:+0")
+    if nvme:
+        ET.register_namespace("qemu", QEMU_NS)
+        cl = _sub(dom, f"{{{QEMU_NS}}}commandline")
+        for arg in nvme:
+            _sub(cl, f"{{{QEMU_NS}}}arg", value=arg)
+    ET.indent(dom, space="  ")
+    return ET.tostring(dom, encoding="unicode") + "\n"

@@ -1,0 +1,261 @@
+"""libvirt hosts: where a VM runs, and the files it needs there.
+
+A host is a libvirt URI. `qemu:///system` (no host name) is this machine: its files are used
+in place. Any other host is reached as `qemu+ssh://[user@]host[:port]/system`: fslab copies the
+image there (by digest, once), creates the run's disks with `qemu-img` over ssh, sends the seed,
+and brings the results stream, progress and console back by appending what is new (`tail -c`),
+during the run and after it, so a host that disappears keeps what already came home. The ssh
+options come from the URI as libvirt reads them: `keyfile=`, `no_verify=1` and `command=` (the
+ssh program).
+
+    hosts:                       # in a vmconfig, or --host URI (repeatable) on the command line
+      - qemu:///system
+      - {uri: "qemu+ssh://root@bench2/system", store: /srv/fslab/images, scratch: /srv/fslab/runs}
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from harness.errors import FslabError
+from harness.image import store as images
+from harness.vm import accel as accel_mod
+from harness.vm import provenance
+from harness.vm.libvirt import HostLost
+
+DEFAULT_URI = "qemu:///system"
+DEFAULT_REMOTE_SCRATCH = "/var/tmp/fslab"
+_REMOTE_STORE = '"${XDG_CACHE_HOME:-$HOME/.cache}/fslab/images"'
+
+
+@dataclass(frozen=True)
+class Host:
+    uri: str
+    store: str | None = None  # image store on a remote host (default: that user's ~/.cache/fslab/images)
+    scratch: str | None = None  # where runs put their disks on a remote host (default /var/tmp/fslab)
+    slots: int = 1  # VMs at a time on this host
+
+    @property
+    def remote(self) -> bool:
+        return bool(urlsplit(self.uri).hostname)
+
+    @property
+    def label(self) -> str:
+        """The URI without its query (no key file paths in records)."""
+        return self.uri.split("?", 1)[0]
+
+    def ssh_options(self) -> tuple[str, list[str], str]:
+        """(ssh program, its options, [user@]host) from the URI."""
+        u = urlsplit(self.uri)
+        if not u.scheme.endswith("+ssh"):
+            raise FslabError(f"host {self.label}: remote libvirt hosts are reached through qemu+ssh:// only "
+                             f"(disks and results travel over ssh)", hint=f"qemu+ssh://{u.netloc}{u.path}")
+        q = {k: v[-1] for k, v in parse_qs(u.query).items()}
+        opts = ["-o", "BatchMode=yes", "-o", "ConnectTimeout=15", "-o", "ServerAliveInterval=5",
+                "-o", "ServerAliveCountMax=3"]
+        if q.get("keyfile"):
+            opts += ["-i", q["keyfile"]]
+        if q.get("no_verify") == "1":
+            opts += ["-o", "StrictHostKeyChecking=no"]
+        dest = f"{u.username}@{u.hostname}" if u.username else str(u.hostname)
+        return q.get("command", "ssh"), opts + (["-o", f"Port={u.port}"] if u.port else []), dest
+
+
+def parse(value: Any) -> Host:
+    """A host from a vmconfig entry or a --host value; ValueError says what is allowed."""
+    if isinstance(value, str):
+        value = {"uri": value}
+    if not isinstance(value, dict) or not isinstance(value.get("uri"), str):
+        raise ValueError(f"{value!r} is not allowed; allowed: a libvirt URI, or {{uri, store, scratch, slots}}")
+    unknown = set(value) - {"uri", "store", "scratch", "slots"}
+    if unknown:
+        raise ValueError(f"unknown key {sorted(unknown)[0]!r}; allowed: uri, store, scratch, slots")
+    uri = value["uri"]
+    if "://" not in uri or not uri.split(":", 1)[0].startswith("qemu"):
+        raise ValueError(f"{uri!r} is not allowed; allowed: a QEMU libvirt URI such as qemu:///system or "
+                         f"qemu+ssh://root@host/system")
+    slots = value.get("slots", 1)
+    if isinstance(slots, bool) or not isinstance(slots, int) or not 1 <= slots <= 64:
+        raise ValueError(f"slots {slots!r} is not allowed; allowed: a whole number from 1 to 64")
+    return Host(uri, value.get("store"), value.get("scratch"), slots)
+
+
+# -- commands and files on a host ------------------------------------------------------------------
+
+def run(host: Host, argv: list[str], timeout: float = 600, check: bool = True,
+        input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    """argv on the host (locally for a local host); HostLost when ssh cannot reach it."""
+    if host.remote:
+        ssh, opts, dest = host.ssh_options()
+        full = [ssh, *opts, dest, "--", shlex.join(argv)]
+    else:
+        full = argv
+    try:
+        cp = subprocess.run(full, capture_output=True, timeout=timeout, input=input,
+                            stdin=None if input is not None else subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise HostLost(f"host {host.label}: `{shlex.join(argv)}` did not finish within {timeout:.0f} s") from None
+    except FileNotFoundError as e:
+        raise FslabError(f"required tool '{e.filename}' is not installed", hint="run ./bootstrap.sh") from None
+    err = cp.stderr.decode(errors="replace").strip()
+    if host.remote and cp.returncode == 255:
+        raise HostLost(f"host {host.label} is unreachable: {err.splitlines()[-1] if err else 'ssh failed'}")
+    if check and cp.returncode != 0:
+        tail = " | ".join(err.splitlines()[-2:]) or f"exit {cp.returncode}"
+        raise FslabError(f"host {host.label}: `{shlex.join(argv)}` failed: {tail}")
+    return cp
+
+
+def output(host: Host, argv: list[str], **kw: Any) -> str:
+    return run(host, argv, **kw).stdout.decode(errors="replace").strip()
+
+
+def put(host: Host, local: Path, remote: str) -> None:
+    """Copy one local file to the host, streamed through ssh (same ssh program and options as libvirt's)."""
+    ssh, opts, dest = host.ssh_options()
+    argv = [ssh, *opts, dest, "--", shlex.join(["sh", "-c", 'cat > "$1"', "sh", remote])]
+    with open(local, "rb") as f:
+        cp = subprocess.run(argv, stdin=f, capture_output=True, text=True)
+    if cp.returncode != 0:
+        tail = (cp.stderr.strip().splitlines() or [f"exit {cp.returncode}"])[-1]
+        raise HostLost(f"host {host.label}: copying {local.name} failed: {tail}")
+
+
+def fetch_tail(host: Host, remote: str, local: Path, timeout: float = 120) -> int:
+    """Append to `local` whatever the host's file `remote` has beyond it (files only grow)."""
+    offset = local.stat().st_size if local.exists() else 0
+    cp = run(host, ["sh", "-c", f'[ ! -e "$1" ] || tail -c +{offset + 1} "$1"', "sh", remote],
+             timeout=timeout)
+    if cp.stdout:
+        with open(local, "ab") as f:
+            f.write(cp.stdout)
+    return len(cp.stdout)
+
+
+def home_path(host: Host, path: str | None, default_expr: str) -> str:
+    """An absolute path on the host: `path`, or the shell expression `default_expr` there."""
+    if path and path.startswith("/"):
+        return path.rstrip("/")
+    expr = f'"$HOME"/{shlex.quote(path.removeprefix("~/"))}' if path else default_expr
+    return output(host, ["sh", "-c", f"echo {expr}"]).rstrip("/")
+
+
+# -- the image on a host ---------------------------------------------------------------------------
+
+def _remote_digests(host: Host, entry: str) -> dict[str, str]:
+    cp = run(host, ["sh", "-c", 'cd "$1" 2>/dev/null && sha256sum ' + " ".join(images.IMAGE_FILES), "sh", entry],
+             check=False, timeout=1800)
+    out = cp.stdout.decode(errors="replace")
+    return {name: digest for digest, name in (ln.split(None, 1) for ln in out.splitlines() if " " in ln)}
+
+
+def _matches(image: images.Image, digests: dict[str, str]) -> bool:
+    files = image.manifest.get("files") or {}
+    return all(digests.get(n) == (files.get(n) or {}).get("sha256") for n in images.IMAGE_FILES)
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def place_image(host: Host, image: images.Image, log: Any = _stderr) -> Path:
+    """The image's directory on the host, copied there if its files are missing or differ.
+
+    The files are checked by sha256 against the local manifest (which the caller verified), so a
+    host never boots anything but the exact image; a copy goes to a temporary entry first and is
+    renamed into place once its digests match."""
+    if not host.remote:
+        return image.dir
+    key = (host.uri, host.store, image.digest)
+    with _placed_lock:
+        if key in _placed:  # checked (or copied) once per host and process
+            return _placed[key]
+        _placed[key] = _place(host, image, log)
+        return _placed[key]
+
+
+_placed: dict[tuple[str, str | None, str], Path] = {}
+_placed_lock = threading.Lock()
+
+
+def image_entry(host: Host, image: images.Image) -> Path:
+    """Where the image lives (or will) on the host: <store>/<name>-<input hash>, as in the local store."""
+    if not host.remote:
+        return image.dir
+    return Path(home_path(host, host.store, _REMOTE_STORE)) / image.dir.name
+
+
+def _place(host: Host, image: images.Image, log: Any) -> Path:
+    entry = str(image_entry(host, image))
+    store = str(Path(entry).parent)
+    if _matches(image, _remote_digests(host, entry)):
+        log(f"fslab: [{host.label}] image {image.name} {image.digest[:19]} present, digests match")
+        return Path(entry)
+    size = sum(p.stat().st_size for p in (image.dir / n for n in images.IMAGE_FILES))
+    log(f"fslab: [{host.label}] copying image {image.name} {image.digest[:19]} ({size / 1024**3:.1f} GiB) to {entry}")
+    tmp = f"{store}/.incoming-{image.dir.name}"
+    run(host, ["sh", "-c", 'rm -rf "$1" && mkdir -p "$1"', "sh", tmp])
+    for n in (*images.IMAGE_FILES, images.MANIFEST):
+        put(host, image.dir / n, f"{tmp}/{n}")
+    if not _matches(image, _remote_digests(host, tmp)):
+        raise FslabError(f"host {host.label}: the image copied to {tmp} does not match its digests")
+    run(host, ["sh", "-c", 'rm -rf "$2" && mv "$1" "$2"', "sh", tmp, entry])
+    return Path(entry)
+
+
+# -- what a host is ---------------------------------------------------------------------------------
+
+def describe(host: Host) -> dict[str, Any]:
+    """provenance.host() for the host the VM runs on."""
+    if not host.remote:
+        return provenance.host()
+    script = ('uname -n; uname -r; nproc; sed -n "s/^model name[^:]*: //p" /proc/cpuinfo | head -1; '
+              'sed -n "s/^MemTotal: *\\([0-9]*\\) kB/\\1/p" /proc/meminfo; '
+              'python3 -c "import platform; print(platform.python_version())" 2>/dev/null || echo')
+    lines = (output(host, ["sh", "-c", script]).splitlines() + [""] * 6)[:6]
+    name, kernel, cpus, cpu, mem, py = lines
+    return {"hostname": name, "kernel": kernel, "cpu_model": cpu or None, "cpus": int(cpus) if cpus.isdigit() else None,
+            "memory_bytes": int(mem) * 1024 if mem.isdigit() else None, "python": py or None}
+
+
+def qemu_version(host: Host) -> str | None:
+    if not host.remote:
+        return provenance.qemu_version()
+    cp = run(host, ["qemu-system-x86_64", "--version"], check=False, timeout=60)
+    out = cp.stdout.decode(errors="replace").strip()
+    return out.splitlines()[0] if cp.returncode == 0 and out else None
+
+
+def free_bytes(host: Host, path: str) -> int:
+    out = output(host, ["sh", "-c", 'p="$1"; while [ ! -e "$p" ]; do p=$(dirname "$p"); done; '
+                                    'df -P -B1 "$p" | tail -1', "sh", path])
+    return int(out.split()[3])
+
+
+def choose_accel(host: Host, requested: str, image: images.Image) -> accel_mod.Choice:
+    """accel.choose, run where the VM will run: a remote host is probed over ssh (its copy of the image)."""
+    if not host.remote or requested == "tcg":
+        return accel_mod.choose(requested, image.kernel)
+    kernel = place_image(host, image) / "vmlinuz"
+    console = f"/tmp/fslab-probe-{abs(hash((host.uri, str(kernel)))) % 10**8}.log"
+    argv = ["timeout", str(int(accel_mod.PROBE_TIMEOUT)), *accel_mod.probe_argv("kvm", str(kernel), console)]
+    cp = run(host, ["sh", "-c", '[ -r /dev/kvm ] && [ -w /dev/kvm ] || exit 90; "$@"; rc=$?; '
+                               f'cat {console}; rm -f {console}; exit $rc', "sh", *argv], check=False, timeout=120)
+    text = cp.stdout.decode(errors="replace")
+    if cp.returncode == 0 and any(m in text for m in ("Kernel panic", "VFS: Unable to mount root")):
+        return accel_mod.Choice(requested, "kvm", f"a kvm guest booted its kernel on {host.label}")
+    seen = ("/dev/kvm is missing or not accessible" if cp.returncode == 90 else
+            "a kvm guest did not finish booting (hung)" if cp.returncode == 124 else
+            f"a kvm guest failed (exit {cp.returncode})")
+    if requested == "kvm":
+        raise FslabError(f"accelerator: kvm was requested but does not work on {host.label}: {seen}",
+                         hint="use accelerator: auto or tcg")
+    return accel_mod.Choice(requested, "tcg", f"KVM probe on {host.label} failed: {seen}")
+

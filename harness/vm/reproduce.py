@@ -1,0 +1,187 @@
+"""`fslab reproduce RESULTS_DIR`: run a recorded plan again, on the very same image, and compare.
+
+The run's manifest.json holds the whole plan and the image digest. The image is found in the
+store by that digest, or imported from a bundle (`--bundle`), or rebuilt when this checkout's
+inputs are the ones recorded. Before any boot, what would change the measurement is compared
+with the record; a difference there refuses the reproduction, listing every one:
+
+    refused:  QEMU version, accelerator actually used, the disks' cache/aio/format/preallocation/bus
+              (in the plan and in QEMU's -drive options), the image digest
+    warned:   host kernel, CPU model, CPU count, fslab's git revision
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import FslabError
+from harness.image import store as images
+from harness.spec import plan
+from harness.vm import accel, provenance
+
+# -drive options that change what a disk measures (paths and node names do not).
+_DRIVE_KEYS = ("format", "cache", "aio", "cache.direct", "cache.no-flush", "discard", "detect-zeroes")
+
+
+def read_run(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / "manifest.json"
+    if not path.is_file():
+        raise FslabError(f"{run_dir}: not a run directory (no manifest.json)")
+    try:
+        m = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise FslabError(f"{path}: not readable JSON: {e}") from None
+    for key in ("plan", "image", "qemu", "accel"):
+        if key not in m:
+            raise FslabError(f"{path}: key '{key}' is missing; was this run made by fslab?")
+    if not (m["image"] or {}).get("digest"):
+        raise FslabError(f"{path}: image.digest is missing: the image of this run is unknown")
+    return m
+
+
+def find_image(recorded: dict[str, Any], bundle: Path | None, log) -> images.Image:
+    """The image with the recorded digest: from the store, a bundle, or rebuilt from this checkout."""
+    want, name = recorded["image"]["digest"], recorded["image"]["name"]
+    image = images.find_by_digest(want)
+    if image is None and bundle is not None:
+        from harness.image import bundle as bundles
+
+        got = bundles.import_bundle(bundle)
+        log(f"fslab: imported {bundle} -> {got.image.dir}")
+        image = got.image
+        if image.digest != want:
+            raise FslabError(f"{bundle}: holds image {image.digest}, the run used {want}")
+    if image is None:
+        current = images.input_hash(name)
+        if current != recorded["image"].get("input_hash"):
+            raise FslabError(
+                f"image {name} {want} of this run is not in the store ({images.store_dir()}) and this "
+                f"checkout's inputs of {name} are not the recorded ones ({current[:12]} vs "
+                f"{str(recorded['image'].get('input_hash'))[:12]})",
+                hint="pass --bundle FILE (made with `fslab image export` where the run was made), or "
+                     "`fslab image rebuild MANIFEST` with that image's manifest.json")
+        log(f"fslab: image {want} is not in the store; building {name} from this checkout's (recorded) inputs")
+        image = images.build(name, accelerator="auto", log=log)
+        if image.digest != want:
+            raise FslabError(f"image {name} rebuilt from the recorded inputs is {image.digest}, the run used {want}",
+                             hint="the build is not reproducible here; see `fslab image build --check-reproducible`")
+    images.verify(image)
+    return image
+
+
+def drive_options(argv: list[str]) -> list[dict[str, str]]:
+    """The measurement-relevant options of each -drive, in order (id kept to pair them)."""
+    out = []
+    for i, a in enumerate(argv[:-1]):
+        if a != "-drive":
+            continue
+        opts = dict(kv.split("=", 1) for kv in argv[i + 1].split(",") if "=" in kv)
+        out.append({k: opts[k] for k in ("id", *_DRIVE_KEYS) if k in opts})
+    return out
+
+
+def _disk_settings(p: dict[str, Any]) -> list[dict[str, Any]]:
+    keys = ("id", "size_bytes", "format", "preallocation", "cache", "aio", "bus")
+    return [{k: d.get(k) for k in keys} for d in p.get("disks", [])]
+
+
+@dataclass
+class Verdict:
+    refusals: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def check(recorded: dict[str, Any], new_plan: dict[str, Any], new_argv: list[str], used_accel: str,
+          image_digest: str, qemu_version: str | None, host: dict[str, Any], git: dict[str, Any]) -> Verdict:
+    """What differs between the recorded run and the one about to start (pure; unit-tested)."""
+    v = Verdict()
+    rq = recorded["qemu"].get("version")
+    if rq != qemu_version:
+        v.refusals.append(f"QEMU version: recorded {rq!r}, here {qemu_version!r}")
+    if recorded["accel"] != used_accel:
+        v.refusals.append(f"accelerator: recorded {recorded['accel']}, here {used_accel} "
+                          f"({(recorded.get('accelerator') or {}).get('reason', '')})")
+    if _disk_settings(recorded["plan"]) != _disk_settings(new_plan):
+        v.refusals.append(f"disks (cache, aio, format, preallocation, bus, size): recorded "
+                          f"{_disk_settings(recorded['plan'])}, here {_disk_settings(new_plan)}")
+    old_drives, new_drives = drive_options(recorded["qemu"].get("argv") or []), drive_options(new_argv)
+    if old_drives and old_drives != new_drives:
+        v.refusals.append(f"QEMU -drive options: recorded {old_drives}, here {new_drives}")
+    if recorded["image"]["digest"] != image_digest:
+        v.refusals.append(f"image: recorded {recorded['image']['digest']}, here {image_digest}")
+    rh = recorded.get("host") or {}
+    for key, label in (("kernel", "host kernel"), ("cpu_model", "CPU model"), ("cpus", "host CPU count")):
+        if rh.get(key) != host.get(key):
+            v.warnings.append(f"{label}: recorded {rh.get(key)!r}, here {host.get(key)!r}")
+    rg = (recorded.get("git") or {}).get("revision")
+    if rg and rg != git.get("revision"):
+        v.warnings.append(f"fslab revision: recorded {rg[:12]}, here {str(git.get('revision'))[:12]}")
+    return v
+
+
+def new_plan(recorded: dict[str, Any]) -> dict[str, Any]:
+    """The recorded plan with a fresh run id: everything that decides what is measured is kept."""
+    p = copy.deepcopy(recorded["plan"])
+    p["run_id"] = plan.new_run_id(p["vm"]["name"])
+    return p
+
+
+def prepare(run_dir: Path, bundle: Path | None, results_root: Path, log) -> tuple[dict, dict, images.Image,
+                                                                                    accel.Choice, Verdict]:
+    """Everything before the boot: the record, the new plan, the image, the accelerator, the verdict."""
+    from harness.vm import runner
+
+    recorded = read_run(run_dir)
+    p = new_plan(recorded)
+    image = find_image(recorded, bundle, log)
+    plan.check_image_support(p, image.name, images.supported_filesystems(image))
+    choice = accel.choose(p["vm"]["accelerator"], image.kernel)
+    out_dir = results_root / p["run_id"]
+    _, argv = runner.prepare(p, image, choice.used, out_dir, out_dir / "scratch")
+    verdict = check(recorded, p, argv, choice.used, image.digest, provenance.qemu_version(), provenance.host(),
+                    provenance.git_revision())
+    return recorded, p, image, choice, verdict
+
+
+def mark(run_dir: Path, original: Path, recorded: dict[str, Any], verdict: Verdict) -> None:
+    """Record in the new run's manifest which run it reproduces, and what differed."""
+    path = run_dir / "manifest.json"
+    m = json.loads(path.read_text())
+    m["reproduces"] = {"run_id": recorded.get("run_id"), "run_dir": str(original.resolve()),
+                       "warnings": verdict.warnings}
+    path.write_text(json.dumps(m, indent=2) + "\n")
+
+
+def plain_table(a_records: list[dict], b_records: list[dict]) -> str:
+    """Mean of every (fs, case, metric) in A and B and the change, when harness.compare is absent.
+
+    >>> print(plain_table([{"fs": "x", "case": "c", "metric": "iops", "value": 100.0, "unit": "IO/s", "ok": True}],
+    ...                   [{"fs": "x", "case": "c", "metric": "iops", "value": 110.0, "unit": "IO/s", "ok": True}]))
+    fs  case  metric  unit  A (mean)  B (mean)  change
+    x   c     iops    IO/s  100       110       +10.0%
+    """
+    def means(recs: list[dict]) -> dict[tuple, float]:
+        acc: dict[tuple, list[float]] = {}
+        for r in recs:
+            if r.get("ok") and isinstance(r.get("value"), int | float) and r.get("rep", 0) >= 0:
+                acc.setdefault((r["fs"], r["case"], r["metric"], r.get("unit", "")), []).append(float(r["value"]))
+        return {k: sum(v) / len(v) for k, v in acc.items()}
+
+    ma, mb = means(a_records), means(b_records)
+    rows = [("fs", "case", "metric", "unit", "A (mean)", "B (mean)", "change")]
+    for k in sorted(set(ma) | set(mb)):
+        a, b = ma.get(k), mb.get(k)
+        change = f"{100 * (b / a - 1):+.1f}%" if a and b is not None else "-"
+        rows.append((*k, _g(a), _g(b), change))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join(re.sub(r"\s+$", "", "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+                     for r in rows)
+
+
+def _g(x: float | None) -> str:
+    return "-" if x is None else f"{x:.4g}"

@@ -1,0 +1,241 @@
+"""One run spread over several libvirt hosts (`fslab run CONFIG --host URI --host URI ...`).
+
+The run's filesystems are split into VMs, one per filesystem (each VM gets only that
+filesystem's disks; the plan is otherwise the same). Each host runs one VM at a time (its
+`slots`), taking the next VM from a shared queue, so a faster host simply runs more of them.
+Before its first VM a host gets the image (copied and checked by digest) and its accelerator
+(probed there). A host that fails — unreachable, its daemon gone, the connection lost mid-run —
+takes no more VMs; the VM it was running has its cases marked failed with the host's error, or,
+with `retry`, runs again on another host. A VM that never started on a failed host goes back to
+the queue. Nothing already gathered is lost, and the run always finishes:
+
+    <run-id>/manifest.json     the first VM's manifest, with the whole plan, status and reason,
+                               "vms": [{vm, host, status, reason, attempts}], "hosts": [{uri, ...}]
+    <run-id>/results.jsonl     every VM's records, each with the "host" that produced it
+    <run-id>/raw/              every VM's raw files, hard-linked
+    <run-id>/vms/<fs>/         each VM's own run directory (an earlier attempt: <fs>.attempt<k>)
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import FslabError
+from harness.image import store as images
+from harness.results.jsonl import read_jsonl, write_jsonl
+from harness.results.records import records_for_run
+from harness.vm import hosts, runner
+from harness.vm.boots import link_tree
+
+Log = Callable[[str], None]
+
+
+def split(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    """One plan per filesystem, with only its disks; its run id is the filesystem's name."""
+    out = []
+    for fs in plan["filesystems"]:
+        p = copy.deepcopy(plan)
+        p["run_id"] = fs["name"]
+        p["filesystems"] = [copy.deepcopy(fs)]
+        p["disks"] = [copy.deepcopy(d) for d in plan["disks"] if d["id"] in fs["disks"]]
+        out.append(p)
+    return out
+
+
+@dataclass
+class _VM:
+    plan: dict[str, Any]
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+    outcome: runner.Outcome | None = None
+
+
+@dataclass
+class _HostState:
+    host: hosts.Host
+    status: str = "ok"  # ok | failed
+    error: str | None = None
+    choice: Any = None
+    vms: int = 0
+
+
+class _Spread:
+    def __init__(self, plan: dict[str, Any], image: images.Image, host_list: list[hosts.Host], top: Path,
+                 retry: bool, log: Log):
+        self.plan, self.image, self.top, self.retry, self.log = plan, image, top, retry, log
+        self.vms = [_VM(p) for p in split(plan)]
+        self.queue: deque[_VM] = deque(self.vms)
+        self.hosts = [_HostState(h) for h in host_list]
+        self.cond = threading.Condition()
+        self.in_flight = 0
+        self.stop = threading.Event()
+
+    def _next(self, hs: _HostState) -> _VM | None:
+        with self.cond:
+            while True:
+                if hs.status != "ok" or self.stop.is_set():
+                    return None
+                if self.queue:
+                    self.in_flight += 1
+                    return self.queue.popleft()
+                if not self.in_flight:
+                    return None
+                self.cond.wait(timeout=5)  # a VM in flight elsewhere may come back to the queue
+
+    def _done(self, vm: _VM | None = None, requeue: bool = False) -> None:
+        with self.cond:
+            self.in_flight -= 1
+            if vm is not None and requeue:
+                self.queue.append(vm)
+            self.cond.notify_all()
+
+    def _fail_host(self, hs: _HostState, error: str) -> None:
+        with self.cond:
+            if hs.status == "ok":
+                hs.status, hs.error = "failed", error
+                self.log(f"fslab: [{hs.host.label}] host failed: {error}; it takes no more VMs")
+
+    def _alive_elsewhere(self, hs: _HostState) -> bool:
+        return any(h.status == "ok" for h in self.hosts if h is not hs)
+
+    def worker(self, hs: _HostState) -> None:
+        label = hs.host.label
+        while (vm := self._next(hs)) is not None:
+            name = vm.plan["run_id"]
+            try:
+                if hs.choice is None:
+                    hs.choice = hosts.choose_accel(hs.host, vm.plan["vm"]["accelerator"], self.image)
+                    if hs.choice.warning:
+                        self.log(f"fslab: [{label}] WARNING: {hs.choice.warning}")
+            except FslabError as e:  # the host could not even be prepared: the VM never started there
+                self._fail_host(hs, str(e))
+                self._done(vm, requeue=True)
+                return
+            self._retire(vm)
+            self.log(f"fslab: [{label}] {name}: starting (attempt {len(vm.attempts) + 1})")
+            try:
+                out = runner.run(vm.plan, self.image, hs.choice, self.top / "vms", host=hs.host,
+                                 name=f"fslab-{self.plan['run_id']}-{name}", stop=self.stop,
+                                 log=lambda m, p=f"fslab: [{label}] {name}: ": self.log(m.replace("fslab: ", p, 1)))
+            except KeyboardInterrupt:
+                out = self._outcome(vm, "interrupted", "interrupted by the user; VM killed", False)
+            except FslabError as e:
+                out = self._outcome(vm, "failed", str(e), True)
+            hs.vms += 1
+            vm.outcome = out
+            vm.attempts.append({"host": label, "status": out.status, "reason": out.reason,
+                                "host_failed": out.host_failed})
+            self.log(f"fslab: [{label}] {name}: {out.status} ({out.reason})")
+            if not out.host_failed:
+                self._done()
+                continue
+            self._fail_host(hs, out.reason)
+            again = self.retry and self._alive_elsewhere(hs) and not self.stop.is_set()
+            if again:
+                self.log(f"fslab: [{label}] {name}: will run again on another host (--retry)")
+            else:
+                n = len(vm.plan["cases"])
+                self.log(f"fslab: [{label}] {name}: its {n} case(s) are marked failed")
+            self._done(vm, requeue=again)
+            return
+
+    def _retire(self, vm: _VM) -> None:
+        """An earlier attempt's run directory moves aside (vms/<fs>.attempt<k>)."""
+        d = self.top / "vms" / vm.plan["run_id"]
+        if d.exists():
+            d.rename(d.with_name(f"{d.name}.attempt{len(vm.attempts)}"))
+
+    def _outcome(self, vm: _VM, status: str, reason: str, host_failed: bool) -> runner.Outcome:
+        """A VM that ended before the runner could say so: its run directory says it now."""
+        d = self.top / "vms" / vm.plan["run_id"]
+        d.mkdir(parents=True, exist_ok=True)
+        m = json.loads((d / "manifest.json").read_text()) if (d / "manifest.json").is_file() else \
+            {"fslab_run": 1, "run_id": vm.plan["run_id"], "plan": vm.plan}
+        m.update(status=status, reason=reason)
+        (d / "manifest.json").write_text(json.dumps(m, indent=2) + "\n")
+        if not (d / "results.jsonl").is_file():
+            write_jsonl(d / "results.jsonl", records_for_run(d, vm.plan, m.get("accel", "unknown")))
+        return runner.Outcome(d, status, reason, read_jsonl(d / "results.jsonl"), host_failed)
+
+    def unrun(self) -> None:
+        """VMs no host could take (every host failed) are failed VMs, with failed records."""
+        for vm in self.vms:
+            if vm.outcome is None:
+                reason = "no host left to run it: " + "; ".join(f"{h.host.label}: {h.error}" for h in self.hosts)
+                vm.outcome = self._outcome(vm, "failed", reason, True)
+                vm.attempts.append({"host": None, "status": "failed", "reason": reason, "host_failed": True})
+
+
+def run(plan: dict[str, Any], image: images.Image, host_list: list[hosts.Host], results_root: Path,
+        retry: bool = False, log: Log = runner._stderr) -> runner.Outcome:
+    """Spread the VMs of `plan` over `host_list`; the outcome of the whole (ok only if every VM was)."""
+    if not host_list:
+        raise FslabError("no libvirt hosts given", hint="--host qemu:///system")
+    top = results_root / plan["run_id"]
+    (top / "vms").mkdir(parents=True)
+    s = _Spread(plan, image, host_list, top, retry, log)
+    slots = sum(h.slots for h in host_list)
+    log(f"fslab: {len(s.vms)} VMs ({', '.join(v.plan['run_id'] for v in s.vms)}) over {len(host_list)} hosts "
+        f"({', '.join(h.label for h in host_list)}), {'one VM' if slots == len(host_list) else 'slots'} per host "
+        f"at a time{', retrying on another host' if retry else ''}")
+    threads = [threading.Thread(target=s.worker, args=(hs,), name=f"fslab-{hs.host.label}", daemon=True)
+               for hs in s.hosts for _ in range(hs.host.slots)]
+    for t in threads:
+        t.start()
+    try:
+        while any(t.is_alive() for t in threads):
+            for t in threads:
+                t.join(timeout=0.5)
+    except KeyboardInterrupt:
+        s.stop.set()  # every VM ends as with Ctrl-C; what came back is kept and merged below
+        for t in threads:
+            t.join()
+        _merge(s)
+        raise
+    s.unrun()
+    return _merge(s)
+
+
+def _merge(s: _Spread) -> runner.Outcome:
+    """The top run directory of every VM's: records with their host, raw/ linked, one manifest."""
+    records: list[dict[str, Any]] = []
+    manifest: dict[str, Any] | None = None
+    summary = []
+    for vm in s.vms:
+        d = s.top / "vms" / vm.plan["run_id"]
+        m = json.loads((d / "manifest.json").read_text()) if (d / "manifest.json").is_file() else {}
+        if m.get("backend"):
+            manifest = manifest or m
+        last = vm.attempts[-1] if vm.attempts else {}
+        host_error = vm.outcome.reason if vm.outcome and vm.outcome.host_failed else None
+        if (d / "results.jsonl").is_file():
+            for r in read_jsonl(d / "results.jsonl"):
+                if host_error and not r.get("ok"):
+                    r["error"] = host_error
+                records.append({**r, "host": last.get("host")})
+        link_tree(d / "raw", s.top / "raw")
+        summary.append({"vm": vm.plan["run_id"], "host": last.get("host"), "status": m.get("status"),
+                        "reason": m.get("reason"), "run_id": f"{s.plan['run_id']}/vms/{vm.plan['run_id']}",
+                        "timings": m.get("timings"), "libvirt": {k: (m.get("libvirt") or {}).get(k)
+                                                                 for k in ("uri", "daemon", "hypervisor")},
+                        "host_info": m.get("host"), "attempts": vm.attempts})
+    write_jsonl(s.top / "results.jsonl", records)
+    ok = [v for v in summary if v["status"] == "ok"]
+    status = "ok" if len(ok) == len(summary) else "failed"
+    failed_hosts = [h for h in s.hosts if h.status != "ok"]
+    reason = f"{len(ok)} of {len(summary)} VMs ok"
+    if failed_hosts:
+        reason += "; host " + "; host ".join(f"{h.host.label} failed: {h.error}" for h in failed_hosts)
+    out = dict(manifest or {"fslab_run": 1, "backend": "libvirt"})
+    out.update(run_id=s.plan["run_id"], plan=s.plan, status=status, reason=reason, vms=summary,
+               hosts=[{"uri": h.host.label, "status": h.status, "error": h.error, "vms": h.vms,
+                       "accel": h.choice.used if h.choice else None} for h in s.hosts],
+               records=len(records), records_ok=sum(1 for r in records if r.get("ok")))
+    (s.top / "manifest.json").write_text(json.dumps(out, indent=2) + "\n")
+    return runner.Outcome(s.top, status, reason, records)
