@@ -40,8 +40,13 @@ def run_plan(agent, tmp_path: Path, fs: str, suite: dict, cases: list[dict], rep
     through the faked agent, read the results stream back; (plan, records)."""
     from harness.results.records import records_for_run
     from harness.results.stream import read_stream
+    from harness.spec.plan import Plan
 
-    p = {"fslab_plan": 1, "run_id": "t", "vm": {"name": "t"}, "disks": [{"id": "d0", "serial": "fslab-d0"}],
+    p = {"fslab_plan": 1, "run_id": "t", "image": {"name": "debian-12"},
+         "vm": {"name": "t", "source": "t.yaml", "vcpus": 1, "memory_mib": 512, "accelerator": "tcg",
+                "deadline_s": 600},
+         "disks": [{"id": "d0", "serial": "fslab-d0", "size_bytes": 1 << 30, "format": "raw", "preallocation": "off",
+                    "cache": "none", "aio": "threads", "bus": "virtio-blk"}],
          "filesystems": [{"name": fs, "type": fs, "fstype": fs, "disks": ["d0"], "mkfs": ["true", "{dev}"],
                           "mount_options": mount_options, "geometry": []}],
          "suite": {"profile": "smoke", "version": 1, **suite}, "repeat": {"warmup": 0, **repeat}, "cases": cases}
@@ -54,4 +59,4 @@ def run_plan(agent, tmp_path: Path, fs: str, suite: dict, cases: list[dict], rep
     run_dir.mkdir()
     col = read_stream(tmp_path / "results.tar", run_dir)
     assert col.done["status"] == "ok", (run_dir / "guest/agent.log").read_text()[-3000:]
-    return p, records_for_run(run_dir, p, "tcg")
+    return p, records_for_run(run_dir, Plan.from_json(p), "tcg")

@@ -6,20 +6,22 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import plans
 import pytest
 
 from harness.errors import FslabError
 from harness.results.jsonl import read_jsonl, write_jsonl
+from harness.spec.plan import Case, Repeat
 from harness.vm import boots
 
-PLAN = {"run_id": "r1", "repeat": {"n": 2, "cap": 8, "warmup": 1, "rep_offset": 0},
-        "cases": [{"id": "c", "rep": 0}], "filesystems": [{"name": "ext4"}]}
+PLAN = plans.plan("r1", repeat=Repeat(n=2, cap=8, warmup=1), cases=(Case("c", "fio", {}),),
+                  filesystems=(plans.filesystem("ext4"),))
 
 
 def fake_boot(top: Path, k: int, status: str = "ok", values: tuple[float, ...] = (1.0, 2.0)) -> None:
     p = boots.boot_plan(PLAN, k)
     d = top / "boots" / f"b{k}"
-    off = p["repeat"]["rep_offset"]
+    off = p.repeat.rep_offset
     (d / "raw" / "ext4").mkdir(parents=True)
     (d / "raw" / "ext4" / "fs.json").write_text(json.dumps({"boot": k}))
     (d / "raw" / "ext4" / "c.warmup1").mkdir()
@@ -36,16 +38,16 @@ def fake_boot(top: Path, k: int, status: str = "ok", values: tuple[float, ...] =
 
 
 def test_each_boot_numbers_its_repetitions_past_the_previous_boots_cap():
-    offsets = [boots.boot_plan(PLAN, k)["repeat"]["rep_offset"] for k in (1, 2, 3)]
+    offsets = [boots.boot_plan(PLAN, k).repeat.rep_offset for k in (1, 2, 3)]
     assert offsets == [0, 8, 16]
-    assert PLAN["repeat"]["rep_offset"] == 0  # the caller's plan is not touched
-    assert boots.boot_plan(PLAN, 2)["run_id"] == "b2"
+    assert PLAN.repeat.rep_offset == 0  # the caller's plan is not touched
+    assert boots.boot_plan(PLAN, 2).run_id == "b2"
 
 
 def test_merge_pools_records_with_their_boot_and_links_raw(tmp_path):
     fake_boot(tmp_path, 1)
     fake_boot(tmp_path, 2, values=(3.0, 4.0))
-    recs = boots.merge(tmp_path, {**PLAN, "repeat": {**PLAN["repeat"], "boots": 2}}, 2)
+    recs = boots.merge(tmp_path, PLAN.with_repeat(boots=2), 2)
     assert [(r["boot"], r["rep"], r["value"]) for r in recs] == [(1, 0, 1.0), (1, 1, 2.0), (2, 8, 3.0), (2, 9, 4.0)]
     assert read_jsonl(tmp_path / "results.jsonl") == recs
     raw = tmp_path / "raw" / "ext4"

@@ -10,14 +10,17 @@ import shutil
 import subprocess
 import sys
 import tarfile
+from dataclasses import replace
 from pathlib import Path
 
+import plans
 import pytest
 from test_images import make_image
 
 from harness.errors import FslabError
 from harness.image import bundle
 from harness.image import store as images
+from harness.spec.plan import Plan
 from harness.vm import reproduce
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -126,9 +129,8 @@ def test_cli_import_of_a_corrupted_bundle_is_one_line_and_exit_2(tmp_path):
 
 
 def recorded_run() -> dict:
-    plan = {"run_id": "r1", "vm": {"name": "smoke", "accelerator": "auto"}, "filesystems": [],
-            "disks": [{"id": "d0", "size_bytes": 1 << 30, "format": "raw", "preallocation": "falloc",
-                       "cache": "none", "aio": "native", "bus": "virtio-blk"}]}
+    p = plans.plan("r1", disks=(plans.disk("d0", size_bytes=1 << 30, preallocation="falloc", aio="native"),))
+    plan = replace(p, vm=replace(p.vm, name="smoke")).to_json()
     argv = ["qemu-system-x86_64", "-drive", "if=none,id=fslab-d0,file=/r/d0.raw,format=raw,cache=none,aio=native"]
     return {"run_id": "r1", "plan": plan, "image": {"name": "debian-12", "digest": "sha256:" + "ab" * 32},
             "qemu": {"version": "QEMU emulator version 7.2.22", "argv": argv}, "accel": "tcg",
@@ -136,7 +138,7 @@ def recorded_run() -> dict:
 
 
 def _check(rec: dict, **over) -> reproduce.Verdict:
-    new_plan = json.loads(json.dumps(over.pop("plan", rec["plan"])))
+    new_plan = Plan.from_json(over.pop("plan", rec["plan"]))
     args = {"new_argv": rec["qemu"]["argv"], "used_accel": "tcg", "image_digest": rec["image"]["digest"],
             "qemu_version": rec["qemu"]["version"], "host": rec["host"], "git": rec["git"]}
     args.update(over)
@@ -191,6 +193,25 @@ def test_reproduce_without_the_image_says_what_to_do(tmp_path):
 
 def test_new_plan_keeps_everything_but_the_run_id():
     rec = recorded_run()
-    p = reproduce.new_plan(rec)
+    p = reproduce.new_plan(rec).to_json()
     assert p["run_id"] != "r1" and p["run_id"].split("-")[2] == "smoke"
     assert {k: v for k, v in p.items() if k != "run_id"} == {k: v for k, v in rec["plan"].items() if k != "run_id"}
+
+
+def test_new_plan_of_a_run_recorded_before_the_typed_plan():
+    """A manifest written by fslab before plans were typed (tests/data/runs/smoke-tcg) still reproduces."""
+    rec = json.loads((ROOT / "tests" / "data" / "runs" / "smoke-tcg" / "manifest.json").read_text())
+    p = reproduce.new_plan(rec)
+    assert [f.name for f in p.filesystems] == ["ext4", "xfs"] and p.cases[0].id == "randrw-4k"
+    assert p.disks[0].cache == rec["plan"]["disks"][0]["cache"] and p.repeat.n >= 1
+
+
+def test_a_plan_of_an_unknown_version_is_refused_in_one_line():
+    rec = recorded_run()
+    rec["plan"]["fslab_plan"] = 99
+    with pytest.raises(FslabError, match=r"plan version 99 is not one this fslab reads; allowed: 1"):
+        reproduce.new_plan(rec)
+    rec = recorded_run()
+    rec["plan"]["disks"][0]["cahce"] = "none"
+    with pytest.raises(FslabError, match=r"disk d0: unknown key 'cahce'"):
+        reproduce.new_plan(rec)

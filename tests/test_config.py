@@ -45,7 +45,7 @@ def test_shipped_vmconfigs_load(name):
 def test_seed000_is_the_study_vm():
     cfg = config.load(ROOT / "vmconfigs" / "seed000.yaml")
     assert (cfg.vcpus, cfg.memory) == (2, 8 * 1024**3)
-    assert [d.size for d in cfg.disks] == [8 * 1024**3] * 4
+    assert [d.size_bytes for d in cfg.disks] == [8 * 1024**3] * 4
     assert all(d.preallocation in ("falloc", "full") for d in cfg.disks)
     assert [f.type for f in cfg.filesystems] == ["ext3", "ext4", "xfs", "jfs"]
 

@@ -17,10 +17,12 @@ import tempfile
 import time
 from pathlib import Path
 
+import plans
 import pytest
 
 from harness.results.records import records_for_run
 from harness.results.stream import read_stream
+from harness.spec.plan import Plan
 
 AGENT_PATH = Path(__file__).resolve().parents[1] / "harness" / "guest" / "fslab_guest.py"
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
@@ -80,17 +82,25 @@ def agent(tmp_path, monkeypatch):
 
 
 def make_plan(cases, fs_names=("ext4",), mkfs=("true", "{dev}")):
+    """A plan as the host writes it (plan.json), with these cases (dicts) and filesystems."""
     return {
         "fslab_plan": 1,
         "run_id": "test-run",
-        "vm": {"name": "default"},
-        "disks": [{"id": "d0", "serial": "fslab-d0"}, {"id": "d1", "serial": "fslab-d1"}],
+        "image": {"name": "debian-12"},
+        "vm": {"name": "default", "source": "t.yaml", "vcpus": 1, "memory_mib": 512, "accelerator": "tcg",
+               "deadline_s": 600},
+        "disks": [plans.disk("d0").to_json(), plans.disk("d1").to_json()],
         "filesystems": [{"name": n, "type": "ext4", "fstype": "ext4", "disks": ["d0"], "mkfs": list(mkfs),
                          "mount_options": "noatime", "geometry": [["echo", "geo", "{dev}", "{mnt}"]]}
                         for n in fs_names],
         "suite": {"name": "fio-basic", "profile": "smoke", "version": 1},
         "cases": cases,
     }
+
+
+def typed(plan: dict) -> Plan:
+    """What the host reads the plan as (records_for_run takes the typed plan)."""
+    return Plan.from_json(plan)
 
 
 def fio_case(cid="randrw-4k", job=JOB, timeout_s=120, rep=0):
@@ -148,7 +158,7 @@ def test_whole_plan_runs_real_fio_and_streams_results(agent, tmp_path):
 
     case = json.loads((run_dir / "raw/ext4/randrw-4k/case.json").read_text())
     assert case["ok"] and case["rc"] == 0 and case["error"] is None and case["seconds"] >= 0
-    recs = records_for_run(run_dir, plan, accel="tcg")
+    recs = records_for_run(run_dir, typed(plan), accel="tcg")
     assert {(r["fs"], r["rep"]) for r in recs} == {("ext4", 0), ("ext4", 1), ("xfs", 0), ("xfs", 1)}
     assert all(r["ok"] and r["accel"] == "tcg" and r["rw"] == "randrw" for r in recs)
     heads = [r for r in recs if r["metric"] == "iops"]
@@ -171,7 +181,7 @@ def test_failed_mkfs_fails_every_case_with_its_error(agent, tmp_path):
     for cid in ("a", "b"):
         case = json.loads((run_dir / f"raw/ext4/{cid}/case.json").read_text())
         assert not case["ok"] and case["error"] == info["error"]
-    recs = records_for_run(run_dir, plan, accel="kvm")
+    recs = records_for_run(run_dir, typed(plan), accel="kvm")
     assert [(r["case"], r["ok"], r["value"]) for r in recs] == [("a", False, None), ("b", False, None)]
     assert all("mkfs failed with exit code 3" in r["error"] for r in recs)
     assert agent.calls["mount"] == [] and agent.calls["poweroff"] == 1
@@ -210,7 +220,7 @@ def test_fio_over_its_timeout_is_killed_and_failed(agent, tmp_path, monkeypatch)
     assert not slow["ok"] and slow["error"] == "timed out after 2 s" and slow["seconds"] < 30
     assert json.loads((run_dir / "raw/ext4/randrw-4k/case.json").read_text())["ok"]  # the next one ran
     assert rc == 1 and col.done == {**col.done, "status": "failed", "cases": 2, "cases_ok": 1}
-    recs = records_for_run(run_dir, plan, accel="kvm")
+    recs = records_for_run(run_dir, typed(plan), accel="kvm")
     assert recs[0]["error"] == "timed out after 2 s" and recs[0]["value"] is None
     assert live_processes_mentioning(str(work)) == []  # fio's job processes (own sessions) too
 
@@ -405,7 +415,7 @@ def test_steps_case_times_each_step_and_reports_program_metrics(agent, tmp_path)
     assert steps[0]["real_s"] >= 0.3 and steps[0]["user_s"] + steps[0]["sys_s"] < 0.3
     assert steps[1]["user_s"] + steps[1]["sys_s"] >= 0.25  # CPU of the child, from wait4's rusage
     assert (run_dir / "raw/ext4/ops/report.stdout").read_text().startswith("noise")
-    recs = records_for_run(run_dir, plan, "tcg")
+    recs = records_for_run(run_dir, typed(plan), "tcg")
     by = {(r["step"], r["metric"]): r for r in recs}
     assert by[("write", "real_s")]["value"] >= 0.3 and by[("burn", "cpu_s")]["value"] >= 0.25
     assert ("report", "real_s") not in by  # untimed
@@ -424,7 +434,7 @@ def test_failed_step_ends_the_case_and_names_the_step(agent, tmp_path):
     assert col.done["status"] == "failed"
     steps = json.loads((run_dir / "raw/ext4/ops/steps.json").read_text())
     assert steps[2]["skipped"] is True and steps[1]["rc"] == 3
-    (rec,) = records_for_run(run_dir, plan, "tcg")
+    (rec,) = records_for_run(run_dir, typed(plan), "tcg")
     assert rec["ok"] is False and rec["metric"] == "real_s" and "step boom failed with exit code 3" in rec["error"]
 
 
@@ -448,7 +458,7 @@ def test_steps_that_do_not_fit_are_skipped_and_said_so(agent, tmp_path):
     small, cold, huge = json.loads((run_dir / "raw/ext4/ops/steps.json").read_text())
     assert small["rc"] == 0 and cold["rc"] == 0 and cold["timed"] is False
     assert huge["skipped"] and huge["reason"].startswith("does not fit: needs 4611686018427387904 bytes")
-    recs = records_for_run(run_dir, plan, "tcg")
+    recs = records_for_run(run_dir, typed(plan), "tcg")
     assert {r["step"] for r in recs if r["value"] is not None} == {"small"}
     (skip,) = [r for r in recs if r["step"] == "huge"]
     assert skip["value"] is None and skip["skipped"].startswith("does not fit")
@@ -465,7 +475,7 @@ def test_steps_whose_input_is_missing_are_skipped_and_said_so(agent, tmp_path):
     make, use, missing = json.loads((run_dir / "raw/ext4/ops/steps.json").read_text())
     assert use["rc"] == 0 and "rc" in missing and missing["rc"] is None and missing["skipped"]
     assert missing["reason"] == f"input missing: {tmp_path}/mnt/ext4/never-made does not exist"
-    (skip,) = [r for r in records_for_run(run_dir, plan, "tcg") if r["step"] == "use-missing"]
+    (skip,) = [r for r in records_for_run(run_dir, typed(plan), "tcg") if r["step"] == "use-missing"]
     assert skip["value"] is None and skip["ok"] and skip["skipped"].startswith("input missing")
 
 
@@ -480,7 +490,7 @@ def test_cold_start_step_remounts_in_the_middle_of_a_case(agent, tmp_path):
     assert len(agent.calls["umount"]) == 3  # the case's cold start, the step's, the last umount
     steps = json.loads((run_dir / "raw/ext4/ops/steps.json").read_text())
     assert steps[1] == {"name": "cold", "argv": [], "timed": False, "rc": 0}
-    recs = records_for_run(run_dir, plan, "tcg")
+    recs = records_for_run(run_dir, typed(plan), "tcg")
     assert {r["step"] for r in recs} == {"timed"}
 
 
@@ -500,7 +510,7 @@ def test_repetitions_warmup_rounds_and_adaptive_extra_rounds(agent, tmp_path):
     order = [(e["case"], e["rep"]) for e in events if e["event"] == "case-start"]
     assert order == [("wobbly", -1), ("steady", -1), ("wobbly", 0), ("steady", 0), ("wobbly", 1), ("steady", 1),
                      ("wobbly", 2), ("wobbly", 3)]
-    recs = [r for r in records_for_run(run_dir, plan, "tcg") if r["metric"] == "real_s"]
+    recs = [r for r in records_for_run(run_dir, typed(plan), "tcg") if r["metric"] == "real_s"]
     assert sorted(r["rep"] for r in recs if r["case"] == "wobbly") == [-1, 0, 1, 2, 3]
     assert sorted(r["rep"] for r in recs if r["case"] == "steady") == [-1, 0, 1]
     assert all(r.get("warmup") is (True if r["rep"] < 0 else None) for r in recs)
@@ -511,7 +521,7 @@ def test_missing_repetition_is_a_failed_record(agent, tmp_path):
     plan["repeat"] = {"n": 2}
     run_agent(agent, tmp_path, plan)
     shutil.rmtree(tmp_path / "run" / "raw" / "ext4" / "ops.rep1")
-    recs = records_for_run(tmp_path / "run", plan, "tcg")
+    recs = records_for_run(tmp_path / "run", typed(plan), "tcg")
     (missing,) = [r for r in recs if r["rep"] == 1]
     assert missing["ok"] is False and "no result returned" in missing["error"]
 
@@ -522,5 +532,5 @@ def test_step_fields_and_rep_placeholder(agent, tmp_path):
     plan["repeat"] = {"n": 2}
     run_agent(agent, tmp_path, plan)
     assert (tmp_path / "run/raw/ext4/ops.rep1/dd.stdout").read_text().strip() == "rep=1 env=1"
-    recs = records_for_run(tmp_path / "run", plan, "tcg")
+    recs = records_for_run(tmp_path / "run", typed(plan), "tcg")
     assert all(r["file_mb"] == 500 for r in recs if r["step"] == "dd")

@@ -16,7 +16,7 @@ from vmhelpers import fslab
 from harness.errors import FslabError
 from harness.results.jsonl import read_jsonl, write_jsonl
 from harness.results.records import records_for_run
-from harness.spec import config, plan
+from harness.spec import config, resolve
 from harness.vm import hosts, libvirt, runner, spread
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -105,12 +105,11 @@ def test_vmconfig_hosts_need_the_libvirt_backend(tmp_path):
 
 
 def test_split_gives_each_filesystem_its_own_vm_and_disks():
-    p = plan.resolve(config.load(ROOT / "vmconfigs" / "smoke.yaml"), run_id="R")
+    p = resolve.resolve(config.load(ROOT / "vmconfigs" / "smoke.yaml"), run_id="R")
     a, b = spread.split(p)
     for p1, fs, disk in ((a, "ext4", "d0"), (b, "xfs", "d1")):
-        assert (p1["run_id"], [f["name"] for f in p1["filesystems"]], [d["id"] for d in p1["disks"]]) == \
-            (fs, [fs], [disk])
-    assert a["cases"] == p["cases"] and a["vm"] == p["vm"]
+        assert (p1.run_id, [f.name for f in p1.filesystems], [d.id for d in p1.disks]) == (fs, [fs], [disk])
+    assert a.cases == p.cases and a.vm == p.vm
 
 
 class FakeRunner:
@@ -121,9 +120,9 @@ class FakeRunner:
 
     def __call__(self, p, image, choice, results_root, host=None, name=None, stop=None, log=None, **kw):
         with self.lock:
-            self.calls.append((p["run_id"], host.label, name))
+            self.calls.append((p.run_id, host.label, name))
         time.sleep(0.5)  # long enough for every host to take a VM
-        run_dir = results_root / p["run_id"]
+        run_dir = results_root / p.run_id
         run_dir.mkdir(parents=True)
         lost = host.label == self.bad
         recs = records_for_run(run_dir, p, "tcg")
@@ -140,7 +139,7 @@ def _spread(tmp_path, monkeypatch, bad, retry, uris=("qemu:///system", "qemu+ssh
     fake = FakeRunner(bad)
     monkeypatch.setattr(runner, "run", fake)
     monkeypatch.setattr(hosts, "choose_accel", lambda h, req, img: runner.accel_mod.Choice(req, "tcg", "test"))
-    p = plan.resolve(config.load(ROOT / "vmconfigs" / "smoke.yaml"), run_id="R", backend="libvirt")
+    p = resolve.resolve(config.load(ROOT / "vmconfigs" / "smoke.yaml"), run_id="R", backend="libvirt")
     logs: list[str] = []
     out = spread.run(p, make_image(tmp_path / "img"), [hosts.parse(u) for u in uris], tmp_path / "runs",
                      retry=retry, log=logs.append)

@@ -7,9 +7,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import goldens
+import plans
 import pytest
 
-from harness.spec import config, plan
+from harness.spec import config, resolve
 from harness.vm import argv as qemu
 from harness.vm import domain_xml as libvirt_xml
 
@@ -19,12 +20,12 @@ CONFIGS = sorted(p.stem for p in (ROOT / "vmconfigs").glob("*.yaml"))
 
 def paths_for(p: dict) -> qemu.RunPaths:
     scratch, run_dir = Path("/scratch"), Path("/results/RUNID")
-    disks = {d["id"]: scratch / f"{d['id']}.{d['format']}" for d in p["disks"]}
+    disks = {d.id: scratch / f"{d.id}.{d.format}" for d in p.disks}
     return qemu.RunPaths.under(scratch, run_dir, Path("/img/vmlinuz"), Path("/img/initrd.img"), disks)
 
 
 def xml_for(name: str, accel: str = "tcg") -> str:
-    p = plan.resolve(config.load(ROOT / "vmconfigs" / f"{name}.yaml"), run_id="RUNID", backend="libvirt")
+    p = resolve.resolve(config.load(ROOT / "vmconfigs" / f"{name}.yaml"), run_id="RUNID", backend="libvirt")
     return libvirt_xml.domain_xml(p, paths_for(p), accel, "fslab-RUNID")
 
 
@@ -50,7 +51,7 @@ def test_disks_get_exactly_the_requested_modes():
 
 def test_same_vm_as_the_qemu_backend():
     """vCPUs, RAM, kernel boot, no NIC, the two ports and the console, as in the QEMU argv."""
-    p = plan.resolve(config.load(ROOT / "vmconfigs" / "smoke.yaml"), run_id="RUNID")
+    p = resolve.resolve(config.load(ROOT / "vmconfigs" / "smoke.yaml"), run_id="RUNID")
     paths = paths_for(p)
     argv = qemu.build_argv(p, paths, "tcg")
     dom = ET.fromstring(libvirt_xml.domain_xml(p, paths, "tcg", "fslab-RUNID"))
@@ -73,9 +74,7 @@ def test_kvm_domain_and_host_cpu_only_with_kvm():
 
 
 def test_nvme_goes_to_qemu_verbatim():
-    p = {"run_id": "R", "vm": {"name": "n", "vcpus": 1, "memory_mib": 512},
-         "disks": [{"id": "d0", "serial": "fslab-d0", "bus": "nvme", "format": "raw", "cache": "none",
-                    "aio": "io_uring"}]}
+    p = plans.plan(disks=(plans.disk(bus="nvme", aio="io_uring"),))
     paths = qemu.RunPaths.under(Path("/s"), Path("/r"), Path("/k"), Path("/i"), {"d0": Path("/s/d0.raw")})
     dom = ET.fromstring(libvirt_xml.domain_xml(p, paths, "tcg", "fslab-R"))
     args = [a.get("value") for a in dom.iter(f"{{{libvirt_xml.QEMU_NS}}}arg")]

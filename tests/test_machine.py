@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.spec import config, plan
+from harness.spec import config, resolve
 from harness.vm import argv as qemu
 from harness.vm.machine import LaunchError, Machine
 
@@ -17,10 +17,10 @@ pytestmark = pytest.mark.skipif(shutil.which("qemu-system-x86_64") is None, reas
 
 def _files_for(p, tmp_path):
     disks = {}
-    for d in p["disks"]:
-        path = tmp_path / f"{d['id']}.{d['format']}"
-        subprocess.run(["qemu-img", "create", "-q", "-f", d["format"], str(path), "64M"], check=True)
-        disks[d["id"]] = path
+    for d in p.disks:
+        path = tmp_path / f"{d.id}.{d.format}"
+        subprocess.run(["qemu-img", "create", "-q", "-f", d.format, str(path), "64M"], check=True)
+        disks[d.id] = path
     paths = qemu.RunPaths.under(tmp_path, tmp_path, tmp_path / "k", tmp_path / "i", disks)
     subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", str(paths.overlay), "64M"], check=True)
     paths.seed_iso.write_bytes(b"\0" * 2048)
@@ -43,7 +43,7 @@ def _without_kernel(argv):
 @pytest.mark.parametrize("name", ["smoke", "default"])
 def test_qemu_accepts_the_argv_and_shutdown_ends_it(tmp_path, name):
     """QEMU parses every option we build (cache/aio/bus/serial ports) and Machine ends it."""
-    p = plan.resolve(config.load(ROOT / "vmconfigs" / f"{name}.yaml"), run_id="R")
+    p = resolve.resolve(config.load(ROOT / "vmconfigs" / f"{name}.yaml"), run_id="R")
     paths = _files_for(p, tmp_path)
     argv = _without_kernel(qemu.build_argv(p, paths, "tcg")) + ["-S"]
     with Machine(argv, paths.qmp, tmp_path / "qemu.stderr") as m:

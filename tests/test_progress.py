@@ -2,11 +2,16 @@
 
 import io
 import json
+from dataclasses import replace
 
+import plans
+
+from harness.spec.plan import Case, Repeat
 from harness.vm.progress import Progress
 
-PLAN = {"vm": {"name": "smoke"}, "filesystems": [{"name": "ext4"}, {"name": "xfs"}],
-        "cases": [{"id": "a"}, {"id": "b"}], "repeat": {"n": 2, "warmup": 0}}
+PLAN = plans.plan(filesystems=(plans.filesystem("ext4"), plans.filesystem("xfs")),
+                  cases=(Case("a", "fio", {}), Case("b", "fio", {})), repeat=Repeat(n=2, cap=8))
+PLAN = replace(PLAN, vm=replace(PLAN.vm, name="smoke"))
 
 
 class Tty(io.StringIO):

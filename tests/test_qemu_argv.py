@@ -8,9 +8,10 @@ import tempfile
 from pathlib import Path
 
 import goldens
+import plans
 import pytest
 
-from harness.spec import config, plan
+from harness.spec import config, resolve
 from harness.vm import argv as qemu
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,9 +26,9 @@ def fixed_tempdir(monkeypatch):
 
 def argv_for(name: str, accel: str = "tcg") -> list[str]:
     cfg = config.load(ROOT / "vmconfigs" / f"{name}.yaml")
-    p = plan.resolve(cfg, run_id="RUNID")
+    p = resolve.resolve(cfg, run_id="RUNID")
     scratch, run_dir = Path("/scratch"), Path("/results/RUNID")
-    disks = {d["id"]: scratch / f"{d['id']}.{d['format']}" for d in p["disks"]}
+    disks = {d.id: scratch / f"{d.id}.{d.format}" for d in p.disks}
     paths = qemu.RunPaths.under(scratch, run_dir, Path("/img/vmlinuz"), Path("/img/initrd.img"), disks)
     return qemu.build_argv(p, paths, accel)
 
@@ -65,9 +66,7 @@ def test_kvm_uses_host_cpu_and_tcg_does_not():
 
 
 def test_nvme_bus():
-    p = {"run_id": "R", "vm": {"vcpus": 1, "memory_mib": 512},
-         "disks": [{"id": "d0", "serial": "fslab-d0", "bus": "nvme", "format": "raw", "cache": "none",
-                    "aio": "io_uring"}]}
+    p = plans.plan(disks=(plans.disk(bus="nvme", aio="io_uring"),))
     paths = qemu.RunPaths.under(Path("/s"), Path("/r"), Path("/k"), Path("/i"), {"d0": Path("/s/d0.raw")})
     argv = qemu.build_argv(p, paths, "tcg")
     assert "nvme,drive=disk-d0,serial=fslab-d0" in argv

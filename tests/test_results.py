@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from dataclasses import replace
 
+import plans
 import pytest
 
 from harness.errors import FslabError
@@ -13,6 +15,7 @@ from harness.results.fio import fio_records, load_fio_json
 from harness.results.jsonl import read_jsonl, write_jsonl
 from harness.results.records import NO_RESULT, records_for_run
 from harness.results.tables import format_table
+from harness.spec.plan import Case
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 
@@ -83,13 +86,9 @@ def test_fio_notes_before_json_are_skipped(real):
     assert load_fio_json(text)["jobs"][0]["jobname"] == "t"
 
 
-PLAN = {
-    "suite": {"name": "fio-basic"},
-    "filesystems": [{"name": "ext4"}, {"name": "xfs"}],
-    "cases": [{"id": "randrw-4k", "kind": "fio", "rep": 0, "params": {"rw": "randrw", "bs": "4k",
-                                                                       "fs": "clash", "opt": {"depth": 4}}},
-              {"id": "randrw-4k", "kind": "fio", "rep": 1, "params": {"rw": "randrw", "bs": "4k"}}],
-}
+PLAN = plans.plan(filesystems=(plans.filesystem("ext4"), plans.filesystem("xfs")),
+                  cases=(Case("randrw-4k", "fio", {"rw": "randrw", "bs": "4k", "fs": "clash", "opt": {"depth": 4}}),
+                         Case("randrw-4k", "fio", {"rw": "randrw", "bs": "4k"}, rep=1)))
 
 
 def put_case(run_dir, fs, cdir, ok=True, error=None, fio_json=None):
@@ -122,7 +121,7 @@ def test_records_for_run_covers_every_pair(real, tmp_path):
 def test_unreadable_fio_json_is_a_failed_record(tmp_path):
     put_case(tmp_path, "ext4", "randrw-4k")
     (tmp_path / "raw/ext4/randrw-4k/fio.json").write_text("{not json")
-    plan = {**PLAN, "filesystems": [{"name": "ext4"}], "cases": PLAN["cases"][:1]}
+    plan = replace(PLAN, filesystems=PLAN.filesystems[:1], cases=PLAN.cases[:1])
     [rec] = records_for_run(tmp_path, plan, accel="kvm")
     assert not rec["ok"] and "unreadable result" in rec["error"]
 

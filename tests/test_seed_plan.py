@@ -6,11 +6,12 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import plans
 import pytest
 import yaml
 
 from harness.errors import FslabError
-from harness.spec import config, fiojob, plan
+from harness.spec import config, fiojob, resolve
 from harness.suites import get as get_suite
 from harness.vm import disks
 from harness.vm import seed as cloudinit
@@ -19,11 +20,15 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def smoke_plan(**kw):
-    return plan.resolve(config.load(ROOT / "vmconfigs" / "smoke.yaml"), run_id="R1", **kw)
+    return resolve.resolve(config.load(ROOT / "vmconfigs" / "smoke.yaml"), run_id="R1", **kw)
+
+
+def smoke_json(**kw):
+    return smoke_plan(**kw).to_json()
 
 
 def test_plan_is_fully_resolved():
-    p = smoke_plan()
+    p = smoke_json()
     assert p["suite"] == {"name": "fio-basic", "profile": "smoke", "version": 1, "headline": "iops"}
     assert [f["name"] for f in p["filesystems"]] == ["ext4", "xfs"]
     ext4 = p["filesystems"][0]
@@ -36,9 +41,9 @@ def test_plan_is_fully_resolved():
 
 
 def test_plan_overrides_and_bad_profile():
-    assert smoke_plan(profile="default")["suite"]["profile"] == "default"
-    vm = smoke_plan(accelerator="tcg", deadline=60)["vm"]
-    assert (vm["accelerator"], vm["deadline_s"]) == ("tcg", 60)
+    assert smoke_plan(profile="default").suite.profile == "default"
+    vm = smoke_plan(accelerator="tcg", deadline=60).vm
+    assert (vm.accelerator, vm.deadline_s) == ("tcg", 60)
     with pytest.raises(FslabError, match="'huge' is not a profile of suite fio-basic; allowed: default, smoke"):
         smoke_plan(profile="huge")
     with pytest.raises(FslabError, match="'nope' is not a suite; allowed: (.*, )?fio-basic"):
@@ -55,7 +60,7 @@ def test_fio_basic_profiles_have_the_same_shape():
 def test_user_fio_job_is_pointed_at_the_mount(tmp_path):
     job = tmp_path / "mine.fio"
     job.write_text("[global]\ndirectory=/data\nbs=8k\n[a]\nrw=randread\nfilename=/dev/vdb\nsize=16m\n")
-    p = smoke_plan(fio_job=str(job))
+    p = smoke_json(fio_job=str(job))
     (case,) = p["cases"]
     assert case["id"] == "mine" and p["suite"]["profile"] == "custom-job"
     assert "/data" not in case["job"] and "/dev/" not in case["job"]
@@ -89,7 +94,7 @@ def test_user_data_carries_the_plan():
     doc = yaml.safe_load(ud)
     (wf,) = doc["write_files"]
     assert wf["path"] == "/run/fslab/plan.json"
-    assert json.loads(base64.b64decode(wf["content"])) == p
+    assert json.loads(base64.b64decode(wf["content"])) == p.to_json()
     assert doc["runcmd"] == [["/usr/local/bin/fslab-guest", "run", "/run/fslab/plan.json"]]
 
 
@@ -103,11 +108,11 @@ def test_seed_iso_is_labelled_cidata(tmp_path):
 
 
 def test_disks_are_created_with_the_requested_preallocation(tmp_path):
-    falloc = {"id": "a", "size_bytes": 64 * 1024**2, "format": "raw", "preallocation": "falloc"}
-    off = {"id": "b", "size_bytes": 64 * 1024**2, "format": "qcow2", "preallocation": "off"}
+    falloc = plans.disk("a", format="raw", preallocation="falloc")
+    off = plans.disk("b", format="qcow2", preallocation="off")
     for d in (falloc, off):
         argv = disks.create(d, disks.disk_path(tmp_path, d))
-        assert f"preallocation={d['preallocation']}" in argv
+        assert f"preallocation={d.preallocation}" in argv
     a = disks.info(tmp_path / "a.raw")
     b = disks.info(tmp_path / "b.qcow2")
     assert a["virtual-size"] == 64 * 1024**2 and a["actual-size"] >= 64 * 1024**2
@@ -115,7 +120,7 @@ def test_disks_are_created_with_the_requested_preallocation(tmp_path):
 
 
 def test_not_enough_space_is_one_clear_error(tmp_path):
-    huge = {"id": "d0", "size_bytes": 1 << 60, "format": "raw", "preallocation": "full"}
+    huge = plans.disk("d0", size_bytes=1 << 60, format="raw", preallocation="full")
     msg = r"not enough free space in .* for the run's disks: need .*GiB \(d0 1048576TiB full"
     with pytest.raises(FslabError, match=msg):
         disks.check_space([huge], tmp_path / "not" / "yet")
@@ -123,20 +128,20 @@ def test_not_enough_space_is_one_clear_error(tmp_path):
 
 def test_repetitions_default_per_profile_and_overrides():
     cfg = config.load(ROOT / "vmconfigs" / "smoke.yaml")
-    assert plan.resolve(cfg, suite="fio-matrix", profile="smoke")["repeat"]["n"] == 1
-    quick = plan.resolve(cfg, suite="fio-matrix", profile="quick")["repeat"]
-    assert (quick["n"], quick["cap"], quick["cv_threshold"], quick["warmup"]) == (3, 12, 0.03, 0)
-    assert plan.resolve(cfg, suite="fio-matrix", profile="paper")["repeat"]["n"] >= 5
-    custom = plan.resolve(cfg, reps=4, warmup=1, max_reps=6, cv_threshold=0.05)["repeat"]
-    assert (custom["n"], custom["warmup"], custom["cap"], custom["cv_threshold"]) == (4, 1, 6, 0.05)
+    assert resolve.resolve(cfg, suite="fio-matrix", profile="smoke").repeat.n == 1
+    quick = resolve.resolve(cfg, suite="fio-matrix", profile="quick").repeat
+    assert (quick.n, quick.cap, quick.cv_threshold, quick.warmup) == (3, 12, 0.03, 0)
+    assert resolve.resolve(cfg, suite="fio-matrix", profile="paper").repeat.n >= 5
+    custom = resolve.resolve(cfg, reps=4, warmup=1, max_reps=6, cv_threshold=0.05).repeat
+    assert (custom.n, custom.warmup, custom.cap, custom.cv_threshold) == (4, 1, 6, 0.05)
     with pytest.raises(FslabError, match="repetitions: reps 3, warmup 0, max-reps 2"):
-        plan.resolve(cfg, reps=3, max_reps=2)
+        resolve.resolve(cfg, reps=3, max_reps=2)
 
 
 def test_image_support_is_checked_before_boot_by_name():
-    p = plan.resolve(config.load(ROOT / "tests" / "vmconfigs" / "catalog.yaml"), run_id="R")
-    plan.check_image_support(p, "debian-12", ["btrfs", "ext2", "ext3", "ext4", "f2fs", "jfs", "nilfs2",
+    p = resolve.resolve(config.load(ROOT / "tests" / "vmconfigs" / "catalog.yaml"), run_id="R")
+    resolve.check_image_support(p, "debian-12", ["btrfs", "ext2", "ext3", "ext4", "f2fs", "jfs", "nilfs2",
                                               "reiserfs", "xfs"])  # tmpfs needs nothing from the image
     with pytest.raises(FslabError, match=r"image centos-stream-9 cannot make reiserfs-notail \(reiserfs\), "
                                          r"btrfs \(btrfs\), f2fs \(f2fs\)"):
-        plan.check_image_support(p, "centos-stream-9", ["ext2", "ext3", "ext4", "xfs"])
+        resolve.check_image_support(p, "centos-stream-9", ["ext2", "ext3", "ext4", "xfs"])

@@ -13,7 +13,7 @@ import pytest
 from agentfakes import faked_agent, run_plan
 
 from harness.cli import bench
-from harness.spec import config, plan
+from harness.spec import config, resolve
 from harness.suites import file_ops, get, registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,9 +37,9 @@ def test_cases(profile, scale, reps):
     (c,) = suite.cases(profile)
     assert (c.id, c.kind, c.rep, c.job, suite.default_reps(profile)) == ("file-ops", "steps", 0, "", reps)
     assert c.params == {"seed": 2014, "scale": float(scale)} and c.timeout_s >= 1200
-    assert [s["name"] for s in c.steps] == ["clean", "objects", "mkdir", "cold", *TIMED]
+    assert [s["name"] for s in c.to_json()["steps"]] == ["clean", "objects", "mkdir", "cold", *TIMED]
     assert file_ops.timed_steps() == TIMED
-    clean, make, mkdir, cold = c.steps[:4]
+    clean, make, mkdir, cold = c.to_json()["steps"][:4]
     assert clean == {"name": "clean", "timed": False,
                      "argv": ["rm", "-rf", DST, f"{SRC}/linux", f"{SRC}/portage"]}
     assert make == {"name": "objects", "timed": False, "parse": "metrics",
@@ -50,7 +50,7 @@ def test_cases(profile, scale, reps):
     objs = file_ops.objects(scale)
     for n, paper in PAPER.items():
         assert objs[n]["bytes"] == round(paper * scale)
-    by = {s["name"]: s for s in c.steps}
+    by = {s["name"]: s for s in c.to_json()["steps"]}
     assert all(by[s].get("timed", True) and by[s]["cwd"] == BASE for s in TIMED)
     for t in ("linux", "portage"):
         assert by[f"unpack-{t}"]["argv"] == ["tar", "xJf", f"source/{t}.tar.xz", "-C", "source"]
@@ -92,7 +92,7 @@ def test_registered_and_mapped_to_its_study_vm():
 def test_study_vmconfig_has_the_articles_four_media():
     cfg = config.load(ROOT / "vmconfigs" / "file-ops.yaml")
     assert (cfg.suite, cfg.profile, cfg.image, cfg.memory) == ("file-ops", "paper", "debian-12-zfs", 8 * 2**30)
-    p = plan.resolve(cfg, run_id="test")
+    p = resolve.resolve(cfg, run_id="test").to_json()
     assert p["cases"] == [c.to_json() for c in get("file-ops").cases("paper")] and p["repeat"]["n"] == 3
     by = {f["name"]: f for f in p["filesystems"]}
     assert list(by) == ["zfs", "xfs-md", "xfs", "tmpfs"]
@@ -102,7 +102,7 @@ def test_study_vmconfig_has_the_articles_four_media():
     assert by["xfs"]["layout"] == "single"
     assert all(by[n]["mount_options"] == "noatime" for n in ("xfs-md", "xfs"))
     assert by["tmpfs"]["mount_options"] == "size=5g,noatime"
-    size = {d.id: d.size for d in cfg.disks}
+    size = {d.id: d.size_bytes for d in cfg.disks}
     objs = file_ops.objects(Fraction(1))
     peak = sum(o["need"] for o in objs.values())  # every object and its copy, the trees' tarballs too
     for f in cfg.filesystems:
@@ -112,13 +112,13 @@ def test_study_vmconfig_has_the_articles_four_media():
     assert objs["linux"]["need"] + objs["portage"]["need"] + objs["cd"]["need"] <= budget
     assert objs["linux"]["need"] + objs["portage"]["need"] + objs["cd"]["need"] + objs["dvd"]["need"] > budget
     for prof in get("file-ops").profiles:
-        assert plan.resolve(cfg, profile=prof, run_id="test")["suite"]["profile"] == prof
+        assert resolve.resolve(cfg, profile=prof, run_id="test").suite.profile == prof
 
 
 def test_smoke_vmconfig_runs_on_the_default_image():
     cfg = config.load(ROOT / "tests" / "vmconfigs" / "s5-smoke.yaml")
     assert (cfg.suite, cfg.profile, cfg.image) == ("file-ops", "smoke", "debian-12")
-    p = plan.resolve(cfg, run_id="test")
+    p = resolve.resolve(cfg, run_id="test").to_json()
     assert [(f["name"], f["type"], f["layout"]) for f in p["filesystems"]] == [
         ("xfs-md", "xfs", "md-raid0"), ("xfs", "xfs", "single"), ("tmpfs", "tmpfs", None)]
     objs = file_ops.objects(Fraction(1, 1000))

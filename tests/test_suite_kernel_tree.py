@@ -15,7 +15,7 @@ from agentfakes import faked_agent, run_plan
 
 from harness.cli import bench
 from harness.errors import FslabError
-from harness.spec import config, plan
+from harness.spec import config, resolve
 from harness.suites import get, kernel_tree, registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,7 +37,7 @@ def test_cases(profile, kconfig, targets, subset, reps):
     assert suite.default_reps(profile) == reps and suite.headline == "real_s"
     # the hdparm baseline first (seed 003 "records hdparm -tT of each disk first"), untimed
     assert (hd.id, hd.kind, hd.rep, hd.job, hd.params, hd.headline_step) == ("hdparm", "steps", 0, "", {}, None)
-    assert hd.steps == [{"name": "hdparm", "timed": False, "parse": "metrics",
+    assert hd.to_json()["steps"] == [{"name": "hdparm", "timed": False, "parse": "metrics",
                          "argv": ["/usr/local/bin/fslab-hdparm", "{dev}"]}]
     assert hd.timeout_s >= 300
     # then the compilation test, its four timed steps in the article's order
@@ -45,10 +45,10 @@ def test_cases(profile, kconfig, targets, subset, reps):
     assert (comp.id, comp.kind, comp.rep, comp.job, comp.headline_step) == ("compile", "steps", 0, "", None)
     assert comp.params == {"config": kconfig, "make_targets": " ".join(targets), "source": src,
                            "subset": " ".join(KEEP) if subset else ""}
-    names = [s["name"] for s in comp.steps]
+    names = [s["name"] for s in comp.to_json()["steps"]]
     assert names == ["empty", *(["subset"] if subset else []), "config", "cold", "warm", *TIMED]
-    assert [s["name"] for s in comp.steps if s.get("timed", True) and "builtin" not in s] == TIMED
-    by = {s["name"]: s for s in comp.steps}
+    assert [s["name"] for s in comp.to_json()["steps"] if s.get("timed", True) and "builtin" not in s] == TIMED
+    by = {s["name"]: s for s in comp.to_json()["steps"]}
     assert by["empty"] == {"name": "empty", "timed": False, "argv": ["rm", "-rf", "{mnt}/linux"]}
     assert by["cold"] == {"name": "cold", "builtin": "cold-start"}
     if subset:
@@ -63,7 +63,7 @@ def test_cases(profile, kconfig, targets, subset, reps):
     assert by["make"] == {"name": "make", "cwd": "{mnt}/linux", "argv": ["make", "-j{ncpu}", *targets]}
     assert by["make-clean"] == {"name": "make-clean", "cwd": "{mnt}/linux", "argv": ["make", "-j{ncpu}", "clean"]}
     assert by["rm"] == {"name": "rm", "argv": ["rm", "-rf", "{mnt}/linux"]}
-    assert all("fields" not in s and "needs_bytes" not in s for s in comp.steps)
+    assert all("fields" not in s and "needs_bytes" not in s for s in comp.to_json()["steps"])
     assert comp.timeout_s >= (3 * 3600 if profile == "paper" else 1800)
     assert kernel_tree.source(profile) == src
     json.dumps([c.to_json() for c in (hd, comp)])  # the plan carries them as JSON
@@ -82,7 +82,7 @@ def test_study_vmconfig_has_the_articles_five_filesystems():
     cfg = config.load(ROOT / "vmconfigs" / "kernel-tree.yaml")
     assert (cfg.suite, cfg.profile, cfg.image, cfg.vcpus) == ("kernel-tree", "quick", "debian-12", 1)
     assert cfg.memory >= 6 * 2**30  # the 1.3 GB source, its copy and the build stay in the page cache
-    p = plan.resolve(cfg, run_id="test")
+    p = resolve.resolve(cfg, run_id="test").to_json()
     assert p["cases"] == [c.to_json() for c in get("kernel-tree").cases("quick")] and p["repeat"]["n"] == 3
     by = {f["name"]: f for f in p["filesystems"]}
     assert list(by) == ["xfs", "reiserfs", "reiserfs-notail", "ext2", "jfs"]
@@ -91,17 +91,17 @@ def test_study_vmconfig_has_the_articles_five_filesystems():
     assert by["reiserfs-notail"]["mount_options"] == "notail"
     assert all(by[n]["mount_options"] == "" for n in ("xfs", "ext2", "jfs"))  # the articles give no options
     assert len({f.disks for f in cfg.filesystems}) == 5 and all(len(f.disks) == 1 for f in cfg.filesystems)
-    assert all(d.size >= 7 * 10**9 and d.preallocation == "falloc" for d in cfg.disks)  # seed 001: a 7 GB disk
+    assert all(d.size_bytes >= 7 * 10**9 and d.preallocation == "falloc" for d in cfg.disks)  # seed 001: a 7 GB disk
     for prof in get("kernel-tree").profiles:
-        assert plan.resolve(cfg, profile=prof, run_id="test")["suite"]["profile"] == prof
+        assert resolve.resolve(cfg, profile=prof, run_id="test").suite.profile == prof
 
 
 def test_smoke_vmconfig_two_study_filesystems():
     cfg = config.load(ROOT / "tests" / "vmconfigs" / "s3-smoke.yaml")
     assert (cfg.suite, cfg.profile, cfg.image) == ("kernel-tree", "smoke", "debian-12")
-    p = plan.resolve(cfg, run_id="test")
+    p = resolve.resolve(cfg, run_id="test").to_json()
     assert [(f["name"], f["type"]) for f in p["filesystems"]] == [("xfs", "xfs"), ("ext2", "ext2")]
-    assert p["repeat"]["n"] == 1 and cfg.memory <= 2**30 and all(d.size <= 2**30 for d in cfg.disks)
+    assert p["repeat"]["n"] == 1 and cfg.memory <= 2**30 and all(d.size_bytes <= 2**30 for d in cfg.disks)
 
 
 # --- the compilation case through the guest agent, on the host ---------------------------------

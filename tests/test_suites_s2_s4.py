@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from agentfakes import faked_agent, run_plan
 
-from harness.spec import config, plan
+from harness.spec import config, resolve
 from harness.suites import get, maildir, random_io
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,18 +36,18 @@ def test_maildir_cases(profile, mailboxes, durations):
         assert p == {"run": p["run"], "writers": p["writers"], "duration": durations[p["run"] - 1],
                      "mailboxes": mailboxes}
         assert c.timeout_s > p["duration"] + 200
-        names = [s["name"] for s in c.steps]
+        names = [s["name"] for s in c.to_json()["steps"]]
         assert names == ["setup", "run", "sync"] + (["cleanup"] if p["writers"] == 16 else [])
-        setup, run = c.steps[0], c.steps[1]
+        setup, run = c.to_json()["steps"][0], c.to_json()["steps"][1]
         root = f"{{mnt}}/maildir-run{p['run']}"
         assert setup["timed"] is False and setup["argv"] == [
             "/usr/local/bin/fslab-maildir", "setup", "--root", root, "--mailboxes", str(mailboxes), "--seed", "1"]
         assert run.get("timed", True) and run["parse"] == "metrics" and run["argv"] == [
             "/usr/local/bin/fslab-maildir", "run", "--root", root, "--writers", str(p["writers"]),
             "--duration", str(p["duration"]), "--seed", str(100 * p["run"] + p["writers"])]
-        assert c.steps[2] == {"name": "sync", "timed": False, "argv": ["sync"]}
+        assert c.to_json()["steps"][2] == {"name": "sync", "timed": False, "argv": ["sync"]}
         if p["writers"] == 16:
-            assert c.steps[3] == {"name": "cleanup", "timed": False, "argv": ["rm", "-rf", root]}
+            assert c.to_json()["steps"][3] == {"name": "cleanup", "timed": False, "argv": ["rm", "-rf", root]}
     assert get("maildir").headline == "ms_per_delivery"
     assert get("maildir").default_reps(profile) == 1  # the article's repetitions are its 3 runs
 
@@ -70,17 +70,17 @@ def test_random_io_cases(profile, bs, bufsize, scale, reps):
     assert (c.id, c.rep, c.kind, suite.default_reps(profile)) == ("crear-random", 0, "steps", reps)
     files = [f"{{mnt}}/{mb}.dat" for mb in (1, 10, 100, 250, 500)]
     assert c.params["seed"] == 1 and c.params["scale"] == scale
-    assert [s["name"] for s in c.steps] == [
+    assert [s["name"] for s in c.to_json()["steps"]] == [
         "crear-1", "crear-10", "crear-100", "crear-250", "crear-500", "random", "cleanup"]
-    for step, mb, path in zip(c.steps, (1, 10, 100, 250, 500), files, strict=False):
+    for step, mb, path in zip(c.to_json()["steps"], (1, 10, 100, 250, 500), files, strict=False):
         assert step.get("timed", True) and step["argv"] == [
             "dd", "if=/dev/zero", f"of={path}", f"bs={bs}", f"count={mb}", "conv=fsync"]
         assert step["fields"]["file_bytes"] == int(mb * 2**20 * scale)
-    rnd = c.steps[5]
+    rnd = c.to_json()["steps"][5]
     assert rnd["parse"] == "metrics" and rnd["argv"] == [
         "/usr/local/bin/fslab-random", "--cycles", "100", "--tries", "100", "--bufsize", str(bufsize),
         "--write-percent", "25", "--seed", "1", *files]
-    assert c.steps[6] == {"name": "cleanup", "timed": False, "argv": ["rm", "-f", *files]}
+    assert c.to_json()["steps"][6] == {"name": "cleanup", "timed": False, "argv": ["rm", "-f", *files]}
     assert (c.params["cycles"], c.params["tries"], c.params["write_percent"], c.params["bufsize"]) == (
         100, 100, 25, bufsize)
     assert c.timeout_s >= 600 and suite.headline == "real_s"
@@ -100,15 +100,15 @@ def test_vmconfigs_load_and_resolve(name, suite, fss):
     assert cfg.suite == suite and cfg.profile == "paper"
     assert {f.name: f.variant for f in cfg.filesystems} == fss
     assert len({f.disks for f in cfg.filesystems}) == len(fss)  # one disk each
-    p = plan.resolve(cfg, run_id="test")
+    p = resolve.resolve(cfg, run_id="test").to_json()
     assert p["suite"]["name"] == suite and p["cases"] == [c.to_json() for c in get(suite).cases("paper")]
     assert p["repeat"]["n"] == (1 if suite == "maildir" else 3)
     for prof in get(suite).profiles:
-        assert plan.resolve(cfg, profile=prof, run_id="test")["suite"]["profile"] == prof
+        assert resolve.resolve(cfg, profile=prof, run_id="test").suite.profile == prof
 
 
 def test_maildir_vmconfig_has_the_articles_options():
-    p = plan.resolve(config.load(ROOT / "vmconfigs" / "maildir.yaml"), run_id="test")
+    p = resolve.resolve(config.load(ROOT / "vmconfigs" / "maildir.yaml"), run_id="test").to_json()
     by = {f["name"]: f for f in p["filesystems"]}
     assert by["ext3-journal"]["mkfs"][3:-1] == ["-j", "-J", "size=400", "-i", "8192", "-O", "dir_index"]
     assert by["ext3-journal"]["mount_options"] == "noatime,data=journal"

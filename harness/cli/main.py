@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from harness import suites
@@ -17,8 +18,9 @@ from harness.cli import images as cli_images
 from harness.errors import FslabError
 from harness.image import store as images
 from harness.results.tables import format_table
-from harness.spec import config, filesystems, plan
+from harness.spec import config, filesystems, resolve
 from harness.spec.config import ACCELERATORS, BACKENDS
+from harness.spec.plan import Plan
 from harness.units import parse_duration
 from harness.vm import accel, hosts, runner
 
@@ -46,7 +48,7 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
                    "(boot-to-boot variance); each boot's own run directory is kept under boots/")
 
 
-def _resolve(args: argparse.Namespace) -> dict:
+def _resolve(args: argparse.Namespace) -> Plan:
     cfg = config.load(args.vmconfig)
     deadline = None
     if args.deadline:
@@ -54,43 +56,42 @@ def _resolve(args: argparse.Namespace) -> dict:
             deadline = parse_duration(args.deadline)
         except ValueError as e:
             raise FslabError(f"--deadline: {args.deadline!r} is not allowed; allowed: {e}") from None
-    return plan.resolve(cfg, suite=args.suite, profile=args.profile, fio_job=args.fio_job,
+    return resolve.resolve(cfg, suite=args.suite, profile=args.profile, fio_job=args.fio_job,
                         deadline=deadline, accelerator=args.accel, backend=args.backend, reps=args.reps,
                         warmup=args.warmup,
                         cv_threshold=args.cv / 100.0, max_reps=args.max_reps)
 
 
-def _image_for(p: dict, image_dir: str | None) -> images.Image:
-    image = images.load(image_dir) if image_dir else images.find(p["image"]["name"])
+def _image_for(p: Plan, image_dir: str | None) -> images.Image:
+    image = images.load(image_dir) if image_dir else images.find(p.image)
     images.verify(image)  # a run refuses an image whose files do not match its manifest
-    plan.check_image_support(p, image.manifest["name"], images.supported_filesystems(image))
+    resolve.check_image_support(p, image.manifest["name"], images.supported_filesystems(image))
     return image
 
 
 def cmd_show_config(args: argparse.Namespace) -> int:
-    print(json.dumps(_resolve(args), indent=2))
+    print(json.dumps(_resolve(args).to_json(), indent=2))
     return 0
 
 
-def _hosts(args: argparse.Namespace, p: dict) -> list[hosts.Host]:
+def _hosts(args: argparse.Namespace, p: Plan) -> tuple[Plan, list[hosts.Host]]:
     """--host URIs (which imply the libvirt backend), else the vmconfig's hosts."""
     if not args.host:
-        return list(config.load(args.vmconfig).hosts)
+        return p, list(config.load(args.vmconfig).hosts)
     if args.backend == "qemu":
         raise FslabError("--host: libvirt hosts need the libvirt backend, not --backend qemu")
-    p["vm"]["backend"] = "libvirt"
+    p = replace(p, vm=replace(p.vm, backend="libvirt"))
     out = []
     for uri in args.host:
         try:
             out.append(hosts.parse(uri))
         except ValueError as e:
             raise FslabError(f"--host: {e}") from None
-    return out
+    return p, out
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    p = _resolve(args)
-    host_list = _hosts(args, p)
+    p, host_list = _hosts(args, _resolve(args))
     image = _image_for(p, args.image_dir)
     results_root = Path(args.results_dir).resolve()
     if len(host_list) > 1:
@@ -102,15 +103,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _report(out)
     host = host_list[0] if host_list else None
     if args.show_command or args.dry_run:
-        choice = accel.choose(p["vm"]["accelerator"], image.kernel) if not (host and host.remote) else \
-            accel.Choice(p["vm"]["accelerator"], "tcg" if p["vm"]["accelerator"] == "tcg" else "kvm", "not probed")
-        run_dir = results_root / p["run_id"]
-        scratch = Path(args.scratch_dir) / p["run_id"] if args.scratch_dir else run_dir / "scratch"
+        choice = accel.choose(p.vm.accelerator, image.kernel) if not (host and host.remote) else \
+            accel.Choice(p.vm.accelerator, "tcg" if p.vm.accelerator == "tcg" else "kvm", "not probed")
+        run_dir = results_root / p.run_id
+        scratch = Path(args.scratch_dir) / p.run_id if args.scratch_dir else run_dir / "scratch"
         vm = runner.vm_for(p, image, choice.used, run_dir, scratch, host, place=False)
-        print(vm.command_text(), end="\n" if p["vm"]["backend"] == "qemu" else "")
+        print(vm.command_text(), end="\n" if p.vm.backend == "qemu" else "")
         return 0
-    choice = hosts.choose_accel(host, p["vm"]["accelerator"], image) if host else \
-        accel.choose(p["vm"]["accelerator"], image.kernel)
+    choice = hosts.choose_accel(host, p.vm.accelerator, image) if host else \
+        accel.choose(p.vm.accelerator, image.kernel)
     if choice.warning:
         print(f"fslab: WARNING: {choice.warning}", file=sys.stderr)
     out = _execute(p, image, choice, results_root, args.boots, host=host,
@@ -125,7 +126,7 @@ def _report(out: runner.Outcome) -> int:
     return 0 if out.status == "ok" else 1
 
 
-def _execute(p: dict, image: images.Image, choice: accel.Choice, results_root: Path, boots: int,
+def _execute(p: Plan, image: images.Image, choice: accel.Choice, results_root: Path, boots: int,
              **kw) -> runner.Outcome:
     """One VM, or `boots` VMs one after another pooled into one run directory (harness/vm/boots.py)."""
     if boots == 1:
@@ -145,13 +146,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     for suite, vmconfig in chosen:
         args.vmconfig, args.suite = vmconfig, suite
         p = _resolve(args)
-        images.build(p["image"]["name"], accelerator="auto")  # build or reuse: the inputs decide
+        images.build(p.image, accelerator="auto")  # build or reuse: the inputs decide
         image = _image_for(p, None)
-        choice = accel.choose(p["vm"]["accelerator"], image.kernel)
+        choice = accel.choose(p.vm.accelerator, image.kernel)
         if choice.warning:
             print(f"fslab: WARNING: {choice.warning}", file=sys.stderr)
         out = _execute(p, image, choice, Path(args.results_dir).resolve(), args.boots)
-        print(f"== {p['suite']['name']} ({p['suite']['profile']}) on {p['vm']['name']}: {out.status}")
+        print(f"== {p.suite.name} ({p.suite.profile}) on {p.vm.name}: {out.status}")
         print(format_table(out.records))
         outcomes.append(out)
     for out in outcomes:

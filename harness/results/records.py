@@ -12,6 +12,7 @@ from pathlib import Path
 
 from harness.results.fio import fio_records, load_fio_json
 from harness.results.steps import steps_records
+from harness.spec.plan import Case, Plan
 
 NO_RESULT = "no result returned (guest stopped before this case)"
 
@@ -43,11 +44,6 @@ def reps_on_disk(fs_dir: Path, case_id: str) -> set[int]:
     return found
 
 
-def expected_reps(plan: dict, case: dict) -> list[int]:
-    """The repetitions the plan asks for at least: `repeat.n` rounds from the case's first rep."""
-    r = plan.get("repeat") or {}
-    first = int(r.get("rep_offset", 0)) + case.get("rep", 0)
-    return list(range(first, first + max(1, int(r.get("n", 1)))))
 
 
 def _flatten(params: dict, prefix: str = "") -> dict:
@@ -60,9 +56,9 @@ def _flatten(params: dict, prefix: str = "") -> dict:
     return out
 
 
-def _case_records(raw: Path, base: dict, case_plan: dict) -> list[dict]:
+def _case_records(raw: Path, base: dict, case_plan: Case) -> list[dict]:
     """Records of one case directory, or raise ValueError with the reason it failed."""
-    kind = case_plan.get("kind")
+    kind = case_plan.kind
     if not (raw / "case.json").is_file():
         raise ValueError(NO_RESULT)
     case = json.loads((raw / "case.json").read_text())
@@ -70,7 +66,7 @@ def _case_records(raw: Path, base: dict, case_plan: dict) -> list[dict]:
         raise ValueError(case.get("error") or "case failed (no error given)")
     if kind == "steps":
         steps = json.loads((raw / "steps.json").read_text())
-        return steps_records(steps, case_plan.get("steps") or [], raw, base)
+        return steps_records(steps, case_plan.steps, raw, base)
     if kind != "fio":
         raise ValueError(f"no parser for case kind {kind!r}")
     if not (raw / "fio.json").is_file():
@@ -82,7 +78,7 @@ def _case_records(raw: Path, base: dict, case_plan: dict) -> list[dict]:
     return fio_records(fio, base)
 
 
-def records_for_run(run_dir: str | Path, plan: dict, accel: str) -> list[dict]:
+def records_for_run(run_dir: str | Path, plan: Plan, accel: str, error: str | None = None) -> list[dict]:
     """results.jsonl records for every (filesystem, case) pair of the plan, in plan order.
 
     Every repetition the plan asks for (`repeat.n` from the case's first rep), plus every other
@@ -90,36 +86,39 @@ def records_for_run(run_dir: str | Path, plan: dict, accel: str) -> list[dict]:
     A repetition whose raw results are missing, failed or unreadable gives one record
     {"metric": "iops", "value": None, "ok": False, "error": ...}: never a gap. Case params are
     flattened into fields (nested dicts as "a.b"); they never overwrite the fixed fields.
+    `error` (e.g. a results stream this host cannot read) fails every repetition with it.
     """
     run_dir = Path(run_dir)
     out: list[dict] = []
-    by_id: dict[str, list[dict]] = {}
-    for case in plan["cases"]:  # a suite may list one case id once per repetition
-        by_id.setdefault(case["id"], []).append(case)
-    for fs in plan["filesystems"]:
+    by_id: dict[str, list[Case]] = {}
+    for case in plan.cases:  # a suite may list one case id once per repetition
+        by_id.setdefault(case.id, []).append(case)
+    for fs in plan.filesystems:
         for cid, entries in by_id.items():
-            found = reps_on_disk(run_dir / "raw" / fs["name"], cid)
-            expected = {r for c in entries for r in expected_reps(plan, c)}
+            found = set() if error else reps_on_disk(run_dir / "raw" / fs.name, cid)
+            expected = {r for c in entries for r in plan.repeat.expected(c.rep)}
             for rep in sorted(expected | found):  # warm-ups first, then every rep that ran
-                out.extend(_rep_records(run_dir, plan, fs, entries[0], rep, accel))
+                out.extend(_rep_records(run_dir, plan, fs.name, entries[0], rep, accel, error))
     return out
 
 
-def _rep_records(run_dir: Path, plan: dict, fs: dict, case: dict, rep: int, accel: str) -> list[dict]:
+def _rep_records(run_dir: Path, plan: Plan, fs: str, case: Case, rep: int, accel: str,
+                 error: str | None = None) -> list[dict]:
     """Records of one repetition of one case on one filesystem (a failed record if need be)."""
-    base = {"suite": plan["suite"]["name"], "case": case["id"], "fs": fs["name"], "rep": rep, "ok": True,
-            "accel": accel}
+    base = {"suite": plan.suite.name, "case": case.id, "fs": fs, "rep": rep, "ok": True, "accel": accel}
     if rep < 0:
         base["warmup"] = True  # discarded by statistics, kept for the record
-    for k, v in _flatten(case.get("params") or {}).items():
+    for k, v in _flatten(case.params).items():
         base.setdefault(k, v)
-    raw = run_dir / "raw" / fs["name"] / case_dir(case["id"], rep)
+    raw = run_dir / "raw" / fs / case_dir(case.id, rep)
     try:
+        if error:
+            raise ValueError(error)
         recs = _case_records(raw, base, case)
     except (OSError, ValueError, KeyError, TypeError) as e:
         err = str(e) if isinstance(e, ValueError) and not isinstance(e, json.JSONDecodeError) \
             else f"unreadable result in {raw}: {type(e).__name__}: {e}"
-        headline = plan["suite"].get("headline", "iops")
+        headline = plan.suite.headline
         recs = [{**base, "metric": headline, "value": None, "unit": "IO/s" if headline == "iops" else "",
                  "ok": False, "error": err}]
     return [_ordered(r) for r in recs]

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from harness.spec.plan import Step
 
-def steps_records(steps: list[dict], plan_steps: list[dict], raw: Path, base: dict) -> list[dict]:
+
+def steps_records(steps: list[dict], plan_steps: tuple[Step, ...], raw: Path, base: dict) -> list[dict]:
     """Records of a `steps` case: for every timed step, its real and CPU seconds
     (`real_s`, `cpu_s` = user + sys, `user_s`, `sys_s`, each with the field `step`); and for a step
     whose plan entry says `"parse": "metrics"`, every line of its stdout that is a JSON object
@@ -17,8 +19,8 @@ def steps_records(steps: list[dict], plan_steps: list[dict], raw: Path, base: di
     Example: steps.json [{"name": "cp", "timed": true, "rc": 0, "real_s": 2.5, "user_s": 0.1,
     "sys_s": 0.4}] gives records step=cp with real_s 2.5 s, cpu_s 0.5 s, user_s 0.1 s, sys_s 0.4 s.
     """
-    parse = {p["name"]: p.get("parse") for p in plan_steps}
-    fields = {p["name"]: p.get("fields") or {} for p in plan_steps}
+    parse = {p.name: p.parse for p in plan_steps}
+    fields = {p.name: p.fields for p in plan_steps}
     out: list[dict] = []
     for st in steps:
         b = {**base, **{k: v for k, v in fields.get(st["name"], {}).items() if k not in base},

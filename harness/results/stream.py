@@ -16,7 +16,13 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.errors import FslabError
+
 BLOCK = tarfile.BLOCKSIZE
+# Formats of the stream the host reads. 1: agents before the format was written down (no version
+# anywhere); 2: guest/info.json and DONE.json carry "stream_format". The agent of an image writes
+# one format; a run recorded with an old image (`fslab reproduce`) is read with today's code.
+STREAM_FORMATS = (1, 2)
 
 
 @dataclass
@@ -107,3 +113,21 @@ def read_stream(tar_path: str | Path, dest_dir: str | Path) -> Collected:
                 except ValueError as e:
                     col.notes.append(f"DONE.json is not valid JSON: {e}")
     return col
+
+
+def stream_format_of(run_dir: Path, done: dict | None) -> int:
+    """The stream format a guest wrote: DONE.json's, else guest/info.json's (a stream cut before
+    DONE.json), else 1 (agents before the version existed). FslabError for one this host cannot read.
+    """
+    fmt = (done or {}).get("stream_format")
+    if fmt is None:
+        try:
+            fmt = json.loads((Path(run_dir) / "guest" / "info.json").read_text()).get("stream_format")
+        except (OSError, ValueError, AttributeError):
+            fmt = None
+    fmt = 1 if fmt is None else fmt
+    if fmt not in STREAM_FORMATS:
+        raise FslabError(f"{run_dir}: results stream format {fmt!r} is not one this fslab reads; "
+                         f"allowed: {', '.join(map(str, STREAM_FORMATS))}",
+                         hint="the image's guest agent is newer than this fslab: update fslab")
+    return int(fmt)

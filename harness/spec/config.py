@@ -16,36 +16,26 @@ from typing import Any
 import yaml
 
 from harness.errors import FslabError
+from harness.spec import disk as disk_mod
 from harness.spec import filesystems, layouts, variants
-from harness.units import parse_duration, parse_size
+from harness.spec.disk import REQUIRED as _REQUIRED
+from harness.spec.disk import Bad as _Bad
+from harness.spec.disk import Disk
+from harness.spec.disk import choice as _choice
+from harness.units import format_size, parse_duration
 from harness.vm import hosts as hosts_mod
 
 ACCELERATORS = ("auto", "kvm", "tcg")
 BACKENDS = ("qemu", "libvirt")
-FORMATS = ("raw", "qcow2")
-PREALLOCATIONS = ("off", "metadata", "falloc", "full")
-CACHES = ("none", "writeback", "writethrough", "directsync", "unsafe")
-AIOS = ("threads", "native", "io_uring")
-BUSES = ("virtio-blk", "virtio-scsi", "nvme")
+MIN_MEMORY = 256 * 1024**2  # the image's kernel, initramfs and agent do not boot in less
+MAX_MEMORY = 4 * 1024**4
+MAX_DEADLINE = 7 * 86400  # a week: anything longer is a typo (99999999999h), not a plan
 
 
 @dataclass(frozen=True)
-class Disk:
-    id: str
-    size: int
-    format: str
-    preallocation: str
-    cache: str
-    aio: str
-    bus: str
+class FsEntry:
+    """One `filesystems:` entry of a vmconfig, its variant resolved and its disks assigned."""
 
-    @property
-    def serial(self) -> str:
-        return f"fslab-{self.id}"
-
-
-@dataclass(frozen=True)
-class Filesystem:
     name: str
     type: str  # catalog filesystem (a variant is resolved to its base here)
     variant: str | None  # the catalog variant it came from, if any
@@ -68,24 +58,12 @@ class VMConfig:
     suite: str
     profile: str
     disks: tuple[Disk, ...]
-    filesystems: tuple[Filesystem, ...]
+    filesystems: tuple[FsEntry, ...]
     source: str
     hosts: tuple[hosts_mod.Host, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
-
-
-class _Bad(ValueError):
-    """A value is wrong; the message says what is allowed."""
-
-
-def _choice(allowed: tuple[str, ...]) -> Callable[[Any], str]:
-    def parse(v: Any) -> str:
-        if not isinstance(v, str) or v not in allowed:
-            raise _Bad(f"{v!r} is not allowed; allowed: {', '.join(allowed)}")
-        return v
-    return parse
 
 
 def _int_range(lo: int, hi: int) -> Callable[[Any], int]:
@@ -109,18 +87,22 @@ def _name(v: Any) -> str:
     return s
 
 
-def _size(v: Any) -> int:
-    try:
-        return parse_size(v)
-    except ValueError as e:
-        raise _Bad(f"{v!r} is not allowed; allowed: {e}") from None
+def _memory(v: Any) -> int:
+    n = disk_mod.size(v)
+    if not MIN_MEMORY <= n <= MAX_MEMORY:
+        raise _Bad(f"{v!r} is not allowed; allowed: from {format_size(MIN_MEMORY)} (what the image boots in) "
+                   f"to {format_size(MAX_MEMORY)}")
+    return n
 
 
 def _duration(v: Any) -> int:
     try:
-        return parse_duration(v)
+        n = parse_duration(v)
     except ValueError as e:
         raise _Bad(f"{v!r} is not allowed; allowed: {e}") from None
+    if n > MAX_DEADLINE:
+        raise _Bad(f"{v!r} is not allowed; allowed: at most {MAX_DEADLINE // 86400} days")
+    return n
 
 
 def _argv(v: Any) -> tuple[str, ...]:
@@ -170,14 +152,12 @@ def _disk_list(v: Any) -> tuple[str, ...]:
     return tuple(v)
 
 
-_REQUIRED = object()
-
 # key: (parser, default, help)
-VM_KEYS: dict[str, tuple[Callable[[Any], Any], Any, str]] = {
+VM_KEYS: dict[str, tuple[Callable[[Any], Any] | None, Any, str]] = {
     "name": (_name, None, "name of this VM configuration (default: the file name)"),
     "description": (_text, "", "free text"),
     "vcpus": (_int_range(1, 256), 2, "virtual CPUs"),
-    "memory": (_size, 2 * 1024**3, "guest RAM, e.g. 8GiB"),
+    "memory": (_memory, 2 * 1024**3, "guest RAM, e.g. 8GiB"),
     "accelerator": (_choice(ACCELERATORS), "auto", "auto probes KVM by booting a tiny guest, else TCG"),
     "backend": (_choice(BACKENDS), "qemu", "qemu (a child process) or libvirt (a transient domain)"),
     "hosts": (_hosts, (), "libvirt hosts the VMs run on (backend libvirt; default qemu:///system)"),
@@ -188,16 +168,11 @@ VM_KEYS: dict[str, tuple[Callable[[Any], Any], Any, str]] = {
     "disks": (None, _REQUIRED, "virtual disks under test"),
     "filesystems": (None, _REQUIRED, "filesystems to make, one per disk"),
 }
-DISK_KEYS: dict[str, tuple[Callable[[Any], Any], Any, str]] = {
+DISK_KEYS: dict[str, tuple[Callable[[Any], Any] | None, Any, str]] = {
     "id": (_name, None, "disk id (default d0, d1, ...); the guest sees serial fslab-<id>"),
-    "size": (_size, _REQUIRED, "disk size, e.g. 8GiB"),
-    "format": (_choice(FORMATS), "raw", "image format on the host"),
-    "preallocation": (_choice(PREALLOCATIONS), "falloc", "qemu-img preallocation"),
-    "cache": (_choice(CACHES), "none", "QEMU cache mode"),
-    "aio": (_choice(AIOS), "threads", "QEMU AIO backend"),
-    "bus": (_choice(BUSES), "virtio-blk", "how the disk is attached"),
+    **{st.key: (st.parse, st.default, st.help) for st in disk_mod.SETTINGS},  # spec/disk.py, declared once
 }
-FS_KEYS: dict[str, tuple[Callable[[Any], Any], Any, str]] = {
+FS_KEYS: dict[str, tuple[Callable[[Any], Any] | None, Any, str]] = {
     "name": (_name, _REQUIRED, "variant name used in results (e.g. ext4-noatime)"),
     "type": (_fstype, None, "catalog filesystem or variant (default: the name)"),
     "disk": (_name, None, "disk id this filesystem is made on (default: the next unused disk)"),
@@ -244,21 +219,17 @@ def parse(data: Any, src: str) -> VMConfig:
     disks: list[Disk] = []
     for i, d in enumerate(top["disks"]):
         f = _fields(src, f"disks[{i}]", d, DISK_KEYS)
-        f["id"] = f["id"] or f"d{i}"
-        disk = Disk(**f)
+        disk = Disk(id=f["id"] or f"d{i}", **{st.field: f[st.key] for st in disk_mod.SETTINGS})
         if disk.id in {x.id for x in disks}:
             raise FslabError(f"{src}: disks[{i}].id: '{disk.id}' is used twice; disk ids must be unique")
-        if disk.preallocation == "metadata" and disk.format != "qcow2":
-            raise FslabError(f"{src}: disks[{i}].preallocation: 'metadata' needs format qcow2; "
-                             f"allowed for raw: off, falloc, full")
-        if disk.aio == "native" and disk.cache not in ("none", "directsync"):
-            raise FslabError(f"{src}: disks[{i}].aio: 'native' needs cache none or directsync "
-                             f"(O_DIRECT), not '{disk.cache}'; allowed with it: threads, io_uring")
+        problem = disk_mod.check_combination(disk)
+        if problem:
+            raise FslabError(f"{src}: disks[{i}].{problem}")
         disks.append(disk)
 
     if top["hosts"] and top["backend"] != "libvirt":
         raise FslabError(f"{src}: hosts: libvirt hosts need `backend: libvirt`, not '{top['backend']}'")
-    fss: list[Filesystem] = []
+    fss: list[FsEntry] = []
     used: dict[str, str] = {}
     for i, fdata in enumerate(top["filesystems"]):
         fss.append(_filesystem(src, i, fdata, disks, used, fss))
@@ -272,7 +243,7 @@ def parse(data: Any, src: str) -> VMConfig:
 
 
 def _filesystem(src: str, i: int, fdata: Any, disks: list[Disk], used: dict[str, str],
-                fss: list[Filesystem]) -> Filesystem:
+                fss: list[FsEntry]) -> FsEntry:
     """One filesystem entry: variant resolved, disks assigned and checked against its layout."""
     where = f"filesystems[{i}]"
     f = _fields(src, where, fdata, FS_KEYS)
@@ -293,7 +264,7 @@ def _filesystem(src: str, i: int, fdata: Any, disks: list[Disk], used: dict[str,
     if not fsdef.needs_disk:
         if f["disk"] or f["disks"] or f["layout"]:
             raise FslabError(f"{src}: {where}: {fstype} lives in RAM and takes no disk or layout")
-        return Filesystem(name, fstype, var.name if var else None, (), None, mkfs, mount)
+        return FsEntry(name, fstype, var.name if var else None, (), None, mkfs, mount)
 
     ids = f["disks"] or ((f["disk"],) if f["disk"] else ())
     if not ids:
@@ -319,13 +290,29 @@ def _filesystem(src: str, i: int, fdata: Any, disks: list[Disk], used: dict[str,
     if not lay.min_disks <= len(ids) <= lay.max_disks:
         raise FslabError(f"{src}: {where}.disks: layout '{layout_name}' needs {lay.min_disks} to "
                          f"{lay.max_disks} disks, got {len(ids)}")
-    size = min(by_id[d].size for d in ids)
+    size = min(by_id[d].size_bytes for d in ids)
     if size < fsdef.min_size:
         raise FslabError(f"{src}: {where}: {fstype} needs a disk of at least "
                          f"{fsdef.min_size // 1024**2}MiB; disk '{ids[0]}' has {size // 1024**2}MiB")
     for d in ids:
         used[d] = name
-    return Filesystem(name, fstype, var.name if var else None, tuple(ids), layout_name, mkfs, mount)
+    return FsEntry(name, fstype, var.name if var else None, tuple(ids), layout_name, mkfs, mount)
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """YAML's safe loader, but a key given twice in one mapping is an error naming its line
+    (the default takes the last one silently: `vcpus: 2` then `vcpus: 4` would run with 4)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key '{key}' is given twice (lines {seen[key]} and "
+                    f"{key_node.start_mark.line + 1}); give it once", key_node.start_mark)
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
 
 
 def load(path: str | Path) -> VMConfig:
@@ -333,13 +320,16 @@ def load(path: str | Path) -> VMConfig:
     p = Path(path)
     src = str(path)
     try:
-        text = p.read_text()
+        text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise FslabError(f"{src}: no such vmconfig file", hint="see vmconfigs/ for examples") from None
+    except UnicodeDecodeError as e:
+        raise FslabError(f"{src}: not a text (UTF-8) file: byte {e.start} is {e.object[e.start:e.start + 1]!r}",
+                         hint="a vmconfig is YAML text; see vmconfigs/ for examples") from None
     except OSError as e:
         raise FslabError(f"{src}: cannot read: {e.strerror}") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader that refuses duplicate keys
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else "?"

@@ -1,30 +1,47 @@
-"""The filesystem catalog: one small declarative entry per filesystem.
+"""The filesystem catalog: one entry per filesystem, holding everything fslab knows about it.
 
-Like xfstests-bld's per-filesystem config files, an entry says how to make, mount and describe a
-filesystem, and which image packages and kernel module it needs. Argv templates use `{dev}` (the
-block device), `{mnt}` (the mount point) and `{opts}` (the user's mkfs options, spliced in as
-separate arguments); the guest agent substitutes them without a shell.
+Like xfstests-bld's per-filesystem config files, an entry says how to make, mount, describe and
+check a filesystem, which tool's version a run records, which Debian package and kernel module it
+needs, and whether RHEL-family kernels have it. Everything else is derived from here:
+
+- which filesystems an image can be asked for (`for_image`; the image store's definitions),
+- the image build's probe list (`probe_entries`: the guest proves each one can be made and
+  mounted) and the packages its bootstrap installs (`packages`),
+- the tool versions the guest agent records (the plan's filesystems carry `tool`),
+- the checker the power-loss suite runs read-only after each crash point (`check`).
+
+Adding a filesystem is one entry here (plus `fslab image lock` for its package).
+
+Argv templates use `{dev}` (the block device), `{mnt}` (the mount point) and `{opts}` (the
+user's mkfs options, spliced in as separate arguments); the guest agent substitutes them
+without a shell.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+Argv = tuple[str, ...]
+DEFAULT_IMAGE = "debian-12"
 
 
 @dataclass(frozen=True)
 class FsType:
     name: str
     fstype: str  # what `mount -t` takes
-    mkfs: tuple[str, ...]
-    geometry: tuple[tuple[str, ...], ...]
-    package: str
-    module: str
+    mkfs: Argv
+    geometry: tuple[Argv, ...]
+    package: str  # the Debian package of its tools ("" for none)
+    module: str  # the kernel module ("" for none)
+    version: Argv  # prints the tool's version (recorded in guest/info.json); () for none
+    check: Argv = ()  # its own checker, read-only; () when it has none (see `check_note`)
+    check_note: str = ""  # why there is no checker, or what its exit codes mean
     default_mount_options: str = ""
     min_size: int = 64 * 1024**2
     description: str = ""
     needs_disk: bool = True  # tmpfs lives in RAM
-    image: str = "debian-12"  # the smallest image that can make it (zfs needs debian-12-zfs)
-    notes: tuple[str, ...] = field(default=())
+    image: str = DEFAULT_IMAGE  # the smallest image that can make it (zfs needs debian-12-zfs)
+    rhel: bool = False  # RHEL-family kernels (centos-stream-9) have its driver
 
     def mkfs_argv(self, options: list[str]) -> list[str]:
         """The mkfs argv with the user's options spliced in where `{opts}` stands.
@@ -46,85 +63,82 @@ _STATFS = ("stat", "-f", "{mnt}")
 
 def _ext(name: str, description: str) -> FsType:
     return FsType(
-        name=name,
-        fstype=name,
+        name=name, fstype=name,
         mkfs=(f"mkfs.{name}", "-F", "-q", "{opts}", "{dev}"),
         geometry=(("dumpe2fs", "-h", "{dev}"), _STATFS),
-        package="e2fsprogs",
-        module=name if name != "ext3" else "ext4",
-        description=description,
+        package="e2fsprogs", module=name if name != "ext3" else "ext4", version=(f"mkfs.{name}", "-V"),
+        # -f: check even if marked clean; -n: open read-only, answer no to every question.
+        # Exit 0 clean, 4 errors left uncorrected, 8 operational error.
+        check=("e2fsck", "-f", "-n", "{dev}"),
+        description=description, rhel=True,
     )
 
 
-CATALOG: dict[str, FsType] = {
-    fs.name: fs
-    for fs in (
-        _ext("ext2", "second extended filesystem, no journal"),
-        _ext("ext3", "ext2 with a journal (the ext4 driver mounts it on modern kernels)"),
-        _ext("ext4", "fourth extended filesystem"),
-        FsType(
-            name="xfs", fstype="xfs",
-            mkfs=("mkfs.xfs", "-f", "-q", "{opts}", "{dev}"),
-            geometry=(("xfs_info", "{mnt}"), _STATFS),
-            package="xfsprogs", module="xfs", min_size=300 * 1024**2,
-            description="SGI's journaling filesystem",
-        ),
-        FsType(
-            name="jfs", fstype="jfs",
-            mkfs=("mkfs.jfs", "-q", "{opts}", "{dev}"),
-            geometry=(("jfs_tune", "-l", "{dev}"), _STATFS),
-            package="jfsutils", module="jfs",
-            description="IBM's journaled filesystem",
-        ),
-        FsType(
-            name="reiserfs", fstype="reiserfs",
-            mkfs=("mkfs.reiserfs", "-q", "-f", "-f", "{opts}", "{dev}"),
-            geometry=(("debugreiserfs", "{dev}"), _STATFS),
-            package="reiserfsprogs", module="reiserfs",
-            description="ReiserFS 3.6 (tails on by default)",
-        ),
-        FsType(
-            name="btrfs", fstype="btrfs",
-            mkfs=("mkfs.btrfs", "-f", "-q", "{opts}", "{dev}"),
-            geometry=(("btrfs", "filesystem", "show", "{mnt}"), ("btrfs", "filesystem", "df", "{mnt}"),
-                      _STATFS),
-            package="btrfs-progs", module="btrfs", min_size=128 * 1024**2,
-            description="copy-on-write B-tree filesystem",
-        ),
-        FsType(
-            name="f2fs", fstype="f2fs",
-            mkfs=("mkfs.f2fs", "-f", "-q", "{opts}", "{dev}"),
-            geometry=(("dump.f2fs", "{dev}"), _STATFS),
-            package="f2fs-tools", module="f2fs",
-            description="flash-friendly log-structured filesystem",
-        ),
-        FsType(
-            name="nilfs2", fstype="nilfs2",
-            mkfs=("mkfs.nilfs2", "-f", "-q", "{opts}", "{dev}"),
-            geometry=(("nilfs-tune", "-l", "{dev}"), _STATFS),
-            package="nilfs-tools", module="nilfs2", min_size=128 * 1024**2,
-            description="continuous-snapshotting log-structured filesystem",
-        ),
-    )
-}
+CATALOG: dict[str, FsType] = {fs.name: fs for fs in (
+    _ext("ext2", "second extended filesystem, no journal"),
+    _ext("ext3", "ext2 with a journal (the ext4 driver mounts it on modern kernels)"),
+    _ext("ext4", "fourth extended filesystem"),
+    FsType(
+        name="xfs", fstype="xfs", mkfs=("mkfs.xfs", "-f", "-q", "{opts}", "{dev}"),
+        geometry=(("xfs_info", "{mnt}"), _STATFS), package="xfsprogs", module="xfs", version=("mkfs.xfs", "-V"),
+        check=("xfs_repair", "-n", "{dev}"),
+        check_note="exit 1: corruption found; 2: a dirty log (mount first to replay it)",
+        min_size=300 * 1024**2, description="SGI's journaling filesystem", rhel=True,
+    ),
+    FsType(
+        name="jfs", fstype="jfs", mkfs=("mkfs.jfs", "-q", "{opts}", "{dev}"),
+        geometry=(("jfs_tune", "-l", "{dev}"), _STATFS), package="jfsutils", module="jfs",
+        version=("mkfs.jfs", "-V"), check=("fsck.jfs", "-n", "{dev}"),
+        description="IBM's journaled filesystem",
+    ),
+    FsType(
+        name="reiserfs", fstype="reiserfs", mkfs=("mkfs.reiserfs", "-q", "-f", "-f", "{opts}", "{dev}"),
+        geometry=(("debugreiserfs", "{dev}"), _STATFS), package="reiserfsprogs", module="reiserfs",
+        version=("mkfs.reiserfs", "-V"),
+        # --check only reads; --yes answers its "do you want to run this program?" question.
+        check=("reiserfsck", "--check", "--yes", "{dev}"),
+        description="ReiserFS 3.6 (tails on by default)",
+    ),
+    FsType(
+        name="btrfs", fstype="btrfs", mkfs=("mkfs.btrfs", "-f", "-q", "{opts}", "{dev}"),
+        geometry=(("btrfs", "filesystem", "show", "{mnt}"), ("btrfs", "filesystem", "df", "{mnt}"), _STATFS),
+        package="btrfs-progs", module="btrfs", version=("mkfs.btrfs", "--version"),
+        check=("btrfs", "check", "--readonly", "{dev}"),
+        min_size=128 * 1024**2, description="copy-on-write B-tree filesystem",
+    ),
+    FsType(
+        name="f2fs", fstype="f2fs", mkfs=("mkfs.f2fs", "-f", "-q", "{opts}", "{dev}"),
+        geometry=(("dump.f2fs", "{dev}"), _STATFS), package="f2fs-tools", module="f2fs",
+        version=("mkfs.f2fs", "-V"), check=("fsck.f2fs", "--dry-run", "{dev}"),
+        description="flash-friendly log-structured filesystem",
+    ),
+    FsType(
+        name="nilfs2", fstype="nilfs2", mkfs=("mkfs.nilfs2", "-f", "-q", "{opts}", "{dev}"),
+        geometry=(("nilfs-tune", "-l", "{dev}"), _STATFS), package="nilfs-tools", module="nilfs2",
+        version=("mkfs.nilfs2", "-V"),
+        check_note="nilfs-tools has no offline checker: a log-structured filesystem recovers by rolling "
+                   "forward at mount",
+        min_size=128 * 1024**2, description="continuous-snapshotting log-structured filesystem",
+    ),
+    FsType(
+        name="zfs", fstype="zfs",
+        mkfs=(),  # a pool is made by the layout's `zpool create`; there is no mkfs
+        geometry=(("zpool", "status", "-v", "fslab-{name}"), ("zpool", "get", "all", "fslab-{name}"),
+                  ("zfs", "get", "-s", "local,default", "all", "fslab-{name}"), _STATFS),
+        package="zfsutils-linux", module="zfs", version=("zfs", "version"),
+        check_note="ZFS has no fsck: a pool is checked by importing it and scrubbing",
+        min_size=128 * 1024**2, description="OpenZFS (contrib zfs-dkms, built natively for the image kernel)",
+        image="debian-12-zfs",
+    ),
+    FsType(
+        name="tmpfs", fstype="tmpfs", mkfs=(), geometry=(_STATFS,), package="", module="", version=(),
+        check_note="lives in RAM: nothing survives a power loss", default_mount_options="size=50%", min_size=0,
+        needs_disk=False, description="RAM-backed baseline: the 'absolute zero' of study S5 (no disk)",
+    ),
+)}
 
-
-ZFS = FsType(
-    name="zfs", fstype="zfs",
-    mkfs=(),  # a pool is made by the layout's `zpool create`; there is no mkfs
-    geometry=(("zpool", "status", "-v", "fslab-{name}"), ("zpool", "get", "all", "fslab-{name}"),
-              ("zfs", "get", "-s", "local,default", "all", "fslab-{name}"), _STATFS),
-    package="zfsutils-linux", module="zfs", min_size=128 * 1024**2,
-    description="OpenZFS (contrib zfs-dkms, built natively for the image kernel)",
-    image="debian-12-zfs",
-)
-TMPFS = FsType(
-    name="tmpfs", fstype="tmpfs", mkfs=(), geometry=(_STATFS,), package="", module="",
-    default_mount_options="size=50%", min_size=0, needs_disk=False,
-    description="RAM-backed baseline: the 'absolute zero' of study S5 (no disk)",
-)
-CATALOG[ZFS.name] = ZFS
-CATALOG[TMPFS.name] = TMPFS
+# Images and what they add: an image can make the filesystems of its own and of its bases.
+IMAGE_BASES = {"debian-12": (), "debian-12-zfs": ("debian-12",), "centos-stream-9": ()}
 
 
 def get(name: str) -> FsType:
@@ -134,3 +148,23 @@ def get(name: str) -> FsType:
 
 def names() -> list[str]:
     return sorted(CATALOG)
+
+
+def for_image(image: str, rhel: bool = False) -> tuple[str, ...]:
+    """The disk filesystems an image is asked to make: those of the image and of its bases (a
+    RHEL-family image: those whose driver RHEL kernels build).
+
+    >>> for_image("debian-12")
+    ('btrfs', 'ext2', 'ext3', 'ext4', 'f2fs', 'jfs', 'nilfs2', 'reiserfs', 'xfs')
+    >>> for_image("debian-12-zfs")[-1], for_image("centos-stream-9", rhel=True)
+    ('zfs', ('ext2', 'ext3', 'ext4', 'xfs'))
+    """
+    if rhel:
+        return tuple(n for n in names() if CATALOG[n].rhel)
+    images = (image, *IMAGE_BASES.get(image, ()))
+    return tuple(n for n in names() if CATALOG[n].needs_disk and CATALOG[n].image in images)
+
+
+def packages(image: str) -> tuple[str, ...]:
+    """The Debian packages an image installs for its filesystems (sorted, unique)."""
+    return tuple(sorted({CATALOG[n].package for n in for_image(image) if CATALOG[n].package}))

@@ -25,6 +25,7 @@ class Layout:
     mkfs_extra: tuple[str, ...] = ()  # options this layout adds to mkfs (btrfs profiles)
     geometry: tuple[Argv, ...] = ()
     description: str = ""
+    package: str = ""  # the Debian package its tools come from (the image installs it)
 
 
 _MD = "/dev/md/fslab-{name}"
@@ -40,7 +41,7 @@ def _md(level: str, extra: Argv = ()) -> Layout:
                 "--raid-devices={ndisks}", *extra, "{devs}"),),
         teardown=(("mdadm", "--stop", _MD), ("mdadm", "--zero-superblock", "{devs}")),
         geometry=_MD_GEOMETRY,
-        description=f"Linux software RAID {level} (mdadm) over the disks",
+        description=f"Linux software RAID {level} (mdadm) over the disks", package="mdadm",
     )
 
 
@@ -54,7 +55,7 @@ def _zfs(name: str, vdev: Argv, lo: int, hi: int, description: str) -> Layout:
         setup=(("zpool", "create", "-f", "-o", "ashift=12", "-O", "mountpoint={mnt}", "{opts}", _ZPOOL,
                 *vdev, "{devs}"),),
         teardown=(("zpool", "destroy", "-f", _ZPOOL),),
-        fs_types=("zfs",), description=description,
+        fs_types=("zfs",), description=description, package="zfsutils-linux",
     )
 
 
@@ -69,7 +70,7 @@ LAYOUTS: dict[str, Layout] = {x.name: x for x in (
                 "-n", "lv", _VG)),
         teardown=(("vgremove", "-q", "-f", _VG), ("pvremove", "-q", "-ff", "-y", "{devs}")),
         geometry=(("lvs", "-o", "+stripes,stripe_size,devices", _VG),),
-        description="LVM logical volume striped over the disks (64 KiB stripes)",
+        description="LVM logical volume striped over the disks (64 KiB stripes)", package="lvm2",
     ),
     Layout("btrfs-raid0", 2, 32, fs_types=("btrfs",), mkfs_extra=("-d", "raid0", "-m", "raid1"),
            description="one btrfs over the disks, data raid0, metadata raid1"),
@@ -83,3 +84,9 @@ LAYOUTS: dict[str, Layout] = {x.name: x for x in (
 
 def names() -> list[str]:
     return list(LAYOUTS)
+
+
+def packages(filesystems: tuple[str, ...]) -> tuple[str, ...]:
+    """The Debian packages of the layouts usable with these filesystems (sorted, unique)."""
+    return tuple(sorted({x.package for x in LAYOUTS.values() if x.package
+                         and (not x.fs_types or set(x.fs_types) & set(filesystems))}))

@@ -1,168 +1,330 @@
-"""The plan: a vmconfig, a suite and its profile resolved into one JSON document.
+"""The plan: everything one VM boot measures, as frozen dataclasses, and its JSON wire format.
 
-The plan is the only thing the guest agent reads, and it is stored whole in the run's manifest,
-so everything that decides what is measured is in it, spelled out (mkfs argv, mount options,
-fio job text, disk cache/aio/preallocation).
+`spec/resolve.py` makes a Plan from a vmconfig, a suite and its profile; the host passes the Plan
+to every step of a run; `Plan.to_json()` is `plan.json`, the only thing the guest agent reads (it
+stays a stdlib-only file working on plain dicts), and it is stored whole in the run's manifest.
+`Plan.from_json()` reads every plan version fslab ever wrote (a recorded run's plan for
+`fslab reproduce`) and refuses an unknown version or an unknown key in one line.
+
+Every default lives here, once: a missing `repeat` in an old plan is `Repeat()`; the agent's own
+copy of these defaults (harness/guest/fslab_guest.py `repetitions`) is checked against them by
+tests/test_twins.py.
+
+    >>> s = Step.from_dict({"name": "cp", "argv": ["cp", "a", "b"], "needs_bytz": 1}, "suite x: case c")
+    Traceback (most recent call last):
+    ...
+    harness.errors.FslabError: suite x: case c: step cp: unknown key 'needs_bytz'; allowed: name, argv, cwd, env, \
+timed, parse, fields, needs_bytes, needs_paths, builtin
 """
 
 from __future__ import annotations
 
-import datetime as _dt
-import secrets
-from dataclasses import replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from harness import suites
 from harness.errors import FslabError
-from harness.spec import filesystems, layouts
-from harness.spec.config import Filesystem, VMConfig
-from harness.spec.fiojob import load_user_job
-from harness.suites import Case
+from harness.spec.disk import Disk
 
 PLAN_VERSION = 1
+READABLE_VERSIONS = (1,)  # every plan version this host code reads
+BUILTINS = ("cold-start", "drop-caches")
+PARSERS = ("metrics",)
+KINDS = ("fio", "steps")
 
 
-def new_run_id(name: str, now: _dt.datetime | None = None) -> str:
-    """A sortable, unique run id: 20261122-080000-default-ab12."""
-    now = now or _dt.datetime.now(_dt.UTC)
-    return f"{now:%Y%m%d-%H%M%S}-{name}-{secrets.token_hex(2)}"
+def _check_keys(d: dict[str, Any], allowed: list[str], where: str) -> None:
+    """Refuse unknown keys (a misspelt key must not be silently ignored)."""
+    unknown = [k for k in d if k not in allowed]
+    if unknown:
+        raise FslabError(f"{where}: unknown key '{unknown[0]}'; allowed: {', '.join(allowed)}")
 
 
-def _fill_opts(argv: tuple[str, ...], opts: list[str]) -> list[str]:
-    out: list[str] = []
-    for a in argv:
-        out.extend(opts if a == "{opts}" else [a])
-    return out
+def _names(cls: type) -> list[str]:
+    return [f.name for f in fields(cls)]
 
 
-def _remount(f: Filesystem, zfs_pool: str | None) -> list[list[str]] | None:
-    """How the agent starts each case cold: None = umount + mount (the default)."""
-    if zfs_pool:
-        return [["zpool", "export", zfs_pool], ["zpool", "import", "-d", "/dev", zfs_pool]]
-    if not filesystems.get(f.type).needs_disk:
-        return []  # tmpfs: unmounting would throw its contents away
-    return None
+@dataclass(frozen=True)
+class Step:
+    """One step of a `steps` case, run by the agent's `run_steps` in order.
 
-
-def render_filesystem(f: Filesystem) -> dict[str, Any]:
-    """Everything the agent needs to make, mount, describe and tear down one filesystem.
-
-    >>> from harness.spec.config import Filesystem
-    >>> e = render_filesystem(Filesystem("r1", "xfs", None, ("d0", "d1"), "md-raid1", (), "noatime"))
-    >>> e["setup"][0][:3], e["device"], e["mkfs"][-1]
-    (['mdadm', '--create', '/dev/md/fslab-{name}'], '/dev/md/fslab-{name}', '{dev}')
-    >>> e["teardown"][0]
-    ['mdadm', '--stop', '/dev/md/fslab-{name}']
+    argv:        the command (no shell); placeholders {mnt} {dev} {disk0} {devs} {ndisks} {name}
+                 {ncpu} {rep} are filled by the agent.
+    cwd:         working directory (default {mnt}); env: added to the environment.
+    timed:       real and CPU seconds become records real_s, cpu_s, user_s, sys_s (default true).
+    parse:       "metrics": each stdout line that is a JSON object {"metric", "value", "unit", ...}
+                 becomes a record (how workload programs report their own measurements).
+    fields:      added to every record of this step (e.g. {"file_bytes": 1048576}).
+    needs_bytes: skipped (and said so) when the filesystem has less free space (tmpfs).
+    needs_paths: skipped (and said so) when one of these paths does not exist.
+    builtin:     "cold-start" (remount or the plan's remount steps, then drop caches) or
+                 "drop-caches", instead of a command.
     """
-    d = filesystems.get(f.type)
-    lay = layouts.LAYOUTS[f.layout] if f.layout else None
-    opts = list(f.mkfs_options)
-    if f.type == "zfs":
-        mkfs: list[str] = []
-        setup = [_fill_opts(a, opts) for a in lay.setup] if lay else []
-    else:
-        mkfs = d.mkfs_argv(list(lay.mkfs_extra if lay else ()) + opts)
-        if lay and lay.name.startswith("btrfs-"):
-            mkfs = ["{devs}" if a == "{dev}" else a for a in mkfs]  # one filesystem over every disk
-        setup = [list(a) for a in lay.setup] if lay else []
-    zfs_pool = lay.device if (lay and f.type == "zfs") else None
-    return {
-        "name": f.name,
-        "type": f.type,
-        "variant": f.variant,
-        "fstype": d.fstype,
-        "disks": list(f.disks),
-        "layout": f.layout,
-        "setup": setup,
-        "device": lay.device if lay else "tmpfs",
-        "mkfs": mkfs,
-        # ZFS mounts its datasets itself (mountpoint={mnt}); everything else is mounted by the agent.
-        "mount": f.type != "zfs",
-        "mount_options": f.mount_options or d.default_mount_options,
-        "remount": _remount(f, zfs_pool),
-        "teardown": [list(a) for a in lay.teardown] if lay else [],
-        "geometry": [list(g) for g in (lay.geometry if lay else ())] + [list(g) for g in d.geometry],
-        "module": d.module,
-        "image": d.image,
-    }
+
+    name: str
+    argv: tuple[str, ...] = ()
+    cwd: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    timed: bool = True
+    parse: str | None = None
+    fields: dict[str, Any] = field(default_factory=dict)
+    needs_bytes: int = 0
+    needs_paths: tuple[str, ...] = ()
+    builtin: str | None = None
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any], where: str) -> Step:
+        if not isinstance(d, dict) or not isinstance(d.get("name"), str):
+            raise FslabError(f"{where}: a step must be a mapping with a name, not {d!r}")
+        w = f"{where}: step {d['name']}"
+        _check_keys(d, _names(cls), w)
+        step = cls(**{**d, "argv": tuple(str(a) for a in d.get("argv") or ()),
+                      "needs_paths": tuple(d.get("needs_paths") or ()),
+                      "env": dict(d.get("env") or {}), "fields": dict(d.get("fields") or {}),
+                      "needs_bytes": int(d.get("needs_bytes") or 0)})
+        if step.builtin is not None and step.builtin not in BUILTINS:
+            raise FslabError(f"{w}: builtin '{step.builtin}' is not allowed; allowed: {', '.join(BUILTINS)}")
+        if step.parse is not None and step.parse not in PARSERS:
+            raise FslabError(f"{w}: parse '{step.parse}' is not allowed; allowed: {', '.join(PARSERS)}")
+        if not step.argv and step.builtin is None:
+            raise FslabError(f"{w}: needs an argv or a builtin")
+        return step
+
+    def to_json(self) -> dict[str, Any]:
+        """The step as the agent reads it: keys left at their default are left out (the agent's
+        defaults are the same: tests/test_twins.py).
+
+        >>> Step("cp", ("cp", "a", "b"), cwd="{mnt}/x").to_json()
+        {'name': 'cp', 'argv': ['cp', 'a', 'b'], 'cwd': '{mnt}/x'}
+        """
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            v = getattr(self, f.name)
+            default = f.default_factory() if callable(f.default_factory) else f.default  # type: ignore[misc]
+            if f.name == "name" or v != default:
+                out[f.name] = list(v) if isinstance(v, tuple) else v
+        return out
 
 
-def _cases(cfg: VMConfig, suite: suites.Suite, profile: str, fio_job: str | None) -> list[Case]:
-    if fio_job:
-        cid, job = load_user_job(fio_job)
-        return [Case(id=cid, kind="fio", params={"job_file": fio_job}, job=job,
-                     timeout_s=cfg.deadline)]
-    return suite.cases(profile, src=f"{cfg.source}: profile")
+@dataclass(frozen=True)
+class Case:
+    """A self-contained unit the guest agent runs on each filesystem, `rep` being its repetition.
 
-
-def resolve(
-    cfg: VMConfig,
-    *,
-    suite: str | None = None,
-    profile: str | None = None,
-    fio_job: str | None = None,
-    deadline: int | None = None,
-    accelerator: str | None = None,
-    backend: str | None = None,
-    run_id: str | None = None,
-    reps: int | None = None,
-    warmup: int = 0,
-    cv_threshold: float = 0.03,
-    max_reps: int | None = None,
-) -> dict[str, Any]:
-    """The fully resolved plan for one VM boot. Command-line choices override the vmconfig.
-
-    `repeat`: n measured repetitions of every case (the profile's default unless given), after
-    `warmup` discarded ones; cases whose coefficient of variation stays above `cv_threshold` get
-    more, up to `max_reps` (default 4 x n); the guest agent applies the rule as it goes.
+    kind "fio": `job` is a complete fio job file pointed at ${FSLAB_MNT}; kind "steps": `steps`.
+    `headline_step`: the step whose real time decides on more repetitions (default: all timed).
+    Steps may be given as dicts (suites write them so); they are checked and typed here.
     """
-    if deadline is not None:
-        cfg = replace(cfg, deadline=deadline)
-    s = suites.get(suite or cfg.suite, src=f"{cfg.source}: suite")
-    prof = profile or cfg.profile
-    if profile is None and prof not in s.profiles:
-        prof = next(iter(s.profiles))  # the vmconfig's profile belongs to its own suite
-    cases = _cases(cfg, s, prof, fio_job)
-    n = reps if reps is not None else s.default_reps(prof)
-    if n < 1 or warmup < 0 or (max_reps is not None and max_reps < n) or not 0 < cv_threshold < 10:
-        raise FslabError(f"repetitions: reps {n}, warmup {warmup}, max-reps {max_reps}, cv {cv_threshold} "
-                         f"are not allowed; allowed: reps >= 1, warmup >= 0, max-reps >= reps, 0 < cv < 10")
-    fss = [render_filesystem(f) for f in cfg.filesystems]
-    return {
-        "fslab_plan": PLAN_VERSION,
-        "run_id": run_id or new_run_id(cfg.name),
-        "vm": {
-            "name": cfg.name,
-            "source": cfg.source,
-            "vcpus": cfg.vcpus,
-            "memory_mib": cfg.memory // 1024**2,
-            "accelerator": accelerator or cfg.accelerator,
-            "deadline_s": cfg.deadline,
-            "backend": backend or cfg.backend,
-        },
-        "image": {"name": cfg.image},
-        "disks": [
-            {"id": d.id, "serial": d.serial, "size_bytes": d.size, "format": d.format,
-             "preallocation": d.preallocation, "cache": d.cache, "aio": d.aio, "bus": d.bus}
-            for d in cfg.disks
-        ],
-        "filesystems": fss,
-        "suite": {"name": s.name, "profile": "custom-job" if fio_job else prof, "version": s.version,
-                  "headline": s.headline},
-        "repeat": {"n": n, "warmup": warmup, "cap": max_reps if max_reps is not None else 4 * n,
-                   "cv_threshold": cv_threshold, "unstable_cv": 0.05, "rep_offset": 0},
-        "cases": [c.to_json() for c in cases],
-    }
+
+    id: str
+    kind: str
+    params: dict[str, Any]
+    job: str = ""
+    timeout_s: int = 600
+    rep: int = 0
+    steps: tuple[Step, ...] = ()
+    headline_step: str | None = None
+
+    def __post_init__(self) -> None:
+        where = f"case {self.id}"
+        if self.kind not in KINDS:
+            raise FslabError(f"{where}: kind '{self.kind}' is not allowed; allowed: {', '.join(KINDS)}")
+        steps = tuple(s if isinstance(s, Step) else Step.from_dict(s, where) for s in (self.steps or ()))
+        object.__setattr__(self, "steps", steps)
+        if self.headline_step is not None and self.headline_step not in {s.name for s in steps}:
+            raise FslabError(f"{where}: headline_step '{self.headline_step}' is not one of its steps")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "kind": self.kind, "params": self.params, "job": self.job,
+                "timeout_s": self.timeout_s, "rep": self.rep,
+                "steps": [s.to_json() for s in self.steps] if self.kind == "steps" else None,
+                "headline_step": self.headline_step}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Case:
+        _check_keys(d, _names(cls), f"plan: case {d.get('id')}")
+        return cls(**{**d, "steps": tuple(Step.from_dict(s, f"plan: case {d.get('id')}")
+                                         for s in d.get("steps") or ())})
 
 
-def check_image_support(plan: dict[str, Any], image_name: str, supported: list[str]) -> None:
-    """Refuse, before any boot, a filesystem the image (or its kernel family) cannot make."""
-    ram_only = {n for n in filesystems.names() if not filesystems.get(n).needs_disk}  # tmpfs: any kernel
-    missing = [f"{f['name']} ({f['type']})" for f in plan["filesystems"]
-               if f["type"] not in supported and f["type"] not in ram_only]
-    if missing:
-        raise FslabError(
-            f"{plan['vm']['source']}: filesystems: image {image_name} cannot make {', '.join(missing)}; "
-            f"it makes: {', '.join(sorted(supported))}",
-            hint="zfs is made by image debian-12-zfs (set `image: debian-12-zfs`)" if "zfs" in " ".join(missing)
-            else None)
+CV_THRESHOLD = 0.03  # more repetitions while a case's headline varies more than this
+UNSTABLE_CV = 0.05  # the report calls a quantity unstable above this
+CAP_FACTOR = 4  # default cap on repetitions: CAP_FACTOR x n
+
+
+@dataclass(frozen=True)
+class Repeat:
+    """How often each case runs: `warmup` discarded rounds (rep -1, -2, ...), then `n` measured
+    rounds, then more while a case's headline CV exceeds `cv_threshold`, up to `cap` rounds.
+    `rep_offset` numbers this boot's repetitions after earlier boots' (`--boots`), `boots` is how
+    many boots the whole run has."""
+
+    n: int = 1
+    warmup: int = 0
+    cap: int = CAP_FACTOR
+    cv_threshold: float = CV_THRESHOLD
+    unstable_cv: float = UNSTABLE_CV
+    rep_offset: int = 0
+    boots: int = 1
+    boot: int = 1  # which of the `boots` this plan is
+
+    @classmethod
+    def make(cls, n: int, warmup: int = 0, cap: int | None = None, cv_threshold: float = CV_THRESHOLD) -> Repeat:
+        if n < 1 or warmup < 0 or (cap is not None and cap < n) or not 0 < cv_threshold < 10:
+            raise FslabError(f"repetitions: reps {n}, warmup {warmup}, max-reps {cap}, cv {cv_threshold} are not "
+                             "allowed; allowed: reps >= 1, warmup >= 0, max-reps >= reps, 0 < cv < 10")
+        return cls(n=n, warmup=warmup, cap=cap if cap is not None else CAP_FACTOR * n, cv_threshold=cv_threshold)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any] | None) -> Repeat:
+        """An old plan without `repeat` ran each case once."""
+        d = dict(d or {})
+        _check_keys(d, _names(cls), "plan: repeat")
+        if "cap" not in d:
+            d["cap"] = max(int(d.get("n", 1)), 1)
+        return cls(**d)
+
+    def expected(self, first: int = 0) -> list[int]:
+        """The repetitions a case whose first rep is `first` runs at least: n rounds from the offset."""
+        start = self.rep_offset + first
+        return list(range(start, start + self.n))
+
+
+@dataclass(frozen=True)
+class VM:
+    name: str
+    source: str
+    vcpus: int
+    memory_mib: int
+    accelerator: str
+    deadline_s: int
+    backend: str = "qemu"
+
+
+@dataclass(frozen=True)
+class SuiteRef:
+    name: str
+    profile: str
+    version: int
+    headline: str = "iops"
+
+
+Argv = tuple[str, ...]
+
+
+def _argvs(x: Any) -> tuple[Argv, ...]:
+    return tuple(tuple(str(a) for a in argv) for argv in (x or ()))
+
+
+@dataclass(frozen=True)
+class Filesystem:
+    """Everything the agent needs to make, mount, describe, check and tear down one filesystem.
+
+    Placeholders ({dev}, {devs}, {disk0}, {ndisks}, {name}, {mnt}) are filled by the agent;
+    docs/contracts.md says what each means. `remount` None = umount + mount before each case.
+    `check`: the filesystem's own checker in read-only mode (empty: it has none).
+    """
+
+    name: str
+    type: str
+    variant: str | None
+    fstype: str
+    disks: tuple[str, ...]
+    layout: str | None
+    setup: tuple[Argv, ...]
+    device: str
+    mkfs: Argv
+    mount: bool
+    mount_options: str
+    remount: tuple[Argv, ...] | None
+    teardown: tuple[Argv, ...]
+    geometry: tuple[Argv, ...]
+    check: Argv = ()
+    tool: Argv = ()  # prints the version of its tools (recorded in guest/info.json)
+    module: str = ""
+    image: str = "debian-12"
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        for k in ("setup", "teardown", "geometry"):
+            d[k] = [list(a) for a in d[k]]
+        d["remount"] = None if self.remount is None else [list(a) for a in self.remount]
+        d["disks"], d["mkfs"] = list(self.disks), list(self.mkfs)
+        d["check"], d["tool"] = list(self.check), list(self.tool)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Filesystem:
+        """Plans written before layouts (fslab_plan 1 too) lack setup/device/remount/...: their defaults."""
+        _check_keys(d, _names(cls), f"plan: filesystem {d.get('name')}")
+        d = {"variant": None, "fstype": d.get("type"), "layout": None, "device": "{disk0}", "mount": True,
+             "mount_options": "", **d}
+        return cls(**{**d, "disks": tuple(d["disks"]), "setup": _argvs(d.get("setup")),
+                      "mkfs": tuple(d.get("mkfs") or ()), "teardown": _argvs(d.get("teardown")),
+                      "geometry": _argvs(d.get("geometry")), "check": tuple(d.get("check") or ()),
+                      "tool": tuple(d.get("tool") or ()),
+                      "remount": None if d.get("remount") is None else _argvs(d["remount"])})
+
+
+@dataclass(frozen=True)
+class Plan:
+    run_id: str
+    vm: VM
+    image: str
+    disks: tuple[Disk, ...]
+    filesystems: tuple[Filesystem, ...]
+    suite: SuiteRef
+    repeat: Repeat
+    cases: tuple[Case, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        """plan.json, the wire format (docs/contracts.md)."""
+        return {
+            "fslab_plan": PLAN_VERSION,
+            "run_id": self.run_id,
+            "vm": asdict(self.vm),
+            "image": {"name": self.image},
+            "disks": [d.to_json() for d in self.disks],
+            "filesystems": [f.to_json() for f in self.filesystems],
+            "suite": asdict(self.suite),
+            "repeat": asdict(self.repeat),
+            "cases": [c.to_json() for c in self.cases],
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any], src: str = "plan") -> Plan:
+        """A plan of any version this code reads; one FslabError line for anything else."""
+        version = d.get("fslab_plan")
+        if version not in READABLE_VERSIONS:
+            raise FslabError(f"{src}: plan version {version!r} is not one this fslab reads; "
+                             f"allowed: {', '.join(map(str, READABLE_VERSIONS))}",
+                             hint="use the fslab revision recorded in the run's manifest (git)")
+        try:
+            _check_keys(d, ["fslab_plan", "run_id", "vm", "image", "disks", "filesystems", "suite", "repeat",
+                            "cases"], src)
+            vm = dict(d["vm"])
+            vm.setdefault("source", vm.get("name", ""))  # plans before vm.source
+            _check_keys(vm, _names(VM), f"{src}: vm")
+            _check_keys(d["suite"], _names(SuiteRef), f"{src}: suite")
+            for disk in d["disks"]:
+                _check_keys(disk, ["id", "serial", *Disk.__dataclass_fields__], f"{src}: disk {disk.get('id')}")
+            return cls(run_id=d["run_id"], vm=VM(**vm), image=d["image"]["name"],
+                       disks=tuple(Disk.from_json(x) for x in d["disks"]),
+                       filesystems=tuple(Filesystem.from_json(f) for f in d["filesystems"]),
+                       suite=SuiteRef(**d["suite"]), repeat=Repeat.from_json(d.get("repeat")),
+                       cases=tuple(Case.from_json(c) for c in d["cases"]))
+        except (KeyError, TypeError, ValueError) as e:
+            raise FslabError(f"{src}: not a valid plan: {type(e).__name__}: {e}") from None
+
+    def disk(self, disk_id: str) -> Disk:
+        return next(d for d in self.disks if d.id == disk_id)
+
+    def with_repeat(self, **changes: Any) -> Plan:
+        return replace(self, repeat=replace(self.repeat, **changes))
+
+    def stride(self) -> int:
+        """Repetition numbers one boot can use: its cap of rounds past the highest first rep.
+
+        >>> Plan("r", VM("v", "v", 1, 512, "tcg", 60), "debian-12", (), (), SuiteRef("s", "p", 1),
+        ...      Repeat(n=3, cap=12), (Case("a", "fio", {}), Case("a", "fio", {}, rep=2))).stride()
+        14
+        """
+        return max((c.rep for c in self.cases), default=0) + max(self.repeat.cap, self.repeat.n)

@@ -1,30 +1,18 @@
 """Workload suites. Each suite module defines SUITE: a name, a version, its profiles and the
-cases a profile expands to. A case is a self-contained unit the guest agent can run."""
+cases a profile expands to. A case (spec/plan.py `Case`) is a self-contained unit the guest agent
+can run; its steps are checked when the plan is made (an unknown step key is an error)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
 
 from harness.errors import FslabError
+from harness.spec.plan import Case, Step
+
+__all__ = ["Case", "Step", "Suite", "get", "registry"]
 
 DEFAULT_REPS = {"paper": 5, "quick": 3, "smoke": 1}
-
-
-@dataclass(frozen=True)
-class Case:
-    id: str
-    kind: str  # "fio" or "steps" (the agent knows how to run each kind)
-    params: dict[str, Any]
-    job: str  # for kind fio: the complete job file, pointed at ${FSLAB_MNT}
-    timeout_s: int
-    rep: int = 0
-    steps: list[dict[str, Any]] | None = None  # for kind "steps": see the agent's run_steps
-    headline_step: str | None = None  # the step whose real time decides on more repetitions
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 @dataclass(frozen=True)

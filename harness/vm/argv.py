@@ -9,7 +9,9 @@ from __future__ import annotations
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from harness.spec.plan import Plan
+from harness.vm import drive
 
 DEFAULT_CMDLINE = "root=LABEL=fslab-root ro console=ttyS0,115200 net.ifnames=0"
 RESULTS_PORT = "org.fslab.results"
@@ -40,33 +42,22 @@ class RunPaths:
                    qmp=Path(tempfile.gettempdir()) / f"fslab-{run_dir.name}.qmp")
 
 
-def _disk_device(disk: dict[str, Any], drive_id: str) -> list[str]:
-    serial = disk["serial"]
-    if disk["bus"] == "virtio-blk":
-        return ["-device", f"virtio-blk-pci,drive={drive_id},serial={serial}"]
-    if disk["bus"] == "virtio-scsi":
-        return ["-device", f"scsi-hd,drive={drive_id},bus=scsi0.0,serial={serial}"]
-    if disk["bus"] == "nvme":
-        return ["-device", f"nvme,drive={drive_id},serial={serial}"]
-    raise ValueError(f"unknown bus {disk['bus']!r}")
-
-
-def build_argv(plan: dict[str, Any], paths: RunPaths, accel: str, cmdline: str = DEFAULT_CMDLINE) -> list[str]:
+def build_argv(plan: Plan, paths: RunPaths, accel: str, cmdline: str = DEFAULT_CMDLINE) -> list[str]:
     """The full qemu-system-x86_64 argv for one VM of `plan`.
 
     Disks under test get exactly the plan's cache, aio and bus; the guest finds them by
     `serial=` (stable across buses). The root disk is a qcow2 overlay on the image. The guest
     has no NIC. Results and progress leave through two virtio-serial ports backed by files.
     """
-    vm = plan["vm"]
+    vm = plan.vm
     argv = [
         "qemu-system-x86_64",
-        "-name", f"fslab-{plan['run_id']}",
+        "-name", f"fslab-{plan.run_id}",
         "-machine", "q35",
         "-accel", accel,
         "-cpu", "host" if accel == "kvm" else "max",
-        "-smp", str(vm["vcpus"]),
-        "-m", f"{vm['memory_mib']}M",
+        "-smp", str(vm.vcpus),
+        "-m", f"{vm.memory_mib}M",
         "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
         "-kernel", str(paths.kernel), "-initrd", str(paths.initrd), "-append", cmdline,
         "-serial", f"file:{paths.console}",
@@ -83,11 +74,8 @@ def build_argv(plan: dict[str, Any], paths: RunPaths, accel: str, cmdline: str =
         "-chardev", f"file,id=progress,path={paths.progress}",
         "-device", f"virtserialport,bus=vser0.0,chardev=progress,name={PROGRESS_PORT}",
     ]
-    if any(d["bus"] == "virtio-scsi" for d in plan["disks"]):
+    if any(d.bus == "virtio-scsi" for d in plan.disks):
         argv += ["-device", "virtio-scsi-pci,id=scsi0"]
-    for d in plan["disks"]:
-        drive_id = f"disk-{d['id']}"
-        argv += ["-drive", f"if=none,id={drive_id},file={paths.disks[d['id']]},format={d['format']},"
-                           f"cache={d['cache']},aio={d['aio']}"]
-        argv += _disk_device(d, drive_id)
+    for d in plan.disks:
+        argv += drive.qemu_args(d, str(paths.disks[d.id]))
     return argv

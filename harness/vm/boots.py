@@ -15,61 +15,47 @@ itself is made like any other run's, so report and compare need nothing new:
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import shutil
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from harness.errors import FslabError
 from harness.image import store as images
 from harness.results.jsonl import read_jsonl, write_jsonl
+from harness.spec.plan import Plan
 from harness.vm import accel as accel_mod
 from harness.vm import runner
+from harness.vm.runner import RUN_FORMAT
 
 Log = Callable[[str], None]
 
 
-def stride(plan: dict[str, Any]) -> int:
-    """Repetition numbers one boot can use: its cap of rounds past the highest first rep.
-
-    >>> stride({"repeat": {"n": 3, "cap": 12}, "cases": [{"rep": 0}, {"rep": 2}]})
-    14
-    """
-    r = plan.get("repeat") or {}
-    first = max((int(c.get("rep", 0)) for c in plan["cases"]), default=0)
-    return first + max(int(r.get("cap", 1)), int(r.get("n", 1)))
-
-
-def boot_plan(plan: dict[str, Any], k: int) -> dict[str, Any]:
+def boot_plan(plan: Plan, k: int) -> Plan:
     """The plan of boot `k` (1-based): its own run id and repetition offset."""
-    p = copy.deepcopy(plan)
-    p["run_id"] = f"b{k}"
-    p["repeat"]["rep_offset"] = (k - 1) * stride(plan)
-    p["repeat"]["boot"] = k
-    return p
+    return replace(plan.with_repeat(rep_offset=(k - 1) * plan.stride(), boot=k), run_id=f"b{k}")
 
 
-def run(plan: dict[str, Any], image: images.Image, choice: accel_mod.Choice, results_root: Path, boots: int,
+def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root: Path, boots: int,
         scratch_root: Path | None = None, keep_scratch: bool = False, log: Log = runner._stderr,
         host: Any = None) -> runner.Outcome:
     """K boots of `plan`; returns the outcome of the whole (ok only if every boot was)."""
     if boots < 1:
         raise FslabError(f"--boots: {boots} is not allowed; allowed: 1 or more")
-    plan = copy.deepcopy(plan)
-    plan["repeat"]["boots"] = boots
-    top = results_root / plan["run_id"]
+    plan = plan.with_repeat(boots=boots)
+    top = results_root / plan.run_id
     top.mkdir(parents=True)
     outcomes: list[runner.Outcome] = []
     try:
         for k in range(1, boots + 1):
             log(f"fslab: boot {k} of {boots}")
             outcomes.append(runner.run(boot_plan(plan, k), image, choice, top / "boots",
-                                       scratch_root=scratch_root / plan["run_id"] if scratch_root else None,
+                                       scratch_root=scratch_root / plan.run_id if scratch_root else None,
                                        keep_scratch=keep_scratch, log=log, host=host,
-                                       name=f"fslab-{plan['run_id']}-b{k}"))
+                                       name=f"fslab-{plan.run_id}-b{k}"))
     finally:  # Ctrl-C or a failed boot: whatever the finished boots measured is merged and kept
         merged = merge(top, plan, boots)
     bad = [o for o in outcomes if o.status != "ok"]
@@ -81,7 +67,7 @@ def run(plan: dict[str, Any], image: images.Image, choice: accel_mod.Choice, res
     return runner.Outcome(top, status, reason, merged)
 
 
-def merge(top: Path, plan: dict[str, Any], boots: int) -> list[dict[str, Any]]:
+def merge(top: Path, plan: Plan, boots: int) -> list[dict[str, Any]]:
     """Make `top` a run directory of everything under top/boots/; returns the merged records."""
     records: list[dict[str, Any]] = []
     summary: list[dict[str, Any]] = []
@@ -92,15 +78,15 @@ def merge(top: Path, plan: dict[str, Any], boots: int) -> list[dict[str, Any]]:
             continue
         m = json.loads((d / "manifest.json").read_text())
         manifest = manifest or m
-        summary.append({"boot": k, "run_id": f"{plan['run_id']}/boots/b{k}", "status": m.get("status"),
+        summary.append({"boot": k, "run_id": f"{plan.run_id}/boots/b{k}", "status": m.get("status"),
                         "reason": m.get("reason"), "timings": m.get("timings"),
                         "qemu_argv": (m.get("qemu") or {}).get("argv")})
         if (d / "results.jsonl").is_file():
             records += [{**r, "boot": k} for r in read_jsonl(d / "results.jsonl")]
         link_tree(d / "raw", top / "raw", warmups=False)
     write_jsonl(top / "results.jsonl", records)
-    out = dict(manifest or {"fslab_run": 1, "plan": plan})
-    out.update(run_id=plan["run_id"], plan=plan, boots=summary, records=len(records),
+    out = dict(manifest or {"fslab_run": RUN_FORMAT})
+    out.update(run_id=plan.run_id, plan=plan.to_json(), boots=summary, records=len(records),
                records_ok=sum(1 for r in records if r.get("ok")),
                # until run() says how it ended: an interrupted run is not ok, even if boot 1 was
                status="failed", reason=f"{len(summary)} of {boots} boots finished")

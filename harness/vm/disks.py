@@ -9,24 +9,25 @@ from typing import Any
 
 from harness.errors import FslabError
 from harness.proc import run
+from harness.spec.disk import Disk
 from harness.units import format_size
 
 
-def disk_path(scratch: Path, disk: dict[str, Any]) -> Path:
-    return scratch / f"{disk['id']}.{disk['format']}"
+def disk_path(scratch: Path, disk: Disk) -> Path:
+    return scratch / f"{disk.id}.{disk.format}"
 
 
-def needed_bytes(disk: dict[str, Any]) -> int:
+def needed_bytes(disk: Disk) -> int:
     """Bytes a disk takes on the host right after creation (what must be free before we start).
 
     falloc and full allocate the whole size; off and metadata allocate almost nothing at first,
     but the workload will fill them, so we still count the whole size: a run that stops halfway
     with ENOSPC on the host would measure the host, not the filesystem.
     """
-    return int(disk["size_bytes"])
+    return disk.size_bytes
 
 
-def check_space(disks: list[dict[str, Any]], scratch: Path, extra: int = 512 * 1024**2) -> None:
+def check_space(disks: tuple[Disk, ...] | list[Disk], scratch: Path, extra: int = 512 * 1024**2) -> None:
     """Refuse to start when the scratch filesystem cannot hold every disk (plus the overlay)."""
     need = sum(needed_bytes(d) for d in disks) + extra
     probe = scratch
@@ -34,20 +35,20 @@ def check_space(disks: list[dict[str, Any]], scratch: Path, extra: int = 512 * 1
         probe = probe.parent
     free = shutil.disk_usage(probe).free
     if free < need:
-        sizes = ", ".join(f"{d['id']} {format_size(d['size_bytes'])} {d['preallocation']}" for d in disks)
+        sizes = ", ".join(f"{d.id} {format_size(d.size_bytes)} {d.preallocation}" for d in disks)
         raise FslabError(
             f"not enough free space in {probe} for the run's disks: need {need / 1024**3:.1f} GiB "
             f"({sizes}, plus overlay), have {free / 1024**3:.1f} GiB",
             hint="free space, use --scratch-dir on a larger filesystem, or make the disks smaller")
 
 
-def create_argv(disk: dict[str, Any], path: Path) -> list[str]:
+def create_argv(disk: Disk, path: Path) -> list[str]:
     """The qemu-img command that makes one disk with exactly the requested format and preallocation."""
-    return ["qemu-img", "create", "-q", "-f", disk["format"], "-o", f"preallocation={disk['preallocation']}",
-            str(path), str(disk["size_bytes"])]
+    return ["qemu-img", "create", "-q", "-f", disk.format, "-o", f"preallocation={disk.preallocation}",
+            str(path), str(disk.size_bytes)]
 
 
-def create(disk: dict[str, Any], path: Path) -> list[str]:
+def create(disk: Disk, path: Path) -> list[str]:
     """Create one disk with exactly the requested format and preallocation; return the argv."""
     argv = create_argv(disk, path)
     run(argv)

@@ -18,8 +18,9 @@ with the same `-drive` options the qemu backend uses.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from typing import Any
 
+from harness.spec.plan import Plan
+from harness.vm import drive
 from harness.vm.argv import DEFAULT_CMDLINE, PROGRESS_PORT, RESULTS_PORT, RunPaths
 
 QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
@@ -38,12 +39,9 @@ def _sub(parent: ET.Element, tag: str, text: str | None = None, **attrs: str) ->
     return el
 
 
-def _disk(devices: ET.Element, path: str, fmt: str, serial: str, bus: str, dev: str,
-          cache: str, io: str | None = None, readonly: bool = False) -> None:
+def _disk(devices: ET.Element, path: str, driver: dict[str, str], serial: str, bus: str, dev: str,
+          readonly: bool = False) -> None:
     d = _sub(devices, "disk", type="file", device="disk")
-    driver = {"name": "qemu", "type": fmt, "cache": cache}
-    if io:
-        driver["io"] = io
     _sub(d, "driver", **driver)
     _sub(d, "source", file=path)
     _sub(d, "target", dev=dev, bus=bus)
@@ -61,22 +59,15 @@ def _file_chardev(devices: ET.Element, kind: str, path: str, port: str | None = 
         _sub(c, "target", port="0")
 
 
-def _nvme_args(disk: dict[str, Any], path: str) -> list[str]:
-    drive_id = f"disk-{disk['id']}"
-    return ["-drive", f"if=none,id={drive_id},file={path},format={disk['format']},cache={disk['cache']},"
-                      f"aio={disk['aio']}",
-            "-device", f"nvme,drive={drive_id},serial={disk['serial']}"]
-
-
-def domain_xml(plan: dict[str, Any], paths: RunPaths, accel: str, name: str,
+def domain_xml(plan: Plan, paths: RunPaths, accel: str, name: str,
                cmdline: str = DEFAULT_CMDLINE) -> str:
     """The domain XML for one VM of `plan`, named `name` (unique on its libvirt host)."""
-    vm = plan["vm"]
+    vm = plan.vm
     dom = ET.Element("domain", {"type": domain_type(accel)})
     _sub(dom, "name", name)
-    _sub(dom, "description", f"fslab run {plan['run_id']} ({vm['name']})")
-    _sub(dom, "memory", str(vm["memory_mib"]), unit="MiB")
-    _sub(dom, "vcpu", str(vm["vcpus"]))
+    _sub(dom, "description", f"fslab run {plan.run_id} ({vm.name})")
+    _sub(dom, "memory", str(vm.memory_mib), unit="MiB")
+    _sub(dom, "vcpu", str(vm.vcpus))
     os_ = _sub(dom, "os")
     _sub(os_, "type", "hvm", arch="x86_64", machine="q35")
     _sub(os_, "kernel", str(paths.kernel))
@@ -90,21 +81,23 @@ def domain_xml(plan: dict[str, Any], paths: RunPaths, accel: str, name: str,
         _sub(dom, event, "destroy")
 
     devices = _sub(dom, "devices")
-    _disk(devices, str(paths.overlay), "qcow2", "fslab-root", "virtio", "vda", "writeback")
-    _disk(devices, str(paths.seed_iso), "raw", "fslab-seed", "virtio", "vdb", "writeback", readonly=True)
+    _disk(devices, str(paths.overlay), {"name": "qemu", "type": "qcow2", "cache": "writeback"}, "fslab-root",
+          "virtio", "vda")
+    _disk(devices, str(paths.seed_iso), {"name": "qemu", "type": "raw", "cache": "writeback"}, "fslab-seed",
+          "virtio", "vdb", readonly=True)
     used = {"vd": 2, "sd": 0}
     nvme: list[str] = []
-    for d in plan["disks"]:
-        path = str(paths.disks[d["id"]])
-        if d["bus"] == "nvme":
-            nvme += _nvme_args(d, path)
+    for d in plan.disks:
+        path = str(paths.disks[d.id])
+        if d.bus == "nvme":
+            nvme += drive.qemu_args(d, path)
             continue
-        if d["bus"] not in _BUS:
-            raise ValueError(f"unknown bus {d['bus']!r}")
-        bus, prefix = _BUS[d["bus"]]
+        if d.bus not in _BUS:
+            raise ValueError(f"unknown bus {d.bus!r}")
+        bus, prefix = _BUS[d.bus]
         dev = prefix + "abcdefghijklmnopqrstuvwxyz"[used[prefix]]
         used[prefix] += 1
-        _disk(devices, path, d["format"], d["serial"], bus, dev, d["cache"], io=d["aio"])
+        _disk(devices, path, drive.libvirt_driver(d), d.serial, bus, dev)
     if used["sd"]:
         _sub(devices, "controller", type="scsi", index="0", model="virtio-scsi")
     _sub(devices, "controller", type="virtio-serial", index="0")

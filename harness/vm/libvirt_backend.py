@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.errors import FslabError
 from harness.image import store as images
+from harness.spec.plan import Plan
 from harness.vm import argv as qemu
 from harness.vm import disks, hosts, libvirt
 from harness.vm import domain_xml as libvirt_xml
@@ -30,20 +31,20 @@ class LibvirtVM:
 
     backend = "libvirt"
 
-    def __init__(self, plan: dict[str, Any], image: images.Image, accel: str, run_dir: Path, scratch: Path,
+    def __init__(self, plan: Plan, image: images.Image, accel: str, run_dir: Path, scratch: Path,
                  host: hosts.Host | None = None, name: str | None = None, place: bool = True):
         self.plan, self.image, self.accel, self.run_dir, self.scratch = plan, image, accel, run_dir, scratch
         self.host = host or hosts.Host(hosts.DEFAULT_URI)
-        self.name = name or f"fslab-{plan['run_id']}"
+        self.name = name or f"fslab-{plan.run_id}"
         self.local = qemu.RunPaths.under(scratch, run_dir, image.kernel, image.initrd,
-                                         {d["id"]: disks.disk_path(scratch, d) for d in plan["disks"]})
+                                         {d.id: disks.disk_path(scratch, d) for d in plan.disks})
         if self.host.remote:
             root = hosts.home_path(self.host, self.host.scratch, hosts.DEFAULT_REMOTE_SCRATCH)
             self.host_scratch = Path(root) / self.name
             img = hosts.place_image(self.host, image) if place else hosts.image_entry(self.host, image)
             self.paths = qemu.RunPaths.under(self.host_scratch, self.host_scratch, img / "vmlinuz",
                                              img / "initrd.img",
-                                             {d["id"]: disks.disk_path(self.host_scratch, d) for d in plan["disks"]})
+                                             {d.id: disks.disk_path(self.host_scratch, d) for d in plan.disks})
             self.base = img / "disk.qcow2"
         else:
             self.host_scratch, self.paths, self.base = scratch, self.local, image.disk.resolve()
@@ -60,9 +61,9 @@ class LibvirtVM:
         """Before anything is made: the daemon answers (else one clear error) and the disks fit."""
         self.libvirt_version = libvirt.version(self.host.uri)
         if not self.host.remote:
-            disks.check_space(self.plan["disks"], self.scratch)
+            disks.check_space(self.plan.disks, self.scratch)
             return
-        need = sum(disks.needed_bytes(d) for d in self.plan["disks"]) + 512 * 1024**2
+        need = sum(disks.needed_bytes(d) for d in self.plan.disks) + 512 * 1024**2
         free = hosts.free_bytes(self.host, str(self.host_scratch))
         if free < need:
             raise FslabError(f"host {self.host.label}: not enough free space in {self.host_scratch} for the run's "
@@ -88,8 +89,8 @@ class LibvirtVM:
         h = self.host
         hosts.run(h, ["mkdir", "-p", str(self.host_scratch)])
         cmds = []
-        for d in self.plan["disks"]:
-            cmds.append(disks.create_argv(d, self.paths.disks[d["id"]]))
+        for d in self.plan.disks:
+            cmds.append(disks.create_argv(d, self.paths.disks[d.id]))
             hosts.run(h, cmds[-1])
         cmds.append(disks.overlay_argv(self.base, self.paths.overlay))
         hosts.run(h, cmds[-1])
@@ -99,9 +100,9 @@ class LibvirtVM:
             for f in (self.paths.results_stream, self.paths.progress, self.paths.console):
                 hosts.run(h, ["sh", "-c", ': > "$1"', "sh", str(f)])
         info = {}
-        for d in self.plan["disks"]:
-            out = hosts.output(h, disks.info_argv(self.paths.disks[d["id"]]))
-            info[d["id"]] = disks.info_from_json(out)
+        for d in self.plan.disks:
+            out = hosts.output(h, disks.info_argv(self.paths.disks[d.id]))
+            info[d.id] = disks.info_from_json(out)
         return cmds, info
 
     # -- the boot ----------------------------------------------------------------------------------

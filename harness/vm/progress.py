@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from harness.spec.plan import Plan
+
 
 def _fmt(seconds: float | None) -> str:
     if seconds is None:
@@ -27,7 +29,7 @@ def _fmt(seconds: float | None) -> str:
 class Progress:
     """Follows progress.jsonl; call it periodically (it is the Machine.wait tick)."""
 
-    def __init__(self, path: Path, plan: dict[str, Any], started: float, stream: TextIO | None = None,
+    def __init__(self, path: Path, plan: Plan, started: float, stream: TextIO | None = None,
                  overall: tuple[int, int] | None = None, clock: Callable[[], float] = time.monotonic):
         self.path, self.plan, self.started, self.clock = path, plan, started, clock
         self.stream = stream or sys.stderr
@@ -35,8 +37,7 @@ class Progress:
         self.overall = overall  # (index of this VM, number of VMs)
         self.offset = 0
         self.first_seen: dict[str, float] = {}
-        self.expected = len(plan["filesystems"]) * len(plan["cases"]) * (
-            (plan.get("repeat") or {}).get("n", 1) + (plan.get("repeat") or {}).get("warmup", 0))
+        self.expected = len(plan.filesystems) * len(plan.cases) * (plan.repeat.n + plan.repeat.warmup)
         self.done = 0
         self.case_seconds: list[float] = []
         self.current = ""
@@ -87,7 +88,7 @@ class Progress:
             elif name == "boot":
                 self.current = "guest agent started"
         if self.tty:
-            vm = self.plan["vm"]["name"]
+            vm = self.plan.vm.name
             which = f" [{self.overall[0] + 1}/{self.overall[1]}]" if self.overall else ""
             text = (f"{vm}{which}: {self.current or 'booting'} | {self.done}/{self.expected} cases | "
                     f"elapsed {_fmt(now)} | ETA {_fmt(self.eta())}")

@@ -12,17 +12,17 @@ with the record; a difference there refuses the reproduction, listing every one:
 
 from __future__ import annotations
 
-import copy
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from harness.errors import FslabError
 from harness.image import store as images
-from harness.spec import plan
-from harness.vm import accel, provenance
+from harness.spec import disk, resolve
+from harness.spec.plan import Plan
+from harness.vm import accel, provenance, qemu_backend
 
 # -drive options that change what a disk measures (paths and node names do not).
 _DRIVE_KEYS = ("format", "cache", "aio", "cache.direct", "cache.no-flush", "discard", "detect-zeroes")
@@ -85,9 +85,9 @@ def drive_options(argv: list[str]) -> list[dict[str, str]]:
     return out
 
 
-def _disk_settings(p: dict[str, Any]) -> list[dict[str, Any]]:
-    keys = ("id", "size_bytes", "format", "preallocation", "cache", "aio", "bus")
-    return [{k: d.get(k) for k in keys} for d in p.get("disks", [])]
+def _disk_settings(p: Plan) -> list[dict[str, Any]]:
+    """Each disk's id and measured settings (spec/disk.py, declared once)."""
+    return [{"id": d.id, **d.measured()} for d in p.disks]
 
 
 @dataclass
@@ -96,7 +96,7 @@ class Verdict:
     warnings: list[str] = field(default_factory=list)
 
 
-def check(recorded: dict[str, Any], new_plan: dict[str, Any], new_argv: list[str], used_accel: str,
+def check(recorded: dict[str, Any], new_plan: Plan, new_argv: list[str], used_accel: str,
           image_digest: str, qemu_version: str | None, host: dict[str, Any], git: dict[str, Any]) -> Verdict:
     """What differs between the recorded run and the one about to start (pure; unit-tested)."""
     v = Verdict()
@@ -106,9 +106,10 @@ def check(recorded: dict[str, Any], new_plan: dict[str, Any], new_argv: list[str
     if recorded["accel"] != used_accel:
         v.refusals.append(f"accelerator: recorded {recorded['accel']}, here {used_accel} "
                           f"({(recorded.get('accelerator') or {}).get('reason', '')})")
-    if _disk_settings(recorded["plan"]) != _disk_settings(new_plan):
-        v.refusals.append(f"disks (cache, aio, format, preallocation, bus, size): recorded "
-                          f"{_disk_settings(recorded['plan'])}, here {_disk_settings(new_plan)}")
+    old = _disk_settings(Plan.from_json(recorded["plan"], "recorded run"))
+    if old != _disk_settings(new_plan):
+        v.refusals.append(f"disks ({', '.join(s.key for s in disk.SETTINGS)}): recorded {old}, "
+                          f"here {_disk_settings(new_plan)}")
     old_drives, new_drives = drive_options(recorded["qemu"].get("argv") or []), drive_options(new_argv)
     if old_drives and old_drives != new_drives:
         v.refusals.append(f"QEMU -drive options: recorded {old_drives}, here {new_drives}")
@@ -124,25 +125,23 @@ def check(recorded: dict[str, Any], new_plan: dict[str, Any], new_argv: list[str
     return v
 
 
-def new_plan(recorded: dict[str, Any]) -> dict[str, Any]:
-    """The recorded plan with a fresh run id: everything that decides what is measured is kept."""
-    p = copy.deepcopy(recorded["plan"])
-    p["run_id"] = plan.new_run_id(p["vm"]["name"])
-    return p
+def new_plan(recorded: dict[str, Any]) -> Plan:
+    """The recorded plan (of any plan version this fslab reads) with a fresh run id: everything
+    that decides what is measured is kept."""
+    p = Plan.from_json(recorded["plan"], f"run {recorded.get('run_id')}: manifest.json plan")
+    return replace(p, run_id=resolve.new_run_id(p.vm.name))
 
 
-def prepare(run_dir: Path, bundle: Path | None, results_root: Path, log) -> tuple[dict, dict, images.Image,
+def prepare(run_dir: Path, bundle: Path | None, results_root: Path, log) -> tuple[dict, Plan, images.Image,
                                                                                     accel.Choice, Verdict]:
     """Everything before the boot: the record, the new plan, the image, the accelerator, the verdict."""
-    from harness.vm import runner
-
     recorded = read_run(run_dir)
     p = new_plan(recorded)
     image = find_image(recorded, bundle, log)
-    plan.check_image_support(p, image.name, images.supported_filesystems(image))
-    choice = accel.choose(p["vm"]["accelerator"], image.kernel)
-    out_dir = results_root / p["run_id"]
-    _, argv = runner.prepare(p, image, choice.used, out_dir, out_dir / "scratch")
+    resolve.check_image_support(p, image.name, images.supported_filesystems(image))
+    choice = accel.choose(p.vm.accelerator, image.kernel)
+    out_dir = results_root / p.run_id
+    _, argv = qemu_backend.prepare(p, image, choice.used, out_dir, out_dir / "scratch")
     verdict = check(recorded, p, argv, choice.used, image.digest, provenance.qemu_version(), provenance.host(),
                     provenance.git_revision())
     return recorded, p, image, choice, verdict

@@ -3,8 +3,9 @@
     plan ─► verify image ─► choose accelerator ─► disks + overlay + seed ─► QEMU (deadline)
          ─► results stream ─► raw/ + results.jsonl + manifest.json
 
-The VM is a QEMU child process (QemuVM, below) or a libvirt domain (libvirt_backend.LibvirtVM),
-as the plan's `vm.backend` says; every step around it is shared.
+The VM is a QEMU child process (vm/qemu_backend.py) or a libvirt domain (vm/libvirt_backend.py),
+as the plan's `vm.backend` says, both driven through the steps of vm/backend.py `Backend`; every
+step around it is shared.
 
 Whatever happens after the boot — success, a guest that powers off without its success marker, a
 deadline, Ctrl-C — the results that came back are collected and the manifest says what happened.
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import shlex
+import os
 import sys
 import threading
 import time
@@ -23,19 +24,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.errors import FslabError
 from harness.image import store as images
 from harness.results.jsonl import write_jsonl
 from harness.results.records import records_for_run
-from harness.results.stream import read_stream
+from harness.results.stream import read_stream, stream_format_of
+from harness.spec.plan import Plan
 from harness.vm import accel as accel_mod
-from harness.vm import argv as qemu
-from harness.vm import disks, provenance
-from harness.vm import seed as cloudinit
+from harness.vm import hosts, provenance
+from harness.vm.argv import RunPaths
+from harness.vm.backend import Backend
 from harness.vm.libvirt import HostLost
-from harness.vm.machine import Machine
 from harness.vm.progress import Progress
+from harness.vm.qemu_backend import QemuVM
 
 Log = Callable[[str], None]
+RUN_FORMAT = 1  # manifest.json's "fslab_run"
+
 
 
 def _stderr(msg: str) -> None:
@@ -55,88 +60,39 @@ class Outcome:
     host_failed: bool = False  # the VM's host failed (unreachable, lost), not the guest
 
 
-def prepare(plan: dict[str, Any], image: images.Image, accel: str, run_dir: Path,
-            scratch: Path) -> tuple[qemu.RunPaths, list[str]]:
-    """Paths and the QEMU argv; pure — creates nothing (so --dry-run can stop here)."""
-    disk_paths = {d["id"]: disks.disk_path(scratch, d) for d in plan["disks"]}
-    paths = qemu.RunPaths.under(scratch, run_dir, image.kernel, image.initrd, disk_paths)
-    cmdline = image.manifest.get("kernel_cmdline") or qemu.DEFAULT_CMDLINE
-    return paths, qemu.build_argv(plan, paths, accel, cmdline)
-
-
-class QemuVM:
-    """One VM of a plan as a QEMU child process (the default backend).
-
-    The runner drives a backend through these steps; libvirt_backend.LibvirtVM is the other one.
-    `local` are the paths the results are collected from on this machine."""
-
-    backend = "qemu"
-
-    def __init__(self, plan: dict[str, Any], image: images.Image, accel: str, run_dir: Path, scratch: Path):
-        self.plan, self.image, self.scratch = plan, image, scratch
-        self.paths, self.argv = prepare(plan, image, accel, run_dir, scratch)
-        self.local = self.paths
-
-    def command_text(self) -> str:
-        return shlex.join(self.argv)
-
-    def check_space(self) -> None:
-        disks.check_space(self.plan["disks"], self.scratch)
-
-    def provenance(self) -> dict[str, Any]:
-        return {"qemu": {"version": provenance.qemu_version(), "argv": self.argv, "command": shlex.join(self.argv)},
-                "host": provenance.host()}
-
-    def create(self) -> tuple[list[list[str]], dict[str, Any]]:
-        cmds = [disks.create(d, self.paths.disks[d["id"]]) for d in self.plan["disks"]]
-        cmds.append(disks.create_overlay(self.image.disk, self.paths.overlay))
-        cmds.append(cloudinit.write_seed(self.plan, self.scratch / "seed", self.paths.seed_iso))
-        return cmds, {d["id"]: disks.info(self.paths.disks[d["id"]]) for d in self.plan["disks"]}
-
-    def machine(self) -> Machine:
-        return Machine(self.argv, self.paths.qmp, self.scratch / "qemu.stderr")
-
-    def sync(self, final: bool = False) -> None:
-        pass  # QEMU writes straight into the run directory and scratch
-
-    def cleanup(self, keep: bool) -> None:
-        self.paths.qmp.unlink(missing_ok=True)
-        if not keep:
-            disks.remove_scratch(self.scratch)
-
-
-def vm_for(plan: dict[str, Any], image: images.Image, accel: str, run_dir: Path, scratch: Path,
-           host: Any = None, name: str | None = None, place: bool = True) -> Any:
+def vm_for(plan: Plan, image: images.Image, accel: str, run_dir: Path, scratch: Path,
+           host: hosts.Host | None = None, name: str | None = None, place: bool = True) -> Backend:
     """The backend the plan asks for (`vm.backend`), ready to run; creates nothing on this machine.
 
     A remote libvirt host gets the image now (by digest), unless `place` is false (--show-command)."""
-    if plan["vm"].get("backend", "qemu") == "libvirt":
+    if plan.vm.backend == "libvirt":
         from harness.vm.libvirt_backend import LibvirtVM
 
         return LibvirtVM(plan, image, accel, run_dir, scratch, host=host, name=name, place=place)
     return QemuVM(plan, image, accel, run_dir, scratch)
 
 
-def run(plan: dict[str, Any], image: images.Image, choice: accel_mod.Choice, results_root: Path,
+def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root: Path,
         scratch_root: Path | None = None, keep_scratch: bool = False, log: Log = _stderr,
-        host: Any = None, name: str | None = None, stop: threading.Event | None = None) -> Outcome:
+        host: hosts.Host | None = None, name: str | None = None, stop: threading.Event | None = None) -> Outcome:
     """Boot one VM for `plan` and bring its results home. The image was verified by the caller.
 
     `host` (a hosts.Host) and `name` (the domain name) are for the libvirt backend; `stop`, when
     set by another thread, ends the VM as Ctrl-C does."""
-    run_dir = results_root / plan["run_id"]
-    scratch = (scratch_root / plan["run_id"]) if scratch_root else run_dir / "scratch"
+    run_dir = results_root / plan.run_id
+    scratch = (scratch_root / plan.run_id) if scratch_root else run_dir / "scratch"
     vm = vm_for(plan, image, choice.used, run_dir, scratch, host, name)
     vm.check_space()
     run_dir.mkdir(parents=True)
     scratch.mkdir(parents=True, exist_ok=True)
 
     manifest: dict[str, Any] = {
-        "fslab_run": 1,
-        "run_id": plan["run_id"],
+        "fslab_run": RUN_FORMAT,
+        "run_id": plan.run_id,
         "status": "running",
         "started": _now(),
-        "plan": plan,
+        "pid": os.getpid(),  # a later fslab that finds this run still "running" checks it is gone
+        "plan": plan.to_json(),
         "image": {k: image.manifest.get(k) for k in ("name", "digest", "input_hash", "kernel", "os",
                                                       "built_at", "filesystems", "kernel_cmdline")},
         "image_dir": str(image.dir),
@@ -153,8 +109,8 @@ def run(plan: dict[str, Any], image: images.Image, choice: accel_mod.Choice, res
         manifest["host_commands"], manifest["disks"] = vm.create()
         _write_manifest(run_dir, manifest)
 
-        log(f"fslab: booting {plan['vm']['name']} ({choice.used}, {len(plan['filesystems'])} filesystems, "
-            f"{len(plan['cases'])} cases each, deadline {plan['vm']['deadline_s']} s)")
+        log(f"fslab: booting {plan.vm.name} ({choice.used}, {len(plan.filesystems)} filesystems, "
+            f"{len(plan.cases)} cases each, deadline {plan.vm.deadline_s} s)")
         t0 = time.monotonic()
         progress = Progress(vm.local.progress, plan, t0)
 
@@ -166,11 +122,11 @@ def run(plan: dict[str, Any], image: images.Image, choice: accel_mod.Choice, res
 
         try:
             with vm.machine() as m:
-                rc = m.wait(plan["vm"]["deadline_s"], tick=tick)
+                rc = m.wait(plan.vm.deadline_s, tick=tick)
         finally:
             progress.close()
         if rc is None:
-            status, reason = "failed", f"deadline of {plan['vm']['deadline_s']} s passed; VM killed"
+            status, reason = "failed", f"deadline of {plan.vm.deadline_s} s passed; VM killed"
             log(f"fslab: {reason}")
         elif rc != 0:
             status, reason = "failed", getattr(m, "stop_reason", None) or f"qemu exited with code {rc}"
@@ -207,7 +163,7 @@ def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 1)
 
 
-def _collect(plan: dict[str, Any], run_dir: Path, paths: qemu.RunPaths, accel: str,
+def _collect(plan: Plan, run_dir: Path, paths: RunPaths, accel: str,
              manifest: dict[str, Any], status: str, reason: str, log: Log) -> list[dict[str, Any]]:
     """Everything the guest sent, whatever state it ended in; the manifest gets the verdict."""
     collected = None
@@ -216,17 +172,22 @@ def _collect(plan: dict[str, Any], run_dir: Path, paths: qemu.RunPaths, accel: s
         for note in collected.notes:
             log(f"fslab: results stream: {note}; everything complete before it was kept")
     done = collected.done if collected else None
+    try:
+        stream_format: int | None = stream_format_of(run_dir, done)
+    except FslabError as e:  # what the guest wrote cannot be read by this fslab: say so, parse nothing
+        stream_format, status, reason = None, "failed", e.message
+        log(f"fslab: {reason}")
     if status == "ok":
         if done is None:
             status, reason = "failed", "guest powered off without its success marker (DONE.json)"
         elif done.get("status") != "ok":
             status, reason = "failed", f"guest reported failures: {done.get('cases_ok')}/{done.get('cases')} cases ok"
-    records = records_for_run(run_dir, plan, accel)
+    records = records_for_run(run_dir, plan, accel, error=None if stream_format else reason)
     write_jsonl(run_dir / "results.jsonl", records)
     info = run_dir / "guest" / "info.json"
     if info.exists():
         manifest["guest"] = json.loads(info.read_text())
-    manifest.update(status=status, reason=reason, finished=_now(), done=done,
+    manifest.update(status=status, reason=reason, finished=_now(), done=done, stream_format=stream_format,
                     records=len(records), records_ok=sum(1 for r in records if r.get("ok")))
     _write_manifest(run_dir, manifest)
     return records

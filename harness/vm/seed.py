@@ -9,23 +9,23 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from harness.proc import run, which
+from harness.spec.plan import Plan
 
 PLAN_PATH = "/run/fslab/plan.json"
 
 
-def user_data(plan: dict[str, Any]) -> str:
+def user_data(plan: Plan) -> str:
     """The #cloud-config that delivers the plan and runs the agent; the plan travels base64."""
     doc = {
         "write_files": [{
             "path": PLAN_PATH,
             "permissions": "0600",
             "encoding": "b64",
-            "content": base64.b64encode(json.dumps(plan, sort_keys=True).encode()).decode(),
+            "content": base64.b64encode(json.dumps(plan.to_json(), sort_keys=True).encode()).decode(),
         }],
         "runcmd": [["/usr/local/bin/fslab-guest", "run", PLAN_PATH]],
         "ssh_deletekeys": False,
@@ -33,11 +33,11 @@ def user_data(plan: dict[str, Any]) -> str:
     return "#cloud-config\n" + yaml.safe_dump(doc, sort_keys=False, width=1_000_000)
 
 
-def meta_data(plan: dict[str, Any]) -> str:
-    return yaml.safe_dump({"instance-id": plan["run_id"], "local-hostname": "fslab-guest"}, sort_keys=False)
+def meta_data(plan: Plan) -> str:
+    return yaml.safe_dump({"instance-id": plan.run_id, "local-hostname": "fslab-guest"}, sort_keys=False)
 
 
-def write_seed(plan: dict[str, Any], seed_dir: Path, iso: Path) -> list[str]:
+def write_seed(plan: Plan, seed_dir: Path, iso: Path) -> list[str]:
     """Write user-data and meta-data and pack them into `iso`; return the argv."""
     seed_dir.mkdir(parents=True, exist_ok=True)
     (seed_dir / "user-data").write_text(user_data(plan))

@@ -18,12 +18,11 @@ the queue. Nothing already gathered is lost, and the run always finishes:
 
 from __future__ import annotations
 
-import copy
 import json
 import threading
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,27 +30,22 @@ from harness.errors import FslabError
 from harness.image import store as images
 from harness.results.jsonl import read_jsonl, write_jsonl
 from harness.results.records import records_for_run
+from harness.spec.plan import Plan
 from harness.vm import hosts, runner
 from harness.vm.boots import link_tree
 
 Log = Callable[[str], None]
 
 
-def split(plan: dict[str, Any]) -> list[dict[str, Any]]:
+def split(plan: Plan) -> list[Plan]:
     """One plan per filesystem, with only its disks; its run id is the filesystem's name."""
-    out = []
-    for fs in plan["filesystems"]:
-        p = copy.deepcopy(plan)
-        p["run_id"] = fs["name"]
-        p["filesystems"] = [copy.deepcopy(fs)]
-        p["disks"] = [copy.deepcopy(d) for d in plan["disks"] if d["id"] in fs["disks"]]
-        out.append(p)
-    return out
+    return [replace(plan, run_id=fs.name, filesystems=(fs,), disks=tuple(d for d in plan.disks if d.id in fs.disks))
+            for fs in plan.filesystems]
 
 
 @dataclass
 class _VM:
-    plan: dict[str, Any]
+    plan: Plan
     attempts: list[dict[str, Any]] = field(default_factory=list)
     outcome: runner.Outcome | None = None
 
@@ -66,7 +60,7 @@ class _HostState:
 
 
 class _Spread:
-    def __init__(self, plan: dict[str, Any], image: images.Image, host_list: list[hosts.Host], top: Path,
+    def __init__(self, plan: Plan, image: images.Image, host_list: list[hosts.Host], top: Path,
                  retry: bool, log: Log):
         self.plan, self.image, self.top, self.retry, self.log = plan, image, top, retry, log
         self.vms = [_VM(p) for p in split(plan)]
@@ -107,10 +101,10 @@ class _Spread:
     def worker(self, hs: _HostState) -> None:
         label = hs.host.label
         while (vm := self._next(hs)) is not None:
-            name = vm.plan["run_id"]
+            name = vm.plan.run_id
             try:
                 if hs.choice is None:
-                    hs.choice = hosts.choose_accel(hs.host, vm.plan["vm"]["accelerator"], self.image)
+                    hs.choice = hosts.choose_accel(hs.host, vm.plan.vm.accelerator, self.image)
                     if hs.choice.warning:
                         self.log(f"fslab: [{label}] WARNING: {hs.choice.warning}")
             except FslabError as e:  # the host could not even be prepared: the VM never started there
@@ -121,7 +115,7 @@ class _Spread:
             self.log(f"fslab: [{label}] {name}: starting (attempt {len(vm.attempts) + 1})")
             try:
                 out = runner.run(vm.plan, self.image, hs.choice, self.top / "vms", host=hs.host,
-                                 name=f"fslab-{self.plan['run_id']}-{name}", stop=self.stop,
+                                 name=f"fslab-{self.plan.run_id}-{name}", stop=self.stop,
                                  log=lambda m, p=f"fslab: [{label}] {name}: ": self.log(m.replace("fslab: ", p, 1)))
             except KeyboardInterrupt:
                 out = self._outcome(vm, "interrupted", "interrupted by the user; VM killed", False)
@@ -140,23 +134,23 @@ class _Spread:
             if again:
                 self.log(f"fslab: [{label}] {name}: will run again on another host (--retry)")
             else:
-                n = len(vm.plan["cases"])
+                n = len(vm.plan.cases)
                 self.log(f"fslab: [{label}] {name}: its {n} case(s) are marked failed")
             self._done(vm, requeue=again)
             return
 
     def _retire(self, vm: _VM) -> None:
         """An earlier attempt's run directory moves aside (vms/<fs>.attempt<k>)."""
-        d = self.top / "vms" / vm.plan["run_id"]
+        d = self.top / "vms" / vm.plan.run_id
         if d.exists():
             d.rename(d.with_name(f"{d.name}.attempt{len(vm.attempts)}"))
 
     def _outcome(self, vm: _VM, status: str, reason: str, host_failed: bool) -> runner.Outcome:
         """A VM that ended before the runner could say so: its run directory says it now."""
-        d = self.top / "vms" / vm.plan["run_id"]
+        d = self.top / "vms" / vm.plan.run_id
         d.mkdir(parents=True, exist_ok=True)
         m = json.loads((d / "manifest.json").read_text()) if (d / "manifest.json").is_file() else \
-            {"fslab_run": 1, "run_id": vm.plan["run_id"], "plan": vm.plan}
+            {"fslab_run": runner.RUN_FORMAT, "run_id": vm.plan.run_id, "plan": vm.plan.to_json()}
         m.update(status=status, reason=reason)
         (d / "manifest.json").write_text(json.dumps(m, indent=2) + "\n")
         if not (d / "results.jsonl").is_file():
@@ -172,16 +166,16 @@ class _Spread:
                 vm.attempts.append({"host": None, "status": "failed", "reason": reason, "host_failed": True})
 
 
-def run(plan: dict[str, Any], image: images.Image, host_list: list[hosts.Host], results_root: Path,
+def run(plan: Plan, image: images.Image, host_list: list[hosts.Host], results_root: Path,
         retry: bool = False, log: Log = runner._stderr) -> runner.Outcome:
     """Spread the VMs of `plan` over `host_list`; the outcome of the whole (ok only if every VM was)."""
     if not host_list:
         raise FslabError("no libvirt hosts given", hint="--host qemu:///system")
-    top = results_root / plan["run_id"]
+    top = results_root / plan.run_id
     (top / "vms").mkdir(parents=True)
     s = _Spread(plan, image, host_list, top, retry, log)
     slots = sum(h.slots for h in host_list)
-    log(f"fslab: {len(s.vms)} VMs ({', '.join(v.plan['run_id'] for v in s.vms)}) over {len(host_list)} hosts "
+    log(f"fslab: {len(s.vms)} VMs ({', '.join(v.plan.run_id for v in s.vms)}) over {len(host_list)} hosts "
         f"({', '.join(h.label for h in host_list)}), {'one VM' if slots == len(host_list) else 'slots'} per host "
         f"at a time{', retrying on another host' if retry else ''}")
     threads = [threading.Thread(target=s.worker, args=(hs,), name=f"fslab-{hs.host.label}", daemon=True)
@@ -208,7 +202,7 @@ def _merge(s: _Spread) -> runner.Outcome:
     manifest: dict[str, Any] | None = None
     summary = []
     for vm in s.vms:
-        d = s.top / "vms" / vm.plan["run_id"]
+        d = s.top / "vms" / vm.plan.run_id
         m = json.loads((d / "manifest.json").read_text()) if (d / "manifest.json").is_file() else {}
         if m.get("backend"):
             manifest = manifest or m
@@ -220,8 +214,8 @@ def _merge(s: _Spread) -> runner.Outcome:
                     r["error"] = host_error
                 records.append({**r, "host": last.get("host")})
         link_tree(d / "raw", s.top / "raw")
-        summary.append({"vm": vm.plan["run_id"], "host": last.get("host"), "status": m.get("status"),
-                        "reason": m.get("reason"), "run_id": f"{s.plan['run_id']}/vms/{vm.plan['run_id']}",
+        summary.append({"vm": vm.plan.run_id, "host": last.get("host"), "status": m.get("status"),
+                        "reason": m.get("reason"), "run_id": f"{s.plan.run_id}/vms/{vm.plan.run_id}",
                         "timings": m.get("timings"), "libvirt": {k: (m.get("libvirt") or {}).get(k)
                                                                  for k in ("uri", "daemon", "hypervisor")},
                         "host_info": m.get("host"), "attempts": vm.attempts})
@@ -232,8 +226,8 @@ def _merge(s: _Spread) -> runner.Outcome:
     reason = f"{len(ok)} of {len(summary)} VMs ok"
     if failed_hosts:
         reason += "; host " + "; host ".join(f"{h.host.label} failed: {h.error}" for h in failed_hosts)
-    out = dict(manifest or {"fslab_run": 1, "backend": "libvirt"})
-    out.update(run_id=s.plan["run_id"], plan=s.plan, status=status, reason=reason, vms=summary,
+    out = dict(manifest or {"fslab_run": runner.RUN_FORMAT, "backend": "libvirt"})
+    out.update(run_id=s.plan.run_id, plan=s.plan.to_json(), status=status, reason=reason, vms=summary,
                hosts=[{"uri": h.host.label, "status": h.status, "error": h.error, "vms": h.vms,
                        "accel": h.choice.used if h.choice else None} for h in s.hosts],
                records=len(records), records_ok=sum(1 for r in records if r.get("ok")))

@@ -1,0 +1,134 @@
+"""Making the plan: a vmconfig, a suite and its profile resolved into one `Plan`.
+
+Everything that decides what is measured is spelled out in the plan (mkfs argv, mount options,
+checker, fio job text, disk cache/aio/preallocation), so the plan stored in a run's manifest is
+enough to run it again (`fslab reproduce`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import secrets
+from dataclasses import replace
+
+from harness import suites
+from harness.errors import FslabError
+from harness.spec import filesystems, layouts
+from harness.spec.config import FsEntry, VMConfig
+from harness.spec.fiojob import load_user_job
+from harness.spec.plan import VM, Case, Filesystem, Plan, Repeat, SuiteRef
+
+
+def new_run_id(name: str, now: _dt.datetime | None = None) -> str:
+    """A sortable, unique run id: 20261122-080000-default-ab12."""
+    now = now or _dt.datetime.now(_dt.UTC)
+    return f"{now:%Y%m%d-%H%M%S}-{name}-{secrets.token_hex(2)}"
+
+
+def _fill_opts(argv: tuple[str, ...], opts: list[str]) -> tuple[str, ...]:
+    out: list[str] = []
+    for a in argv:
+        out.extend(opts if a == "{opts}" else [a])
+    return tuple(out)
+
+
+def render_filesystem(f: FsEntry) -> Filesystem:
+    """Everything the agent needs to make, mount, describe, check and tear down one filesystem.
+
+    >>> from harness.spec.config import FsEntry
+    >>> e = render_filesystem(FsEntry("r1", "xfs", None, ("d0", "d1"), "md-raid1", (), "noatime"))
+    >>> e.setup[0][:3], e.device, e.mkfs[-1], e.check
+    (('mdadm', '--create', '/dev/md/fslab-{name}'), '/dev/md/fslab-{name}', '{dev}', ('xfs_repair', '-n', '{dev}'))
+    >>> e.teardown[0]
+    ('mdadm', '--stop', '/dev/md/fslab-{name}')
+    """
+    d = filesystems.get(f.type)
+    lay = layouts.LAYOUTS[f.layout] if f.layout else None
+    opts = list(f.mkfs_options)
+    mkfs: tuple[str, ...] = ()
+    if f.type == "zfs":
+        setup = tuple(_fill_opts(a, opts) for a in lay.setup) if lay else ()
+    else:
+        mkfs = tuple(d.mkfs_argv(list(lay.mkfs_extra if lay else ()) + opts))
+        if lay and lay.name.startswith("btrfs-"):
+            mkfs = tuple("{devs}" if a == "{dev}" else a for a in mkfs)  # one filesystem over every disk
+        setup = lay.setup if lay else ()
+    zfs_pool = lay.device if (lay and f.type == "zfs") else None
+    if zfs_pool:  # export + import empties the ARC, which drop_caches cannot reach
+        remount: tuple[tuple[str, ...], ...] | None = (("zpool", "export", zfs_pool),
+                                                       ("zpool", "import", "-d", "/dev", zfs_pool))
+    elif not d.needs_disk:
+        remount = ()  # tmpfs: unmounting would throw its contents away
+    else:
+        remount = None  # umount + mount
+    return Filesystem(
+        name=f.name, type=f.type, variant=f.variant, fstype=d.fstype, disks=f.disks, layout=f.layout,
+        setup=setup, device=lay.device if lay else "tmpfs", mkfs=mkfs,
+        # ZFS mounts its datasets itself (mountpoint={mnt}); everything else is mounted by the agent.
+        mount=f.type != "zfs", mount_options=f.mount_options or d.default_mount_options, remount=remount,
+        teardown=lay.teardown if lay else (), geometry=(lay.geometry if lay else ()) + d.geometry,
+        check=d.check, tool=d.version, module=d.module, image=d.image,
+    )
+
+
+def _cases(cfg: VMConfig, suite: suites.Suite, profile: str, fio_job: str | None) -> list[Case]:
+    if fio_job:
+        cid, job = load_user_job(fio_job)
+        return [Case(id=cid, kind="fio", params={"job_file": fio_job}, job=job, timeout_s=cfg.deadline)]
+    return suite.cases(profile, src=f"{cfg.source}: profile")
+
+
+def resolve(
+    cfg: VMConfig,
+    *,
+    suite: str | None = None,
+    profile: str | None = None,
+    fio_job: str | None = None,
+    deadline: int | None = None,
+    accelerator: str | None = None,
+    backend: str | None = None,
+    run_id: str | None = None,
+    reps: int | None = None,
+    warmup: int = 0,
+    cv_threshold: float | None = None,
+    max_reps: int | None = None,
+) -> Plan:
+    """The fully resolved plan for one VM boot. Command-line choices override the vmconfig.
+
+    Repetitions: n measured repetitions of every case (the profile's default unless given), after
+    `warmup` discarded ones; cases whose coefficient of variation stays above `cv_threshold` get
+    more, up to `max_reps` (see spec/plan.py `Repeat` for the defaults).
+    """
+    if deadline is not None:
+        cfg = replace(cfg, deadline=deadline)
+    s = suites.get(suite or cfg.suite, src=f"{cfg.source}: suite")
+    prof = profile or cfg.profile
+    if profile is None and prof not in s.profiles:
+        prof = next(iter(s.profiles))  # the vmconfig's profile belongs to its own suite
+    cases = _cases(cfg, s, prof, fio_job)
+    repeat = Repeat.make(reps if reps is not None else s.default_reps(prof), warmup, max_reps,
+                         *(() if cv_threshold is None else (cv_threshold,)))
+    return Plan(
+        run_id=run_id or new_run_id(cfg.name),
+        vm=VM(name=cfg.name, source=cfg.source, vcpus=cfg.vcpus, memory_mib=cfg.memory // 1024**2,
+              accelerator=accelerator or cfg.accelerator, deadline_s=cfg.deadline, backend=backend or cfg.backend),
+        image=cfg.image,
+        disks=cfg.disks,
+        filesystems=tuple(render_filesystem(f) for f in cfg.filesystems),
+        suite=SuiteRef(name=s.name, profile="custom-job" if fio_job else prof, version=s.version,
+                       headline=s.headline),
+        repeat=repeat,
+        cases=tuple(cases),
+    )
+
+
+def check_image_support(plan: Plan, image_name: str, supported: list[str]) -> None:
+    """Refuse, before any boot, a filesystem the image (or its kernel family) cannot make."""
+    ram_only = {n for n in filesystems.names() if not filesystems.get(n).needs_disk}  # tmpfs: any kernel
+    missing = [f"{f.name} ({f.type})" for f in plan.filesystems if f.type not in supported and f.type not in ram_only]
+    if missing:
+        raise FslabError(
+            f"{plan.vm.source}: filesystems: image {image_name} cannot make {', '.join(missing)}; "
+            f"it makes: {', '.join(sorted(supported))}",
+            hint="zfs is made by image debian-12-zfs (set `image: debian-12-zfs`)" if "zfs" in " ".join(missing)
+            else None)
