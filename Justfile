@@ -39,16 +39,18 @@ compare a b *args="":
 compare-fs run fs *args="":
     {{fslab}} compare {{run}} --baseline {{fs}} {{args}}
 
-# every test, including those that boot real VMs (TCG where KVM does not work)
-test *args="":
-    {{pytest}} {{args}}
+# every test, failing fast: lint and the unit tests first (in parallel), then the tests that boot
+# real VMs (TCG where KVM does not work), only if the first ones passed
+test *args="": lint (unit args)
+    {{pytest}} -m vm {{args}}
 
-# fast unit tests only (no VM boots)
+# fast unit tests only (no VM boots), on every core
 unit *args="":
-    {{pytest}} -m "not vm" {{args}}
+    {{pytest}} -m "not vm" -n auto {{args}}
 
-# ruff on the Python, shellcheck on the shell, packer fmt on the templates
+# ruff and mypy on the Python, shellcheck on the shell, packer fmt on the templates
 lint:
     .venv/bin/ruff check harness tests
+    .venv/bin/mypy
     shellcheck bootstrap.sh .ci/run .ci/libvirt-up images/*/*.sh packer/scripts/*.sh
     packer fmt -check packer/

@@ -86,6 +86,11 @@ variable "guest_agent" {
   description = "Path of harness/guest/fslab_guest.py, installed as /usr/local/bin/fslab-guest."
 }
 
+variable "catalog" {
+  type        = string
+  description = "JSON list of the filesystems to probe (harness/image/catalog.py, from fslab's catalog)."
+}
+
 variable "serial_log" {
   type        = string
   description = "File receiving the guest's serial console during the build."
@@ -141,6 +146,11 @@ build {
   provisioner "file" {
     source      = var.guest_agent
     destination = "/tmp/fslab-guest"
+  }
+
+  provisioner "file" {
+    source      = var.catalog
+    destination = "/tmp/fslab-catalog.json"
   }
 
   provisioner "shell" {

@@ -17,7 +17,7 @@ import pytest
 from test_images import make_image
 
 from harness.errors import FslabError
-from harness.image import ext4image, pkglock
+from harness.image import catalog, ext4image, pkglock
 from harness.image import repro as image_repro
 from harness.image import store as images
 from harness.image import tree as image_tree
@@ -226,10 +226,18 @@ def test_the_repository_locks_match_their_package_lists():
         if not path.is_file():
             pytest.skip(f"{path} not made yet")
         lock = pkglock.read(path)
-        pkglock.check_current(lock, {rel: images.sha256_file(p) for rel, p in images.package_lists(name).items()})
+        pkglock.check_current(lock, images.package_sums(name))
         wanted = [ln.split("#")[0].strip() for p in images.package_lists(name).values()
                   for ln in p.read_text().splitlines()]
-        assert {w for w in wanted if w} <= set(lock.packages), name
+        assert {w for w in wanted if w} | set(catalog.packages(name)) <= set(lock.packages), name
+
+
+def test_a_catalog_package_change_without_a_new_lock_is_refused(monkeypatch):
+    """Adding a filesystem to the catalog changes the image's package list: the old lock is refused."""
+    lock = pkglock.read(images.lock_path("debian-12"))
+    monkeypatch.setattr(catalog, "packages", lambda name: ("a-new-fs-tools", "e2fsprogs"))
+    with pytest.raises(FslabError, match=r"made from other package lists than the current catalog"):
+        pkglock.check_current(lock, images.package_sums("debian-12"))
 
 
 # --- rebuild from a manifest ---------------------------------------------------------------------

@@ -106,7 +106,8 @@ class Row:
 def compare_samples(key: Key, fs_a: str, sa: Sample | None, sb: Sample | None, test: str = "welch") -> Row:
     """The Row of two samples (either may be missing: 'only in A' / 'only in B')."""
     va, vb = (sa.values if sa else []), (sb.values if sb else [])
-    unit = (sb or sa).unit if (sb or sa) else ""
+    either = sb or sa
+    unit = either.unit if either else ""
     change = None
     if va and vb and stats.mean(va) != 0:
         change = stats.pct_change(va, vb)

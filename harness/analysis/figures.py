@@ -25,6 +25,7 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -35,7 +36,8 @@ from harness.analysis import stats  # noqa: E402
 from harness.analysis.runs import Run, samples  # noqa: E402
 
 FIO_PATTERNS = ("read", "write", "rw", "randread", "randwrite", "randrw")
-RC = {"svg.hashsalt": "fslab", "svg.fonttype": "path", "font.size": 9}
+RC: Any = {  # matplotlib rc keys are Literal-typed; these three are checked by its own validation
+    "svg.hashsalt": "fslab", "svg.fonttype": "path", "font.size": 9}
 HATCHES = ("", "//", "..", "xx", "\\\\", "oo")
 
 
@@ -122,7 +124,7 @@ def figures_for(runs: list[Run]) -> list[Spec]:
     return [sp for s in suites for sp in _suite_figures(s, runs, multi)]
 
 
-def _color_of(fs_names: list[str]) -> dict[str, object]:
+def _color_of(fs_names: list[str]) -> dict[str, Any]:
     cmap = matplotlib.colormaps["tab10"]
     return {fs: cmap(i % 10) for i, fs in enumerate(fs_names)}
 
@@ -165,7 +167,7 @@ def draw(sp: Spec) -> Figure:
                 positives.append(iv.estimate)
             else:
                 notes.append((x, "0"))
-        kw = {"color": color[fs], "label": _series_label(fs, lb)}
+        kw: dict[str, Any] = {"color": color[fs], "label": _series_label(fs, lb)}
         if sp.kind == "bars":
             ax.bar(xs, ms, width, edgecolor="black", linewidth=0.4,
                    hatch=HATCHES[labels.index(lb) % len(HATCHES)], **kw)

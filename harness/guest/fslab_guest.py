@@ -36,9 +36,9 @@ PROGRESS_PORT = "/dev/virtio-ports/org.fslab.progress"
 MNT_ROOT = "/mnt/fslab"
 DEVICE_WAIT_S = 10.0
 MKFS_TIMEOUT_S = 900
-# mkfs tools whose versions go into guest/info.json when present (plus those the plan names).
-MKFS_TOOLS = ["mkfs.ext4", "mkfs.xfs", "mkfs.btrfs", "mkfs.f2fs", "mkfs.jfs", "mkfs.nilfs2",
-              "mkfs.reiserfs"]
+# The results stream's format (harness/results/stream.py STREAM_FORMATS reads every one).
+STREAM_FORMAT = 2
+PROBE_SIZE = 512 * 1024**2  # above every filesystem's minimum (xfs 300 MiB)
 SBIN_PATH = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+-]*$")
 
@@ -266,13 +266,12 @@ def guest_info(plan: dict) -> dict:
     cpuinfo, meminfo = read("/proc/cpuinfo"), read("/proc/meminfo")
     models = re.findall(r"^model name\s*:\s*(.*)$", cpuinfo, re.MULTILINE)
     mem = re.search(r"^MemTotal:\s*(\d+) kB", meminfo, re.MULTILINE)
-    tools = dict.fromkeys(MKFS_TOOLS + [f["mkfs"][0] for f in plan.get("filesystems", [])
-                                        if f.get("mkfs")])
-    versions = {t: first_line([t, "--version" if t == "mkfs.btrfs" else "-V"])
-                for t in tools if shutil.which(t)}
+    # Each filesystem's version command comes with the plan (the catalog's `tool`).
+    versions = {f["tool"][0]: first_line(f["tool"]) for f in plan.get("filesystems", [])
+                if f.get("tool") and shutil.which(f["tool"][0])}
     return {"kernel": os.uname().release, "uname": " ".join(os.uname()),
             "cpu_model": models[0] if models else None, "cpu_count": os.cpu_count(),
-            "mem_total_kib": int(mem.group(1)) if mem else None,
+            "mem_total_kib": int(mem.group(1)) if mem else None, "stream_format": STREAM_FORMAT,
             "fio": first_line(["fio", "--version"]), "mkfs": versions,
             "cmdline": read("/proc/cmdline").strip(), "run_id": plan.get("run_id")}
 
@@ -380,7 +379,7 @@ def run_fio(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter) -
         argv = ["fio", "--output-format=json", f"--output={os.path.join(work, 'fio.json')}", "job.fio"]
         cold_start(ctx["fs"], ctx)
         keep = set(os.listdir(mnt))
-        res = {"argv": argv, "rc": None, "error": None}
+        res: dict = {"argv": argv, "rc": None, "error": None}
         with open(os.path.join(work, "fio.stderr"), "wb") as err:
             # Own session: fio's signals and terminal stay away from the agent (see kill_tree).
             proc = subprocess.Popen(argv, cwd=work, env={**os.environ, "FSLAB_MNT": mnt},
@@ -521,7 +520,8 @@ def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter)
 
 
 def run_case(case: dict, fs: dict, ctx: dict, fs_error: str | None, out: TarWriter,
-             rep: Reporter) -> bool:
+             rep: Reporter) -> tuple[bool, float | None]:
+    """Run one repetition of one case; (ok, its headline value for the repetition rule)."""
     cid, rnum = case["id"], case.get("rep", 0)
     prefix = f"raw/{fs['name']}/{case_dir(cid, rnum)}"
     started, t0 = utcnow(), time.monotonic()
@@ -530,7 +530,7 @@ def run_case(case: dict, fs: dict, ctx: dict, fs_error: str | None, out: TarWrit
         rep.event("case-start", fs=fs["name"], case=cid, rep=rnum)
         rep.log(f"{fs['name']}: case {cid} rep {rnum}")
         try:
-            runner = {"fio": run_fio, "steps": run_steps}.get(case.get("kind"))
+            runner = {"fio": run_fio, "steps": run_steps}.get(str(case.get("kind")))
             if runner is None:
                 raise AgentError(f"unknown case kind {case.get('kind')!r}")
             res = runner(case, ctx, prefix, out, rep)
@@ -670,6 +670,83 @@ def finish_fs(fs: dict, ctx: dict, rep: Reporter) -> None:
                 rep.log(f"{fs['name']}: teardown {' '.join(argv)} failed ({rc}): {text.strip()}")
 
 
+def probe_one(fs: dict, scratch: str) -> tuple[bool, str]:
+    """Make and mount one filesystem of the image's catalog on a loop device over a sparse file:
+    the plan's own setup, mkfs, mount options and teardown, exactly as a run would. (ok, log)."""
+    log = ""
+    img = os.path.join(scratch, f"{fs['name']}.img")
+    with open(img, "wb") as f:
+        f.truncate(PROBE_SIZE)
+    rc, dev = run_cmd(["losetup", "--find", "--show", img], timeout=60)
+    if rc != 0:
+        return False, f"losetup failed: {dev}"
+    dev, mnt, ok, mounted = dev.strip(), os.path.join(scratch, "mnt"), False, False
+    vals = placeholders({**fs, "name": "probe"}, [dev], mnt)
+    try:
+        for argv in [*(fs.get("setup") or []), fs.get("mkfs") or []]:
+            if argv:
+                argv = substitute(argv, vals, [dev])
+                rc, text = run_cmd(argv, timeout=MKFS_TIMEOUT_S)
+                log += f"$ {' '.join(argv)}\n{text}"
+                if rc != 0:
+                    raise failed(argv[0], rc, text)
+        if fs.get("mount", True):
+            argv, rc, text = mount_fs(fs.get("fstype") or fs["type"], fs.get("mount_options", ""), vals["{dev}"],
+                                      mnt)
+            log += f"$ {' '.join(argv)}\n{text}"
+            if rc != 0:
+                raise failed("mount", rc, text)
+            mounted = True
+        line = mount_line(mnt)
+        if line is None:
+            raise AgentError(f"nothing is mounted on {mnt}")
+        log += line + "\n"
+        ok = True
+    except AgentError as e:
+        log += f"{e}\n" + "".join(run_cmd(["dmesg"], timeout=30)[1].splitlines(True)[-5:])  # the kernel's reason
+    finally:
+        if mounted:
+            umount_fs(mnt)
+        for argv in fs.get("teardown") or []:
+            run_cmd(substitute(argv, vals, [dev]), timeout=300)
+        run_cmd(["losetup", "-d", dev], timeout=60)
+        os.unlink(img)
+    return ok, log
+
+
+def probe(catalog_path: str, out_dir: str) -> int:
+    """`fslab-guest probe CATALOG --out DIR`, run once while the image is built: which of the
+    catalog's filesystems (a JSON list of plan filesystem entries, made by the host from
+    harness/spec/filesystems.py) this image can really make and mount. Writes DIR/filesystems.json
+    (the names that worked) and DIR/probe.log; a filesystem that fails is left out, not an error."""
+    with open(catalog_path) as f:
+        entries = json.load(f)
+    os.makedirs(out_dir, exist_ok=True)
+    scratch = tempfile.mkdtemp(prefix="fslab-probe-")
+    # The scratch files live on a tmpfs, so the image does not keep the blocks mkfs wrote.
+    rc, text = run_cmd(["mount", "-t", "tmpfs", "-o", "size=1g", "fslab-probe", scratch], timeout=60)
+    if rc != 0:
+        print(f"fslab-guest: probe: cannot mount a tmpfs on {scratch}: {text}", file=sys.stderr)
+        return 1
+    os.makedirs(os.path.join(scratch, "mnt"))
+    works, log = [], ""
+    try:
+        for fs in entries:
+            ok, text = probe_one(fs, scratch)
+            log += text + f"{fs['name']}: {'ok' if ok else 'left out: see above'}\n\n"
+            if ok:
+                works.append(fs["name"])
+    finally:
+        run_cmd(["umount", scratch], timeout=60)
+        os.rmdir(scratch)
+    with open(os.path.join(out_dir, "probe.log"), "w") as f:
+        f.write(log)
+    with open(os.path.join(out_dir, "filesystems.json"), "w") as f:
+        json.dump(sorted(works), f)
+    print(log + f"filesystems: {' '.join(sorted(works))}")
+    return 0
+
+
 def run_plan(plan: dict, out: TarWriter, rep: Reporter) -> tuple[int, int]:
     """Every filesystem, every case; returns (cases, cases_ok)."""
     if plan.get("fslab_plan") != 1:
@@ -705,7 +782,7 @@ def agent_run(plan_path: str, results: str, progress: str | None) -> int:
     rep = Reporter(progress)
     rep.event("boot")
     out = TarWriter(results)  # raises AgentError if the port is missing: nothing else to do then
-    done: dict = {"status": "failed", "cases": 0, "cases_ok": 0}
+    done: dict = {"status": "failed", "cases": 0, "cases_ok": 0, "stream_format": STREAM_FORMAT}
     try:
         with open(plan_path) as f:
             plan = json.load(f)
@@ -734,10 +811,15 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--results", default=RESULTS_PORT, help="results port or file (default: %(default)s)")
     r.add_argument("--progress", default=PROGRESS_PORT, help="progress port or file (default: %(default)s)")
     r.add_argument("--no-poweroff", action="store_true", help="leave the machine running at the end")
+    pr = sub.add_parser("probe", help="which of a catalog's filesystems this image can make and mount")
+    pr.add_argument("catalog")
+    pr.add_argument("--out", default="/var/lib/fslab", help="where filesystems.json and probe.log go")
     args = p.parse_args(argv)
     # cloud-init's runcmd may lack the sbin directories where mkfs.*, mount and mdadm live.
     path = os.environ.get("PATH", "").split(os.pathsep)
     os.environ["PATH"] = os.pathsep.join(path + [d for d in SBIN_PATH if d not in path])
+    if args.cmd == "probe":
+        return probe(args.catalog, args.out)
     # A SIGTERM (e.g. systemd stopping cloud-final) becomes SystemExit, so DONE.json is still written.
     old_handler = signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated by SIGTERM"))
     rc = 2

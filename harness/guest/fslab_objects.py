@@ -90,7 +90,7 @@ CHUNK = 1 << 20
 ZERO_BLOCK, ZERO_SHARE = 64 << 10, 0.02
 
 # name: (kind, file, bytes at scale 1, model or the tarball's nominal bytes (the article's))
-OBJECTS = {
+OBJECTS: dict[str, tuple[str, str, int, int | str]] = {
     "video": ("file", "video.mkv", 10_300_000_000, "media"),
     "dvd": ("file", "dvd.iso", 4_600_000_000, "iso"),
     "cd": ("file", "cd.iso", 747_600_000, "iso"),
@@ -394,7 +394,7 @@ def make_tarball(seed: int, name: str, scale: Fraction, out) -> dict:
     tree = layout(name, seed, scale)
     model = TextModel(rng_for(seed, name, "content"))
     entries = [f"d {d}" for d in tree.dirs]
-    members = sorted([(d, None) for d in tree.dirs] + tree.files)
+    members: list[tuple[str, int | None]] = sorted([(d, None) for d in tree.dirs] + list(tree.files))
     with _Xz(out) as sink:
         with tarfile.open(fileobj=sink, mode="w|", format=tarfile.GNU_FORMAT) as tar:
             for path, size in members:
@@ -418,7 +418,7 @@ def plan(seed: int, scale: Fraction) -> list[dict]:
             out.append({"object": name, "kind": kind, "file": fname, "bytes": size, "need": 2 * blocks(size)})
         else:
             t = layout(name, seed, scale)
-            tar = scaled(extra, scale)
+            tar = scaled(int(extra), scale)  # a tree's fourth item is its tarball's size
             alloc = sum(blocks(s) for _, s in t.files)
             out.append({"object": name, "kind": kind, "file": fname, "tarball": f"{fname}.tar.xz",
                         "bytes": t.total, "files": len(t.files), "dirs": len(t.dirs), "alloc": alloc,
@@ -551,7 +551,7 @@ def digest(path: str) -> dict:
             p = os.path.join(root, f)
             h = hashlib.sha256()
             with open(p, "rb") as fh:
-                for b in iter(lambda fh=fh: fh.read(CHUNK), b""):
+                while b := fh.read(CHUNK):
                     h.update(b)
             size = os.path.getsize(p)
             entries.append(f"f {rel}/{f} {size} {h.hexdigest()}")

@@ -26,10 +26,11 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from harness import proc
 from harness.errors import CommandError, FslabError
-from harness.image import ext4image, pkglock
+from harness.image import catalog, ext4image, pkglock
 from harness.image import tree as image_tree
 from harness.image.packer import packer_build_argv, packer_vars, validate_templates
 from harness.image.packer import seed as _seed
@@ -51,7 +52,7 @@ from harness.image.store import (
     input_files,
     inputs,
     load,
-    package_lists,
+    package_sums,
     sha256_file,
     store_dir,
 )
@@ -192,7 +193,7 @@ def _build_in(work: Path, src: Path, name: str, digest: str, files: dict[str, st
     started = time.monotonic()
     seconds: dict[str, float] = {}
     lock = pkglock.read(src / "images" / name / LOCK)
-    pkglock.check_current(lock, {rel: sha256_file(p) for rel, p in package_lists(name, src).items()})
+    pkglock.check_current(lock, package_sums(name, src))
     spec = ext4image.Ext4Spec.derived(params["root_size"], ROOT_LABEL, digest, lock.source_date_epoch)
     mirror = debian_mirror()
 
@@ -211,6 +212,8 @@ def _build_in(work: Path, src: Path, name: str, digest: str, files: dict[str, st
     t = time.monotonic()
     facts = work / "facts"
     facts.mkdir()
+    probe_catalog = work / "catalog.json"  # what the guest proves it can make (image/catalog.py)
+    probe_catalog.write_text(catalog.probe_json(name, rhel=not definition(name).offline))
     key = _ssh_key(work / "ssh")
     seed = _seed(work / "seed", key.with_suffix(".pub").read_text().strip(), digest)
     pvars = packer_vars(
@@ -218,6 +221,7 @@ def _build_in(work: Path, src: Path, name: str, digest: str, files: dict[str, st
         kernel=base / "vmlinuz", initrd=base / "initrd.img", accelerator=choice.used, ssh_private_key_file=key,
         seed_dir=seed, output_dir=work / "packer-out", facts_dir=facts, source_date_epoch=lock.source_date_epoch,
         guest_agent=src / "harness" / "guest" / "fslab_guest.py", serial_log=work / "logs" / "console.log",
+        catalog=probe_catalog,
         kernel_cmdline=params["kernel_cmdline"])
     env = {**os.environ, "CHECKPOINT_DISABLE": "1", "PACKER_CACHE_DIR": str(work / "packer_cache")}
     _run_logged(packer_build_argv(name, pvars, src), work / "logs" / "packer.log", env=env, cwd=work,
@@ -237,7 +241,9 @@ def _build_in(work: Path, src: Path, name: str, digest: str, files: dict[str, st
     for junk in ("packer-out", "packer_cache", "base", "ssh", "seed", "src", "facts"):
         shutil.rmtree(work / junk, ignore_errors=True)
     seconds["total"] = round(time.monotonic() - started, 1)
-    manifest = {
+    file_sums: dict[str, dict[str, Any]] = {f: {"sha256": sha256_file(work / f), "size": (work / f).stat().st_size}
+                                            for f in IMAGE_FILES}
+    manifest: dict[str, Any] = {
         "fslab_image_manifest": MANIFEST_FORMAT,
         "name": name,
         "input_hash": digest,
@@ -248,7 +254,7 @@ def _build_in(work: Path, src: Path, name: str, digest: str, files: dict[str, st
         "package_lock": f"images/{name}/{LOCK}",
         "mirror": mirror,
         "digest": "",
-        "files": {f: {"sha256": sha256_file(work / f), "size": (work / f).stat().st_size} for f in IMAGE_FILES},
+        "files": file_sums,
         "tree": {"listing": LISTING, "sha256": sha256_file(work / LISTING), "entries": entries},
         "kernel": kernel,
         "kernel_cmdline": params["kernel_cmdline"],
@@ -261,7 +267,7 @@ def _build_in(work: Path, src: Path, name: str, digest: str, files: dict[str, st
         "build_accelerator": choice.used,
         "git": provenance.git_revision(),
     }
-    manifest["digest"] = "sha256:" + manifest["files"]["disk.qcow2"]["sha256"]
+    manifest["digest"] = "sha256:" + file_sums["disk.qcow2"]["sha256"]
     log(f"image {name}: kernel {kernel}, filesystems: {' '.join(filesystems)}, {manifest['digest']}")
     write_manifest(work, manifest)
     return Image(work, manifest)

@@ -14,7 +14,6 @@ deterministic: the same image gives the same bundle bytes (fixed member metadata
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import shutil
 import subprocess
@@ -22,6 +21,7 @@ import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from harness import proc
 from harness.errors import FslabError
@@ -196,7 +196,7 @@ def _expected(raw: bytes, dest: Path) -> tuple[dict[str, str], str | None]:
     return out, None
 
 
-def _copy_hashing(src: io.BufferedIOBase, path: Path) -> str:
+def _copy_hashing(src: IO[bytes], path: Path) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     h = hashlib.sha256()
     with open(path, "wb") as out:

@@ -13,7 +13,7 @@ from harness.image.store import DEFINITIONS, KERNEL_CMDLINE, REPO, definition
 
 # Variables every template declares; the Debian template (from a local base) declares more.
 COMMON_VARS = ("accelerator", "ssh_private_key_file", "seed_dir", "output_dir", "facts_dir", "guest_agent",
-               "serial_log")
+               "serial_log", "catalog")
 BASE_VARS = ("base_image", "base_image_sha256", "kernel", "initrd", "source_date_epoch")
 
 
@@ -75,12 +75,12 @@ def validate_templates() -> list[str]:
         t = Path(tmp)
         key = ssh_key(t / "ssh")
         sd = seed(t / "seed", key.with_suffix(".pub").read_text().strip(), "0" * 64)
-        for f in ("base.qcow2", "vmlinuz", "initrd.img", "fslab_guest.py"):
+        for f in ("base.qcow2", "vmlinuz", "initrd.img", "fslab_guest.py", "catalog.json"):
             (t / f).write_bytes(b"")
         dummy = {"base_image": t / "base.qcow2", "base_image_sha256": "0" * 64, "kernel": t / "vmlinuz",
                  "initrd": t / "initrd.img", "accelerator": "tcg", "ssh_private_key_file": key,
                  "seed_dir": sd, "output_dir": t / "out", "facts_dir": t, "source_date_epoch": "1700000000",
-                 "guest_agent": t / "fslab_guest.py", "serial_log": t / "console.log"}
+                 "guest_agent": t / "fslab_guest.py", "serial_log": t / "console.log", "catalog": t / "catalog.json"}
         env = {**os.environ, "CHECKPOINT_DISABLE": "1"}
         for name in by_template.values():
             path = template_path(name)

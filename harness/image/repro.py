@@ -20,7 +20,7 @@ from pathlib import Path
 from harness import proc
 from harness.errors import CommandError, FslabError
 from harness.image import build as image_build
-from harness.image import pkglock
+from harness.image import catalog, pkglock
 from harness.image import tree as image_tree
 from harness.image.build import Log, build_into, check_buildable, entry_lock
 from harness.image.store import (
@@ -38,7 +38,7 @@ from harness.image.store import (
     inputs,
     load,
     lock_path,
-    package_lists,
+    package_sums,
     sha256_file,
     store_dir,
 )
@@ -47,7 +47,7 @@ MAX_LINES = 40  # differing paths shown; the rest are counted
 
 
 def lock(name: str, log: Log = print) -> Path:
-    """Resolve image `name`'s packages.txt files on the mirror with a real bootstrap (the exact
+    """Resolve image `name`'s packages.txt files and its catalog packages on the mirror with a real bootstrap (the exact
     set dpkg ends up with, Essential packages and all) and write images/<name>/packages.lock.
 
     Takes as long as a bootstrap (about 3 min; debian-12-zfs also builds its module: +7 min).
@@ -55,7 +55,7 @@ def lock(name: str, log: Log = print) -> Path:
     check_buildable(name, "tcg")
     proc.which("mmdebstrap", "mmdebstrap")
     d = definition(name)
-    lists = {rel: sha256_file(p) for rel, p in package_lists(name).items()}
+    lists = package_sums(name)
     mirror, epoch = debian_mirror(), int(time.time())
     store_dir().mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".lock-{name}-", dir=store_dir()) as tmp:
@@ -64,7 +64,8 @@ def lock(name: str, log: Log = print) -> Path:
             argv += ["--variant", str(REPO / "images" / name)]
         env = {k: v for k, v in os.environ.items() if k == "PATH" or k.lower().endswith("_proxy")}
         env.update(LC_ALL="C", TZ="UTC", HOME="/root", SOURCE_DATE_EPOCH=str(epoch),
-                   FSLAB_DEBIAN_MIRROR=mirror, FSLAB_DEBIAN_SUITE=DEBIAN_SUITE)
+                   FSLAB_DEBIAN_MIRROR=mirror, FSLAB_DEBIAN_SUITE=DEBIAN_SUITE,
+                   FSLAB_EXTRA_PACKAGES=",".join(catalog.packages(name)))  # the catalog's (image/catalog.py)
         log(f"image {name}: resolving {', '.join(lists)} on {mirror} (a full bootstrap) ...")
         try:
             proc.run(argv + [str(Path(tmp) / "out"), str(REPO / "harness" / "guest")], env=env, timeout=3600)

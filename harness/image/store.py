@@ -20,6 +20,7 @@ from typing import Any
 
 from harness import proc
 from harness.errors import FslabError
+from harness.spec import filesystems
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFEST = "manifest.json"
@@ -33,10 +34,6 @@ KERNEL_CMDLINE = "root=LABEL=fslab-root ro console=ttyS0,115200 net.ifnames=0"
 DEBIAN_SUITE = "bookworm"
 ROOT_SIZE = "4G"
 
-# What each kernel family can make. Debian's kernel has every one as a module; a RHEL-family
-# kernel builds only ext4 (whose driver also mounts ext2 and ext3) and xfs.
-DEBIAN_FILESYSTEMS = ("btrfs", "ext2", "ext3", "ext4", "f2fs", "jfs", "nilfs2", "reiserfs", "xfs")
-RHEL_FILESYSTEMS = ("ext2", "ext3", "ext4", "xfs")
 
 
 @dataclass(frozen=True)
@@ -67,12 +64,16 @@ class Definition:
 
 _DEBIAN_OS = (("family", "debian"), ("id", "debian"), ("version", "12"))
 DEFINITIONS = {
-    "debian-12": Definition("debian-12", _DEBIAN_OS, DEBIAN_FILESYSTEMS, True),
+    # What each can make comes from the catalog (harness/spec/filesystems.py): Debian's kernel has
+    # every filesystem as a module; a RHEL-family kernel builds only ext4 (whose driver also mounts
+    # ext2 and ext3) and xfs.
+    "debian-12": Definition("debian-12", _DEBIAN_OS, filesystems.for_image("debian-12"), True),
     # Study S5: OpenZFS from contrib (zfs-dkms, built natively for the image kernel at bootstrap).
-    "debian-12-zfs": Definition("debian-12-zfs", _DEBIAN_OS, DEBIAN_FILESYSTEMS + ("zfs",), True,
+    "debian-12-zfs": Definition("debian-12-zfs", _DEBIAN_OS, filesystems.for_image("debian-12-zfs"), True,
                                 base="debian-12"),
     "centos-stream-9": Definition(
-        "centos-stream-9", (("family", "rhel"), ("id", "centos"), ("version", "9")), RHEL_FILESYSTEMS, False
+        "centos-stream-9", (("family", "rhel"), ("id", "centos"), ("version", "9")),
+        filesystems.for_image("centos-stream-9", rhel=True), False
     ),
 }
 # Host-side code that shapes the image's bits (normalisation, deterministic mkfs): an input like
@@ -201,10 +202,26 @@ def package_lists(name: str, root: Path = REPO) -> dict[str, Path]:
 
 def build_params(name: str, root: Path = REPO) -> dict[str, str]:
     """The non-file inputs of a build. The Debian mirror is not one: the package lock fixes every
-    version, the mirror only delivers them (and the image's sources.list names no mirror)."""
-    if not definition(name).offline:
-        return {"kernel_cmdline": KERNEL_CMDLINE}
-    return {"suite": DEBIAN_SUITE, "root_size": ROOT_SIZE, "kernel_cmdline": KERNEL_CMDLINE}
+    version, the mirror only delivers them (and the image's sources.list names no mirror). The
+    catalog's probe entries are one (image/catalog.py): what the build proves it can make."""
+    from harness.image import catalog
+
+    d = definition(name)
+    probe = hashlib.sha256(catalog.probe_json(name, rhel=not d.offline).encode()).hexdigest()
+    if not d.offline:
+        return {"kernel_cmdline": KERNEL_CMDLINE, "probe_catalog": probe}
+    return {"suite": DEBIAN_SUITE, "root_size": ROOT_SIZE, "kernel_cmdline": KERNEL_CMDLINE, "probe_catalog": probe}
+
+
+def package_sums(name: str, root: Path = REPO) -> dict[str, str]:
+    """The digests a package lock must have been made from: each packages.txt, and the package
+    list the catalog derives for the image (image/catalog.py)."""
+    from harness.image import catalog
+
+    sums = {rel: sha256_file(p) for rel, p in package_lists(name, root).items()}
+    if definition(name).offline:
+        sums[catalog.CATALOG_LIST] = catalog.packages_digest(name)
+    return sums
 
 
 def debian_mirror(root: Path = REPO) -> str:

@@ -7,6 +7,7 @@ naming the file, the key path and what is allowed; nothing is guessed or silentl
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -29,6 +30,7 @@ ACCELERATORS = ("auto", "kvm", "tcg")
 BACKENDS = ("qemu", "libvirt")
 MIN_MEMORY = 256 * 1024**2  # the image's kernel, initramfs and agent do not boot in less
 MAX_MEMORY = 4 * 1024**4
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
 MAX_DEADLINE = 7 * 86400  # a week: anything longer is a typo (99999999999h), not a plan
 
 
@@ -81,9 +83,11 @@ def _text(v: Any) -> str:
 
 
 def _name(v: Any) -> str:
+    """A name that becomes a path in the results (the agent's SAFE_NAME; tests/test_twins.py)."""
     s = _text(v)
-    if not s or not all(c.isalnum() or c in "-_." for c in s) or s.startswith("."):
-        raise _Bad(f"{v!r} is not allowed; allowed: letters, digits, '-', '_' and '.'")
+    if not _NAME.fullmatch(s):
+        raise _Bad(f"{v!r} is not allowed; allowed: ASCII letters, digits, '-', '_' and '.', "
+                   "starting with a letter, digit or '_'")
     return s
 
 
@@ -306,7 +310,7 @@ class _StrictLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            key = self.construct_object(key_node, deep=deep)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"key '{key}' is given twice (lines {seen[key]} and "

@@ -99,7 +99,7 @@ class Step:
         out: dict[str, Any] = {}
         for f in fields(self):
             v = getattr(self, f.name)
-            default = f.default_factory() if callable(f.default_factory) else f.default  # type: ignore[misc]
+            default = f.default_factory() if callable(f.default_factory) else f.default
             if f.name == "name" or v != default:
                 out[f.name] = list(v) if isinstance(v, tuple) else v
         return out
@@ -159,7 +159,7 @@ class Repeat:
 
     n: int = 1
     warmup: int = 0
-    cap: int = CAP_FACTOR
+    cap: int = 1  # Repeat.make: CAP_FACTOR x n
     cv_threshold: float = CV_THRESHOLD
     unstable_cv: float = UNSTABLE_CV
     rep_offset: int = 0
@@ -178,8 +178,7 @@ class Repeat:
         """An old plan without `repeat` ran each case once."""
         d = dict(d or {})
         _check_keys(d, _names(cls), "plan: repeat")
-        if "cap" not in d:
-            d["cap"] = max(int(d.get("n", 1)), 1)
+        d.setdefault("cap", d.get("n", 1))  # no cap written: no extra rounds (the agent's reading too)
         return cls(**d)
 
     def expected(self, first: int = 0) -> list[int]:

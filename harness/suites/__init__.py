@@ -6,13 +6,24 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from harness.errors import FslabError
 from harness.spec.plan import Case, Step
 
-__all__ = ["Case", "Step", "Suite", "get", "registry"]
+__all__ = ["Case", "Step", "Suite", "get", "registry", "steps"]
 
 DEFAULT_REPS = {"paper": 5, "quick": 3, "smoke": 1}
+
+
+def steps(items: list[dict[str, Any]], where: str) -> tuple[Step, ...]:
+    """A suite's steps, written as dicts (the keys of spec/plan.py `Step`), checked and typed: a
+    misspelt key is an error naming `where` and the step.
+
+    >>> steps([{"name": "cp", "argv": ["cp", "a", "b"]}], "suite x")[0].argv
+    ('cp', 'a', 'b')
+    """
+    return tuple(Step.from_dict(d, where) for d in items)
 
 
 @dataclass(frozen=True)

@@ -73,6 +73,7 @@ from pathlib import Path
 from types import ModuleType
 
 from . import Case, Suite
+from . import steps as as_steps
 
 PROGRAM = "/usr/local/bin/fslab-objects"
 SEED = 2014
@@ -96,6 +97,7 @@ def objects_program() -> ModuleType:
     """harness/guest/fslab_objects.py, the program the guest runs: the suite asks it what the
     objects of a scale are (sizes, file counts, room needed) so that plan and guest agree."""
     spec = importlib.util.spec_from_file_location("fslab_objects", _GUEST_PROGRAM)
+    assert spec is not None and spec.loader is not None, _GUEST_PROGRAM
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -159,7 +161,8 @@ def expand(profile: str) -> list[Case]:
     """One case, the article's sequence of file operations; the harness repeats it (REPS)."""
     scale, timeout = _PROFILES[profile]
     params = {"seed": SEED, "scale": float(scale)}
-    return [Case(id="file-ops", kind="steps", params=params, job="", timeout_s=timeout, steps=_steps(scale))]
+    return [Case(id="file-ops", kind="steps", params=params, job="", timeout_s=timeout,
+                 steps=as_steps(_steps(scale), "suite file-ops"))]
 
 
 SUITE = Suite(

@@ -85,6 +85,7 @@ Profiles keep the two cases and every step and scale the tree and the build:
 from __future__ import annotations
 
 from . import Case, Suite
+from . import steps as as_steps
 
 SOURCE = "/usr/src/fslab/linux"  # the image's unpacked linux-source package
 SUBSET = "/var/tmp/fslab-kernel-tree/smoke/linux"  # on the guest's root disk; basename linux, as SOURCE's
@@ -129,12 +130,14 @@ def _compile(profile: str) -> Case:
     ]
     params = {"config": target, "make_targets": " ".join(targets), "source": src,
               "subset": " ".join(keep) if keep else ""}
-    return Case(id="compile", kind="steps", params=params, job="", timeout_s=timeout, steps=steps)
+    return Case(id="compile", kind="steps", params=params, job="", timeout_s=timeout,
+                steps=as_steps(steps, "suite kernel-tree: case compile"))
 
 
 def _hdparm() -> Case:
     steps = [{"name": "hdparm", "timed": False, "parse": "metrics", "argv": [HDPARM, "{dev}"]}]
-    return Case(id="hdparm", kind="steps", params={}, job="", timeout_s=600, steps=steps)
+    return Case(id="hdparm", kind="steps", params={}, job="", timeout_s=600,
+                steps=as_steps(steps, "suite kernel-tree: case hdparm"))
 
 
 def expand(profile: str) -> list[Case]:

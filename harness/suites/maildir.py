@@ -39,6 +39,7 @@ runs all 15 cases again as a round; each round makes and removes its own trees, 
 from __future__ import annotations
 
 from . import Case, Suite
+from . import steps as as_steps
 
 PROGRAM = "/usr/local/bin/fslab-maildir"
 WRITERS = (1, 2, 4, 8, 16)
@@ -82,7 +83,7 @@ def _case(run: int, writers: int, profile: str) -> Case:
         steps.append({"name": "cleanup", "timed": False, "argv": ["rm", "-rf", root]})
     params = {"run": run, "writers": writers, "duration": duration, "mailboxes": mailboxes}
     return Case(id=case_id(writers, run), kind="steps", params=params, job="",
-                timeout_s=int(duration) + slack, steps=steps)
+                timeout_s=int(duration) + slack, steps=as_steps(steps, "suite maildir"))
 
 
 def expand(profile: str) -> list[Case]:

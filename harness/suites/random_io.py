@@ -41,6 +41,7 @@ the sizes stay whole blocks); cycles, tries and the buffer stay the study's.
 from __future__ import annotations
 
 from . import Case, Suite
+from . import steps as as_steps
 
 PROGRAM = "/usr/local/bin/fslab-random"
 FILES_MB = (1, 10, 100, 250, 500)
@@ -77,7 +78,8 @@ def _case(profile: str) -> Case:
     steps.append({"name": "cleanup", "timed": False, "argv": ["rm", "-f", *(file_path(mb) for mb in FILES_MB)]})
     params = {"cycles": CYCLES, "tries": TRIES, "bufsize": bufsize, "write_percent": WRITE_PERCENT,
               "seed": seed, "scale": bs_kib / 1024}
-    return Case(id="crear-random", kind="steps", params=params, job="", timeout_s=timeout, steps=steps,
+    return Case(id="crear-random", kind="steps", params=params, job="", timeout_s=timeout,
+                steps=as_steps(steps, "suite random-io: case crear-random"),
                 headline_step="random")
 
 

@@ -113,10 +113,14 @@ class _Spread:
                 return
             self._retire(vm)
             self.log(f"fslab: [{label}] {name}: starting (attempt {len(vm.attempts) + 1})")
+            prefix = f"fslab: [{label}] {name}: "
+
+            def vm_log(m: str, prefix: str = prefix) -> None:
+                self.log(m.replace("fslab: ", prefix, 1))
+
             try:
                 out = runner.run(vm.plan, self.image, hs.choice, self.top / "vms", host=hs.host,
-                                 name=f"fslab-{self.plan.run_id}-{name}", stop=self.stop,
-                                 log=lambda m, p=f"fslab: [{label}] {name}: ": self.log(m.replace("fslab: ", p, 1)))
+                                 name=f"fslab-{self.plan.run_id}-{name}", stop=self.stop, log=vm_log)
             except KeyboardInterrupt:
                 out = self._outcome(vm, "interrupted", "interrupted by the user; VM killed", False)
             except FslabError as e:
@@ -154,7 +158,7 @@ class _Spread:
         m.update(status=status, reason=reason)
         (d / "manifest.json").write_text(json.dumps(m, indent=2) + "\n")
         if not (d / "results.jsonl").is_file():
-            write_jsonl(d / "results.jsonl", records_for_run(d, vm.plan, m.get("accel", "unknown")))
+            write_jsonl(d / "results.jsonl", records_for_run(d, vm.plan, str(m.get("accel", "unknown"))))
         return runner.Outcome(d, status, reason, read_jsonl(d / "results.jsonl"), host_failed)
 
     def unrun(self) -> None:

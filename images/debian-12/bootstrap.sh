@@ -21,6 +21,8 @@
 #                        see; mmdebstrap then also drops its own non-reproducible files
 #   FSLAB_DEBIAN_MIRROR  Debian archive URL (default: the one this host's apt uses for SUITE)
 #   FSLAB_DEBIAN_SUITE   Debian suite (default: bookworm)
+#   FSLAB_EXTRA_PACKAGES packages to install besides packages.txt when resolving without a lock
+#                        (comma-separated): the filesystem catalog's tools (`fslab image lock`)
 #
 # No loop devices and no mounts of our own. Root is needed because mmdebstrap runs in root mode
 # to produce a root-owned tree.
@@ -110,6 +112,8 @@ if [ -n "${FSLAB_PACKAGE_LOCK:-}" ]; then
 	packages=$(list "$FSLAB_PACKAGE_LOCK" | paste -sd, -)
 else
 	packages=$(list "$here/packages.txt" ${variant:+"$variant/packages.txt"} | paste -sd, -)
+	# The filesystems' and layouts' tools come from fslab's catalog (harness/image/catalog.py).
+	packages=$packages${FSLAB_EXTRA_PACKAGES:+,$FSLAB_EXTRA_PACKAGES}
 fi
 [ -n "$packages" ] || die "no packages to install"
 hooks=()

@@ -1,0 +1,42 @@
+"""docs/contracts.md stays true: its plan section is generated from the dataclasses, and the names
+it lists exist in the code that writes them."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from harness.guest import fslab_guest
+from harness.results.stream import STREAM_FORMATS
+from harness.spec.contract import BEGIN, END, plan_fields_markdown
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "contracts.md"
+
+
+def test_plan_section_is_the_dataclasses():
+    text = DOC.read_text()
+    start, end = text.index(BEGIN), text.index(END) + len(END) + 1
+    if os.environ.get("FSLAB_UPDATE_GOLDEN"):
+        DOC.write_text(text[:start] + plan_fields_markdown() + text[end:])
+        text = DOC.read_text()
+        start, end = text.index(BEGIN), text.index(END) + len(END) + 1
+    assert text[start:end] == plan_fields_markdown(), "run FSLAB_UPDATE_GOLDEN=1 pytest tests/test_contracts.py"
+
+
+def test_stream_members_the_doc_lists_are_the_agents():
+    """Every member name pattern the agent writes is in the doc's list, and the other way round."""
+    agent = Path(fslab_guest.__file__).read_text()
+    doc = DOC.read_text()
+    members = doc[doc.index("## Results channel"):doc.index("## Run directory")]
+    documented = set(re.findall(r"([A-Za-z_]+\.(?:json|txt|log|fio|stderr|stdout))", members))
+    for name in ("info.json", "agent.log", "fs.json", "mkfs.txt", "geometry.txt", "case.json", "fio.json",
+                 "fio.stderr", "job.fio", "steps.json", "DONE.json"):
+        assert name in documented, name
+        assert name in agent, name
+    assert ".std{stream}" in agent and "<step>.stdout" in doc
+
+
+def test_the_agents_stream_format_is_one_the_host_reads():
+    assert fslab_guest.STREAM_FORMAT == max(STREAM_FORMATS)
+    assert "\"stream_format\": N" in DOC.read_text()
