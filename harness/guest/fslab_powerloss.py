@@ -218,6 +218,7 @@ class Point:
     barrier: int  # the last FLUSH entry at or before t (-1: none)
     due: int  # promises whose mark is at or before t
     new: list[str] = field(default_factory=list)  # promise marks logged while this state held
+    final: bool = False  # t is at or after the end mark: the whole workload had finished
 
 
 def promise_marks(log: Log) -> list[int]:
@@ -249,13 +250,15 @@ def crash_points(log: Log) -> list[Point]:
     pos = bisect.bisect_right(changes, start)
     states = [changes[pos - 1] if pos else -1] + changes[pos:]
     pm = promise_marks(log)
+    end = marks.get(END_MARK, len(log.entries))
     points: list[Point] = []
     for i, s in enumerate(states):
         t = states[i + 1] - 1 if i + 1 < len(states) else len(log.entries) - 1
         k = bisect.bisect_right(flushes, t)
         due = bisect.bisect_right(pm, t)
         before = points[-1].due if points else 0
-        points.append(Point(i, s, t, flushes[k - 1] if k else -1, due, [f"p{n + 1}" for n in range(before, due)]))
+        points.append(Point(i, s, t, flushes[k - 1] if k else -1, due, [f"p{n + 1}" for n in range(before, due)],
+                            t >= end))
     return points
 
 
@@ -577,15 +580,17 @@ class Acks:
             self.out.close()
 
 
-def expectations(ops: list[dict], promises: list[dict], due: int) -> tuple[list[dict], list[dict]]:
+def expectations(ops: list[dict], promises: list[dict], due: int,
+                 finished: bool = False) -> tuple[list[dict], list[dict]]:
     """What must hold once the first `due` promises are due, and which unsynced writes to look for.
 
     For each path, its latest due promise sets the expectation; operations on the path after
     that promise that may have started (program order up to the next promise's mark) add their
     outcomes as alternatives. Unsynced writes: the last one on each path that certainly finished
-    (before the last due mark), unless the path changed again since.
+    (before the last due mark, or at all once the workload had `finished`), unless the path
+    changed again since.
     """
-    s_due = promises[due - 1]["ops"] if due else 0
+    s_due = len(ops) if finished else promises[due - 1]["ops"] if due else 0
     s_next = promises[due]["ops"] if due < len(promises) else len(ops)
     by_path: dict[str, list[tuple[int, dict]]] = {}
     for op in ops[:s_next]:
@@ -607,9 +612,9 @@ def expectations(ops: list[dict], promises: list[dict], due: int) -> tuple[list[
     return checks, unsynced
 
 
-def verify(root: str, ops: list[dict], promises: list[dict], due: int) -> dict:
+def verify(root: str, ops: list[dict], promises: list[dict], due: int, finished: bool = False) -> dict:
     """Check the first `due` promises against the tree at `root`."""
-    checks, unsynced = expectations(ops, promises, due)
+    checks, unsynced = expectations(ops, promises, due, finished)
     results, broken_ids = [], []
     for c in checks:
         found, data = observe(os.path.join(root, c["path"]))
@@ -1110,7 +1115,7 @@ def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str,
         rec["mounted"] = rc == 0
         if rc == 0:
             try:
-                res = verify(cfg.mnt, acks.ops, acks.promises, point.due)
+                res = verify(cfg.mnt, acks.ops, acks.promises, point.due, point.final)
             finally:
                 urc, utext = umount_fs(cfg.mnt)
             if urc != 0:
