@@ -346,7 +346,7 @@ def test_selection_keeps_first_last_and_promise_points_within_the_limit():
     assert len(idx) == 12 and skipped == 0 and idx == sorted(set(idx))
     assert {0, 99, 10, 11, 50, 97} <= set(idx)
     others = [i for i in idx if i not in {0, 99, 10, 11, 50, 97}]
-    assert len(others) == 6 and max(b - a for a, b in zip(others, others[1:])) < 30  # spread, not bunched
+    assert len(others) == 6 and max(b - a for a, b in zip(others, others[1:], strict=False)) < 30  # spread, not bunched
     assert pl.select_points(pts, 12) == (chosen, 0)  # deterministic
 
 
@@ -757,10 +757,12 @@ def test_check_loop_with_a_dropped_flushed_write_breaks_the_promise_and_keeps_ev
     assert ev["failure"]["verdict"] == "zero-filled" and ev["failure"]["path"] == "a"
     assert ev["failure"]["expected"]["sha256"] == pl.file_state(pl.blob("a", 2048))["sha256"]
     assert ev["failure"]["found"]["size"] == 2048 and ev["points_broken"] == [2, 3]
+    assert (out / "evidence" / ev["found_file"]).read_bytes() == bytes(2048)  # the wrong file itself
     assert ev["point"]["t"] == 8 and ev["point"]["barrier"] == 4 and ev["fault"]["entry"] == 3
     assert ev["checker_output"][0].startswith("slot 1") and ev["point"]["check"]["rc"] == 1
     assert (out / "checker" / "point-2.txt").read_text().startswith("$ fsck.fake ")
     assert [p["broken"] for p in points] == [[], [], ["p1"], ["p1"]]
+    assert [p["promises_kept"] for p in points] == [[], [], [], ["p2"]]
 
 
 def test_check_loop_goes_on_after_a_mount_failure_and_without_a_checker(tmp_path, monkeypatch):

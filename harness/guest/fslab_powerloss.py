@@ -2,7 +2,7 @@
 """fslab-powerloss: what a filesystem keeps of what it promised, when the power goes at any moment.
 
 Installed in the image alone as /usr/local/bin/fslab-powerloss: one file, standard library only.
-It is longer than fslab's other programs (~1300 lines) because the guest gets single files: the
+It is longer than fslab's other programs (~1450 lines) because the guest gets single files: the
 log format, the crash model, the workloads, the checks and the device plumbing must travel together.
 
     fslab-powerloss --plan /run/fslab/plan.json --fs NAME --data DEV --log DEV --workload W
@@ -1100,15 +1100,16 @@ def _lines(text: str, n: int = 20) -> list[str]:
 
 
 def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str, sectors: int,
-                kmsg: Kmsg) -> tuple[dict, str]:
-    """Snapshot, mount (journal replay), verify, umount, checker: one point's record."""
+                kmsg: Kmsg) -> tuple[dict, str, dict[str, bytes]]:
+    """Snapshot, mount (journal replay), verify, umount, checker: one point's record, the checker's
+    output, and the first MiB of each file that broke a promise (evidence)."""
     rec: dict = {"point": point.index, "t": point.t, "state": point.state, "barrier": point.barrier,
                  "due": point.due, "new_promises": point.new}
     table = f"0 {sectors} snapshot {cfg.data} {cow_dev} N 8"
     t0 = time.monotonic()
     kmsg.take()
     snap = dm_create(SNAP, table)
-    check_text = ""
+    check_text, found = "", {}
     try:
         rc, text = mount_fs(cfg.fstype, cfg.mount_options, snap, cfg.mnt)
         rec["mount"] = {"rc": rc, "output": _lines(text), "kernel": kmsg.take()}
@@ -1116,12 +1117,17 @@ def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str,
         if rc == 0:
             try:
                 res = verify(cfg.mnt, acks.ops, acks.promises, point.due, point.final)
+                for r in res["results"]:
+                    if not r["ok"] and r["found"].get("type") == "file" and not r["found"].get("error"):
+                        with open(os.path.join(cfg.mnt, r["path"]), "rb") as f:
+                            found[f"{r['promise']}:{r['path']}"] = f.read(CHUNK)
             finally:
                 urc, utext = umount_fs(cfg.mnt)
             if urc != 0:
                 raise PowerlossError(f"umount of the crash image at point {point.index} failed with exit code "
                                      f"{urc}: {_one_line(utext)}")
             rec.update(promises_checked=res["checked"], promise_kinds=res["kinds"], broken=res["broken"],
+                       promises_kept=[p for p in res["checked"] if p not in res["broken"]],
                        failures=[r for r in res["results"] if not r["ok"]],
                        unsynced_present=res["unsynced_present"], unsynced_lost=res["unsynced_lost"])
         else:  # the checker then sees the crash image as it was, not what the failed mount left
@@ -1145,7 +1151,7 @@ def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str,
         os.truncate(cfg.cow_file, 0)  # the next snapshot starts empty; frees the memory it held
         os.truncate(cfg.cow_file, sectors * 512)
     rec["seconds"] = round(time.monotonic() - t0, 3)
-    return rec, check_text
+    return rec, check_text, found
 
 
 def _evidence(rec: dict, failure: dict, acks: Acks, cfg: argparse.Namespace, log: Log, fault: dict | None,
@@ -1204,13 +1210,15 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
             if cfg.fault:
                 fault = find_fault(log, lf.fileno(), acks.promises, marks)
                 emit("fault_dropped_entry", fault["entry"], "", promise=fault["promise"], path=fault["path"])
+            if stat.S_ISBLK(os.fstat(dev.fileno()).st_mode):  # no page the recording went around
+                fcntl.ioctl(dev.fileno(), BLKFLSBUF, 0)
             rp = Replayer(log, lf.fileno(), dev.fileno(), [fault["entry"]] if fault else [])
             rp.reset()
             with open(os.path.join(out, "points.jsonl"), "w") as pf:
                 for pt in chosen:
                     rp.goto(pt)
                     os.fsync(dev.fileno())  # the snapshot reads the disk, not this file's page cache
-                    rec, check_text = check_point(pt, cfg, acks, cow_dev, sectors, kmsg)
+                    rec, check_text, found = check_point(pt, cfg, acks, cow_dev, sectors, kmsg)
                     pf.write(json.dumps(rec, sort_keys=True) + "\n")
                     pf.flush()
                     tot["points"] += 1
@@ -1236,6 +1244,11 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
                                 evidence[pid]["points_broken"].append(rec["point"])
                             continue
                         evidence[pid] = _evidence(rec, failure, acks, cfg, log, fault, check_text)
+                        data = found.get(f"{pid}:{failure['path']}")
+                        if data is not None:  # the wrong file itself, as the crash image held it
+                            evidence[pid]["found_file"] = f"{pid}.found"
+                            with open(os.path.join(out, "evidence", f"{pid}.found"), "wb") as f:
+                                f.write(data)
                         _write_json(os.path.join(out, "evidence", f"{pid}.json"), evidence[pid])
     finally:
         run_cmd(["losetup", "--detach", cow_dev], 60)
