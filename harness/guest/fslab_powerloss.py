@@ -9,15 +9,19 @@ log format, the crash model, the workloads, the checks and the device plumbing m
                     [--seed S] [--ops N] [--max-points N] [--fault drop-flushed-write] --out DIR
     (or --mkfs-json '["mkfs.ext4","-F","{dev}"]' --fstype ext4 [--mount-options O]
         [--check-json '["e2fsck","-fn","{dev}"]'] instead of --plan/--fs)
-    fslab-powerloss --inspect LOGFILE [--max-points N]   (no root: the log's summary and its points)
+    fslab-powerloss --inspect LOGFILE [--max-points N]   (no root: a log's summary and its crash points;
+        any dm-log-writes log, e.g. one QEMU's blklogwrites wrote, which has no marks)
 
 One run owns the filesystem's whole life, because every write from mkfs on must be recorded:
 1. Record. DATA is zeroed (BLKZEROOUT), so the state before the first logged write is known. A
    dm `log-writes` target over DATA logs every write that reaches it on LOG; mkfs runs on it, then
    `mark mkfs`, mount, the workload, umount, `dmsetup remove` (which appends the mark
-   `dm-log-writes-end`). Why dm-log-writes and not QEMU's blklogwrites: marks. The workload names
-   each durability point in the log the moment its fsync returns; blklogwrites cannot take marks,
-   so the host would have to guess which write a promise belongs to.
+   `dm-log-writes-end`). Why dm-log-writes and not QEMU's blklogwrites: marks, FUA and order. The
+   workload names each durability point in the log the moment its fsync returns; blklogwrites
+   cannot take marks, so the host would have to guess which write a promise belongs to. And
+   blklogwrites (QEMU 7.2) logs every write with flags 0, so a FUA write looks like a plain one
+   (seen with `qemu-io -c "write -f ..."`), and it logs in submission order, where dm-log-writes
+   logs a write once the flush after it completed.
 2. Workloads (`maildir`, `replace-fsync`, `replace-nofsync`, `append`, `churn`, `mix`; each a
    function of --seed and --ops only) keep an acknowledgement log, OUT/promises.jsonl: every
    operation with the state it leaves each path in, and every promise: what the application did
@@ -234,17 +238,18 @@ def promise_marks(log: Log) -> list[int]:
     return where
 
 
-def crash_points(log: Log) -> list[Point]:
-    """Every distinct crash state from the end of mkfs on (see the crash model at the top).
+def crash_points(log: Log, start_mark: str | None = MKFS_MARK) -> list[Point]:
+    """Every distinct crash state from the end of mkfs on (see the crash model at the top), or
+    from the log's start (state -1: nothing written yet) with start_mark None.
 
     Example: entries [w0, FLUSH1, mark mkfs, w3, FUA4, mark p1, w6, FLUSH7] give three points:
     state 1 (t=3: w0; nothing of the workload), state 4 (t=6: w0 and FUA4, not w3; p1 due,
     new there) and state 7 (t=7: everything).
     """
     marks = log.marks()
-    if MKFS_MARK not in marks:
-        raise PowerlossError("log has no 'mkfs' mark: the recording ended before mkfs did")
-    start = marks[MKFS_MARK]
+    if start_mark is not None and start_mark not in marks:
+        raise PowerlossError(f"log has no '{start_mark}' mark: the recording ended before mkfs did")
+    start = marks[start_mark] if start_mark is not None else -1
     changes = [e.index for e in log.entries if e.flags & (FLUSH | FUA)]
     flushes = [e.index for e in log.entries if e.flags & FLUSH]
     pos = bisect.bisect_right(changes, start)
@@ -1381,9 +1386,11 @@ def resolve(args: argparse.Namespace) -> argparse.Namespace:
 def inspect(path: str, limit: int) -> int:
     with open(path, "rb") as f:
         log = parse_log(f, os.fstat(f.fileno()).st_size)
-    points = crash_points(log)
+    start = MKFS_MARK if MKFS_MARK in log.marks() else None  # e.g. a log from QEMU's blklogwrites
+    points = crash_points(log, start)
     chosen, skipped = select_points(points, limit)
-    print(json.dumps({**log_summary(log, points, chosen), "promise_points_unchecked": skipped}, sort_keys=True))
+    print(json.dumps({**log_summary(log, points, chosen), "promise_points_unchecked": skipped,
+                      "points_from": "the mkfs mark" if start else "the start of the log"}, sort_keys=True))
     for p in chosen:
         print(json.dumps(p.__dict__, sort_keys=True))
     return 0
