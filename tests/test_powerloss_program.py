@@ -512,8 +512,13 @@ def test_verify_catches_wrong_content_and_zero_fill(tmp_path):
     data[700] ^= 1
     a.write_bytes(bytes(data))
     b.write_bytes(bytes(b.stat().st_size))
+    c = files[2]
+    lost_block = bytes(1024) + c.read_bytes()[1024:]  # its first block lost
+    c.write_bytes(lost_block)
+    zeros = len(lost_block) - len(lost_block.lstrip(b"\0"))
     got = {path: v for _, path, v in failures(final_check(root, acks))}
-    assert got == {str(a.relative_to(root)): "wrong content", str(b.relative_to(root)): "zero-filled"}
+    assert got == {str(a.relative_to(root)): "wrong content", str(b.relative_to(root)): "zero-filled",
+                   str(c.relative_to(root)): f"wrong content (its first {zeros} bytes are zeros)"} and zeros >= 1024
 
 
 @pytest.mark.parametrize("name", ["replace-fsync", "replace-nofsync"])

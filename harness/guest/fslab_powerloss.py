@@ -494,7 +494,7 @@ def observe(path: str) -> tuple[dict, bytes | None]:
     except OSError as e:
         return {"exists": True, "type": "file", "size": st.st_size, "error": f"read: {os.strerror(e.errno or 0)}"}, None
     return {"exists": True, "type": "file", "size": len(data), "sha256": _sha(data), "head": data[:HEAD].hex(),
-            "zero_filled": not data.strip(b"\0")}, data
+            "zero_filled": not data.strip(b"\0"), "leading_zero_bytes": len(data) - len(data.lstrip(b"\0"))}, data
 
 
 def matches(state: dict, found: dict, data: bytes | None) -> bool:
@@ -540,6 +540,8 @@ def verdict(state: dict, found: dict) -> str:
         return "zero-filled"
     if want is not None and size < want:
         return f"short ({size} of {want} bytes)"
+    if found.get("leading_zero_bytes", 0) >= TORN:  # e.g. one data block never reached the disk
+        return f"wrong content (its first {found['leading_zero_bytes']} bytes are zeros)"
     return "wrong content"
 
 
