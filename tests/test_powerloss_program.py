@@ -841,6 +841,26 @@ def test_record_says_in_one_line_when_the_log_device_is_too_small(tmp_path, monk
     assert "after 99 entries" in msg and calls[-1] == ("remove", "fslab-pl-lw")
 
 
+def test_stale_devices_of_a_killed_run_are_removed_first(tmp_path, monkeypatch):
+    mapper, shm = tmp_path / "mapper", tmp_path / "shm"
+    mapper.mkdir()
+    shm.mkdir()
+    (mapper / "fslab-pl-snap").touch()
+    (shm / "fslab-powerloss-cow-123").touch()
+    (shm / "someone-else").touch()
+    calls = []
+
+    def run_cmd(argv, timeout=None):
+        calls.append(argv)
+        return (0, "/dev/loop3\n") if "--associated" in argv else (0, "")
+    monkeypatch.setattr(pl, "run_cmd", run_cmd)
+    done = pl.clean_stale(str(tmp_path / "not-mounted"), str(shm), str(mapper))
+    assert done == ["dmsetup remove fslab-pl-snap: rc 0", "losetup --detach /dev/loop3: rc 0",
+                    f"rm {shm}/fslab-powerloss-cow-123"]
+    assert ["dmsetup", "remove", "--retry", "fslab-pl-snap"] in calls and sorted(os.listdir(shm)) == ["someone-else"]
+    assert pl.clean_stale(str(tmp_path / "not-mounted"), str(shm), str(tmp_path / "none")) == []
+
+
 # --- the command line ---------------------------------------------------------------------------
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -1005,6 +1005,27 @@ def device_bytes(path: str) -> int:
         os.close(fd)
 
 
+def clean_stale(mnt: str, cow_dir: str, mapper: str = "/dev/mapper") -> list[str]:
+    """Undo what a killed earlier run left (its mount, dm devices, loop devices and sparse
+    stores): a SIGKILL at a case's deadline skips every `finally`. Returns what was undone."""
+    done = []
+    with open("/proc/mounts") as f:
+        if any(ln.split()[1:2] == [mnt] for ln in f):
+            done.append(f"umount {mnt}: rc {umount_fs(mnt)[0]}")
+    for name in (SNAP, LW):
+        if os.path.exists(os.path.join(mapper, name)):
+            done.append(f"dmsetup remove {name}: rc {run_cmd(['dmsetup', 'remove', '--retry', name], 120)[0]}")
+    for entry in sorted(os.listdir(cow_dir)) if os.path.isdir(cow_dir) else []:
+        if entry.startswith("fslab-powerloss-cow-"):
+            path = os.path.join(cow_dir, entry)
+            rc, out = run_cmd(["losetup", "--associated", path, "--noheadings", "--output", "NAME"], 60)
+            for dev in out.split() if rc == 0 else []:
+                done.append(f"losetup --detach {dev}: rc {run_cmd(['losetup', '--detach', dev], 60)[0]}")
+            os.unlink(path)
+            done.append(f"rm {path}")
+    return done
+
+
 def check_free_device(path: str, what: str) -> None:
     """A block device nobody uses: O_EXCL fails while it is mounted or held by device-mapper."""
     try:
@@ -1418,6 +1439,8 @@ def main(argv: list[str] | None = None) -> int:
         def emit(metric: str, value: object, unit: str = "", **extra: object) -> None:
             print(json.dumps({"metric": metric, "value": value, "unit": unit, **fields, **extra}), flush=True)
 
+        for what in clean_stale(cfg.mnt, cfg.cow_dir):
+            print(f"fslab-powerloss: left by an earlier run: {what}", file=sys.stderr, flush=True)
         check_free_device(cfg.data, "data")
         check_free_device(cfg.log, "log")
         os.makedirs(cfg.out, exist_ok=True)
