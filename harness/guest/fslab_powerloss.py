@@ -2,7 +2,7 @@
 """fslab-powerloss: what a filesystem keeps of what it promised, when the power goes at any moment.
 
 Installed in the image alone as /usr/local/bin/fslab-powerloss: one file, standard library only.
-It is longer than fslab's other programs (~1450 lines) because the guest gets single files: the
+It is longer than fslab's other programs (~1500 lines) because the guest gets single files: the
 log format, the crash model, the workloads, the checks and the device plumbing must travel together.
 
     fslab-powerloss --plan /run/fslab/plan.json --fs NAME --data DEV --log DEV --workload W
