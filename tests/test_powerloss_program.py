@@ -1,0 +1,945 @@
+"""fslab-powerloss (harness/guest/fslab_powerloss.py) on the host: the pure logic, no root devices.
+
+The program goes into the image alone, so it is imported from its path. Checked here: parsing a
+dm-log-writes log written byte by byte from the documented format; the crash model (replay onto
+a regular file against a brute-force reference); point selection; the workloads (deterministic,
+doing the fsyncs their promises claim, every promise kept on the live tree after its mark);
+promise verification catching each kind of loss; the check loop end to end on a fake filesystem
+(device-mapper, mount and checker replaced), including the positive control; the recording's
+log-too-small detection; the command line. The real dm targets, mounts and checkers run in the VM test.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+from argparse import Namespace
+from pathlib import Path
+
+import pytest
+
+PROGRAM = Path(__file__).resolve().parents[1] / "harness" / "guest" / "fslab_powerloss.py"
+
+
+def load():
+    spec = importlib.util.spec_from_file_location("fslab_powerloss_under_test", PROGRAM)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up there
+    spec.loader.exec_module(mod)
+    return mod
+
+
+pl = load()
+
+
+# --- a dm-log-writes log, byte by byte ----------------------------------------------------------
+
+def le(n: int, width: int) -> bytes:
+    return n.to_bytes(width, "little")
+
+
+class LogBuilder:
+    """Writes the documented format: super block in sector 0; per entry a one-sector header
+    (sector, nr_sectors, flags, data_len: u64 LE; a mark's text right after it), then the data."""
+
+    def __init__(self, ss: int = 512):
+        self.ss, self.entries = ss, []
+
+    def add(self, flags: int, sector: int = 0, data: bytes = b"", nr: int | None = None, text: str = ""):
+        assert len(data) % self.ss == 0
+        self.entries.append((sector, len(data) // self.ss if nr is None else nr, flags, text.encode(), data))
+        return len(self.entries) - 1
+
+    def write(self, sector: int, data: bytes, flags: int = 0):
+        return self.add(flags, sector, data)
+
+    def flush(self):
+        return self.add(1)
+
+    def fua(self, sector: int, data: bytes):
+        return self.add(2, sector, data)
+
+    def discard(self, sector: int, nr: int):
+        return self.add(4, sector, nr=nr)
+
+    def mark(self, text: str):
+        return self.add(8, text=text)
+
+    def build(self) -> bytes:
+        ss = self.ss
+        out = bytearray(le(0x6A736677736872, 8) + le(1, 8) + le(len(self.entries), 8) + le(ss, 4))
+        out += bytes(ss - len(out))
+        for sector, nr, flags, text, data in self.entries:
+            head = le(sector, 8) + le(nr, 8) + le(flags, 8) + le(len(text), 8) + text
+            out += head + bytes(ss - len(head)) + data
+        return bytes(out)
+
+
+def sec(ch: str, n: int = 1, ss: int = 512) -> bytes:
+    return ch.encode() * (ss * n)
+
+
+def test_program_is_one_stdlib_only_file_that_says_why_it_is_long():
+    src = PROGRAM.read_text()
+    tree = ast.parse(src)
+    mods = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    mods |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0}
+    assert mods - {"__future__"} <= set(sys.stdlib_module_names)
+    assert src.startswith("#!/usr/bin/env python3\n")
+    assert "longer than fslab's other programs" in ast.get_docstring(tree)
+
+
+def test_parse_a_hand_built_log(tmp_path):
+    b = LogBuilder()
+    b.write(8, sec("a", 2))
+    b.flush()
+    b.mark("mkfs")
+    b.fua(3, sec("b"))
+    b.discard(100, 16)
+    b.add(1 | 2 | 16, 40, sec("c"))  # FLUSH|FUA|METADATA with data (a journal commit block)
+    b.mark("dm-log-writes-end")
+    raw = b.build()
+    log = pl.parse_log(open(_file(tmp_path, raw), "rb"), len(raw))
+    e = log.entries
+    assert log.sectorsize == 512 and len(e) == 7 and log.used == len(raw)
+    assert (e[0].flags, e[0].offset, e[0].length, e[0].data_at) == (0, 8 * 512, 1024, 1024)
+    assert raw[e[0].data_at:e[0].data_at + 1024] == sec("a", 2)
+    assert e[1].has(pl.FLUSH) and e[1].length == 0 and not e[1].writes
+    assert e[2].mark == "mkfs" and e[2].length == 0
+    assert e[3].has(pl.FUA) and e[3].writes and raw[e[3].data_at:e[3].data_at + 512] == sec("b")
+    assert e[4].has(pl.DISCARD) and e[4].length == 16 * 512 and not e[4].writes
+    assert e[5].data_at == e[4].data_at + 512  # a discard carries no data in the log
+    assert pl.flag_names(e[5].flags) == "FLUSH|FUA|METADATA" and raw[e[5].data_at:e[5].data_at + 512] == sec("c")
+    assert e[6].mark == "dm-log-writes-end" and log.marks() == {"mkfs": 2, "dm-log-writes-end": 6}
+
+
+def test_parse_a_4k_log(tmp_path):
+    b = LogBuilder(4096)
+    b.write(2, bytes(range(256)) * 16)
+    b.mark("mkfs")
+    raw = b.build()
+    log = pl.parse_log(open(_file(tmp_path, raw), "rb"))
+    assert log.sectorsize == 4096 and log.entries[0].offset == 8192 and log.entries[0].data_at == 8192
+
+
+def _file(tmp_path, raw: bytes, name: str = "log") -> Path:
+    p = tmp_path / name
+    p.write_bytes(raw)
+    return p
+
+
+@pytest.mark.parametrize("mangle, message", [
+    (lambda r: b"\0" * 8 + r[8:], "not dm-log-writes"),
+    (lambda r: r[:8] + pl.struct.pack("<Q", 2) + r[16:], "format version 2"),
+    (lambda r: r[:24] + pl.struct.pack("<I", 1000) + r[28:], "sector size 1000"),
+    (lambda r: r[:16] + pl.struct.pack("<Q", 3) + r[24:], "ends inside entry 2"),
+    (lambda r: r[:512] + bytes(512) + r[1024:], "all zeros"),
+    (lambda r: r[:512 + 16] + pl.struct.pack("<Q", 1 << 9) + r[512 + 24:], "unknown flags"),
+    (lambda r: r[:20], "too short"),
+])
+def test_parse_rejects_what_is_not_a_whole_log(tmp_path, mangle, message):
+    b = LogBuilder()
+    b.write(0, sec("x"))
+    b.mark("mkfs")
+    raw = mangle(b.build())
+    with pytest.raises(pl.PowerlossError, match=message):
+        pl.parse_log(open(_file(tmp_path, raw), "rb"))
+
+
+def test_parse_rejects_a_log_longer_than_its_device(tmp_path):
+    b = LogBuilder()
+    b.write(0, sec("x", 4))
+    raw = b.build()
+    with pytest.raises(pl.PowerlossError, match="past the end"):
+        pl.parse_log(open(_file(tmp_path, raw), "rb"), len(raw) - 512)
+
+
+# --- the crash model ----------------------------------------------------------------------------
+
+def reference_state(raw: bytes, log, t: int, initial: bytes) -> bytes:
+    """Brute force, from the definition: entry j survives a crash at t if a FLUSH k with
+    j < k <= t exists, or j <= t is FUA; survivors applied in log order on the initial disk
+    with every range the log touches zeroed (it was zeros when the recording began)."""
+    img = bytearray(initial)
+    for e in log.entries:
+        if e.length and not e.flags & pl.MARK:
+            img[e.offset:e.offset + e.length] = bytes(e.length)
+    flushes = [e.index for e in log.entries if e.flags & pl.FLUSH]
+    for e in log.entries[:t + 1]:
+        if not (any(e.index < k <= t for k in flushes) or e.flags & pl.FUA):
+            continue
+        if e.flags & pl.DISCARD:
+            img[e.offset:e.offset + e.length] = bytes(e.length)
+        elif e.writes:
+            img[e.offset:e.offset + e.length] = raw[e.data_at:e.data_at + e.length]
+    return bytes(img)
+
+
+INITIAL = random.Random(0).randbytes(64 * 512)
+
+
+def replay_all(tmp_path, raw: bytes, points, initial: bytes = INITIAL, drop=()) -> list[bytes]:
+    logp = _file(tmp_path, raw, "replay.log")
+    dev = tmp_path / "dev.img"
+    dev.write_bytes(initial)  # reset must zero what the log touches; the rest stays
+    log = pl.parse_log(open(logp, "rb"))
+    out = []
+    with open(logp, "rb") as lf, open(dev, "r+b", buffering=0) as df:
+        rp = pl.Replayer(log, lf.fileno(), df.fileno(), drop)
+        rp.reset()
+        for p in points:
+            rp.goto(p)
+            out.append(dev.read_bytes())
+    return out
+
+
+def test_replay_follows_the_barrier_crash_model(tmp_path):
+    b = LogBuilder()
+    b.write(0, sec("S"))  # mkfs's superblock
+    b.flush()
+    b.mark("mkfs")
+    b.write(8, sec("B", 2))  # plain: not stable until the next flush
+    b.write(40, sec("X"))  # plain, then overwritten by a FUA write in the same epoch
+    b.fua(40, sec("Y"))
+    b.fua(16, sec("C"))
+    b.mark("p1")
+    b.flush()  # 8
+    b.discard(8, 1)  # the first half of B: zeroed once the next flush is through
+    b.flush()  # 10
+    b.write(24, sec("D"))  # never flushed
+    b.mark("dm-log-writes-end")
+    raw = b.build()
+    log = pl.parse_log(open(_file(tmp_path, raw), "rb"))
+    points = pl.crash_points(log)
+    assert [(p.state, p.t, p.barrier, p.due, p.new, p.final) for p in points] == [
+        (1, 4, 1, 0, [], False), (5, 5, 1, 0, [], False), (6, 7, 1, 1, ["p1"], False), (8, 9, 8, 1, [], False),
+        (10, 12, 10, 1, [], True)]
+    states = replay_all(tmp_path, raw, points)
+    for p, got in zip(points, states, strict=True):
+        assert got == reference_state(raw, log, p.t, INITIAL), f"point {p.index}"
+
+    def at(img: bytes, s: int) -> bytes:
+        return img[s * 512:(s + 1) * 512]
+
+    first, fua1, fua2, flushed, last = states
+    assert at(first, 0) == sec("S") and at(first, 8) == bytes(512) and at(first, 40) == bytes(512)
+    assert at(fua1, 40) == sec("Y") and at(fua1, 8) == bytes(512)  # the FUA write alone is stable
+    assert at(fua2, 16) == sec("C") and at(fua2, 40) == sec("Y")
+    assert at(flushed, 8) == at(flushed, 9) == sec("B")  # the discard is not through yet
+    assert at(flushed, 40) == sec("Y")  # re-applied in log order: X, then the FUA write Y
+    assert at(last, 8) == bytes(512) and at(last, 9) == sec("B")  # discarded half, kept half
+    assert at(last, 24) == bytes(512)  # written after the last flush: lost
+    assert all(at(img, 63) == INITIAL[63 * 512:] for img in states)  # never touched: as the disk held it
+
+
+def test_reset_zeroes_exactly_what_the_log_touches(tmp_path):
+    b = LogBuilder()
+    b.write(2, sec("a"))
+    b.flush()
+    b.mark("mkfs")
+    b.discard(10, 2)
+    raw = b.build()
+    log = pl.parse_log(open(_file(tmp_path, raw), "rb"))
+    dev = tmp_path / "dev.img"
+    junk = bytes(range(256)) * 32  # 16 sectors
+    dev.write_bytes(junk)
+    with open(_file(tmp_path, raw), "rb") as lf, open(dev, "r+b", buffering=0) as df:
+        pl.Replayer(log, lf.fileno(), df.fileno()).reset()
+    img = dev.read_bytes()
+    touched = {2, 10, 11}
+    for s in range(16):
+        want = bytes(512) if s in touched else junk[s * 512:(s + 1) * 512]
+        assert img[s * 512:(s + 1) * 512] == want, s
+
+
+def random_log(rng: random.Random, n: int, ss: int = 512) -> LogBuilder:
+    b = LogBuilder(ss)
+    b.write(0, sec("S", 1, ss))
+    b.flush()
+    b.mark("mkfs")
+    p = 0
+    for i in range(n):
+        kind = rng.choices(("w", "fua", "flush", "discard", "mark", "flushdata"), weights=(8, 3, 2, 2, 1, 1))[0]
+        s, k = rng.randrange(0, 30), rng.randrange(1, 4)
+        data = bytes([i % 251 + 1]) * (ss * k)
+        if kind == "w":
+            b.write(s, data)
+        elif kind == "fua":
+            b.fua(s, data)
+        elif kind == "flush":
+            b.flush()
+        elif kind == "flushdata":  # PREFLUSH with data: stable only after the next barrier
+            b.write(s, data, flags=1)
+        elif kind == "discard":
+            b.discard(s, k)
+        else:
+            p += 1
+            b.mark(f"p{p}")
+    b.mark("dm-log-writes-end")
+    return b
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_incremental_replay_equals_the_reference_on_random_logs(tmp_path, seed):
+    rng = random.Random(seed)
+    raw = random_log(rng, 60).build()
+    log = pl.parse_log(open(_file(tmp_path, raw), "rb"))
+    points = pl.crash_points(log)
+    subset = sorted(rng.sample(points, max(2, len(points) // 3)), key=lambda p: p.t)
+    assert len(points) > 5
+    for chosen in (points, subset):
+        for p, got in zip(chosen, replay_all(tmp_path, raw, chosen), strict=True):
+            assert got == reference_state(raw, log, p.t, INITIAL), (seed, p)
+
+
+def test_a_dropped_write_is_left_out_and_reported(tmp_path):
+    b = LogBuilder()
+    b.flush()
+    b.mark("mkfs")
+    w = b.write(4, sec("W"))
+    b.flush()
+    b.mark("dm-log-writes-end")
+    raw = b.build()
+    log = pl.parse_log(open(_file(tmp_path, raw), "rb"))
+    pts = pl.crash_points(log)
+    full, = replay_all(tmp_path, raw, pts[-1:])
+    dropped, = replay_all(tmp_path, raw, pts[-1:], drop=[w])
+    assert full[4 * 512:5 * 512] == sec("W") and dropped[4 * 512:5 * 512] == bytes(512)
+
+
+def test_points_and_their_errors(tmp_path):
+    def points(build) -> list:
+        b = LogBuilder()
+        build(b)
+        return pl.crash_points(pl.parse_log(open(_file(tmp_path, b.build()), "rb")))
+
+    # no barrier before mkfs ended: the first state is "nothing durable"
+    ps = points(lambda b: (b.write(0, sec("a")), b.mark("mkfs"), b.flush()))
+    assert [(p.state, p.barrier) for p in ps] == [(-1, -1), (2, 2)]
+    with pytest.raises(pl.PowerlossError, match="no 'mkfs' mark"):
+        points(lambda b: (b.write(0, sec("a")), b.flush()))
+    with pytest.raises(pl.PowerlossError, match="p1 is missing"):
+        points(lambda b: (b.mark("mkfs"), b.mark("p2")))
+    with pytest.raises(pl.PowerlossError, match="out of order"):
+        points(lambda b: (b.mark("mkfs"), b.mark("p2"), b.mark("p1")))
+    # barrier=0: no flush after mkfs, so one point, where every promise is due
+    ps = points(lambda b: (b.flush(), b.mark("mkfs"), b.write(3, sec("x")), b.mark("p1"), b.mark("p2")))
+    assert len(ps) == 1 and ps[0].due == 2 and ps[0].new == ["p1", "p2"]
+
+
+# --- point selection ----------------------------------------------------------------------------
+
+def make_points(n: int, promise_at: set[int]) -> list:
+    return [pl.Point(i, i, i, i, 0, ["p"] if i in promise_at else []) for i in range(n)]
+
+
+def test_selection_keeps_first_last_and_promise_points_within_the_limit():
+    pts = make_points(100, {10, 11, 50, 97})
+    chosen, skipped = pl.select_points(pts, 12)
+    idx = [p.index for p in chosen]
+    assert len(idx) == 12 and skipped == 0 and idx == sorted(set(idx))
+    assert {0, 99, 10, 11, 50, 97} <= set(idx)
+    others = [i for i in idx if i not in {0, 99, 10, 11, 50, 97}]
+    assert len(others) == 6 and max(b - a for a, b in zip(others, others[1:], strict=False)) < 30  # spread, not bunched
+    assert pl.select_points(pts, 12) == (chosen, 0)  # deterministic
+
+
+def test_selection_without_a_limit_or_under_it_is_everything():
+    pts = make_points(7, {3})
+    assert pl.select_points(pts, 0) == (pts, 0)
+    assert pl.select_points(pts, 7) == (pts, 0)
+    assert [p.index for p in pl.select_points(pts, 2)[0]] == [0, 6]
+
+
+def test_selection_with_more_promise_points_than_the_limit_samples_them_and_says_so():
+    pts = make_points(50, set(range(1, 49)))
+    chosen, skipped = pl.select_points(pts, 10)
+    idx = [p.index for p in chosen]
+    assert len(idx) == 10 and idx[0] == 0 and idx[-1] == 49 and skipped == 48 - 8
+
+
+@pytest.mark.parametrize("n, limit", [(3, 2), (10, 3), (1000, 17), (5, 4), (64, 63)])
+def test_selection_never_exceeds_the_limit(n, limit):
+    rng = random.Random(n * limit)
+    pts = make_points(n, {i for i in range(n) if rng.random() < 0.2})
+    chosen, _ = pl.select_points(pts, limit)
+    idx = [p.index for p in chosen]
+    assert len(idx) == min(n, limit) and idx[0] == 0 and idx[-1] == n - 1 and idx == sorted(set(idx))
+
+
+# --- workloads ----------------------------------------------------------------------------------
+
+class Spy:
+    """Records marks, fsync/fdatasync of paths under a root, and a copy of the tree at each mark."""
+
+    def __init__(self, root: Path, snaps: Path | None):
+        self.root, self.snaps, self.events = root, snaps, []
+
+    def mark(self, pid: str) -> None:
+        self.events.append(("mark", pid))
+        if self.snaps is not None:
+            shutil.copytree(self.root, self.snaps / pid, symlinks=True)
+
+    def wrap(self, monkeypatch) -> None:
+        for name in ("fsync", "fdatasync"):
+            real = getattr(os, name)
+
+            def spy(fd, _real=real, _name=name):
+                path = os.path.realpath(f"/proc/self/fd/{fd}")
+                rel = os.path.relpath(path, os.path.realpath(self.root))
+                self.events.append((_name, "." if rel == "." else rel))
+                return _real(fd)
+            monkeypatch.setattr(pl.os, name, spy)
+
+
+def run_wl(tmp_path, name: str, seed: int, ops: int, monkeypatch=None, snaps: bool = False, tag: str = ""):
+    root = tmp_path / f"{name}-{seed}-{ops}{tag}-root"
+    root.mkdir()
+    snapdir = tmp_path / f"{name}-{seed}-{ops}{tag}-snaps" if snaps else None
+    if snapdir:
+        snapdir.mkdir()
+    spy = Spy(root, snapdir)
+    if monkeypatch is not None:
+        spy.wrap(monkeypatch)
+    acks = pl.Acks(spy.mark, str(tmp_path / f"{name}-{seed}-{ops}.jsonl"), {"workload": name, "seed": seed})
+    pl.run_workload(name, str(root), seed, ops, acks)
+    acks.close()
+    return root, acks, spy, snapdir
+
+
+def tree_of(root: Path) -> dict[str, bytes | None]:
+    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None) for p in sorted(root.rglob("*"))}
+
+
+KINDS = {
+    "maildir": {"mkdir-fsync", "maildir-delivery"},
+    "replace-fsync": {"mkdir-fsync", "replace-fsync"},
+    "replace-nofsync": {"mkdir-fsync", "replace-nofsync"},
+    "append": {"mkdir-fsync", "create-fsync", "append-fdatasync"},
+    "churn": {"mkdir-fsync", "create-fsync", "unlink-fsync", "rename-fsync"},
+    "mix": {"mkdir-fsync", "create-fsync", "unlink-fsync", "rename-fsync", "append-fdatasync", "overwrite-fsync"},
+}
+
+
+@pytest.mark.parametrize("name", pl.WORKLOADS)
+def test_workload_is_deterministic_and_keeps_every_promise_after_its_mark(tmp_path, monkeypatch, name):
+    ops = 40
+    root, acks, spy, snaps = run_wl(tmp_path, name, 7, ops, snaps=True)
+    again_root, again, _, _ = run_wl(tmp_path, name, 7, ops, tag="again")
+    other_root, other, _, _ = run_wl(tmp_path, name, 8, ops)
+    assert acks.ops == again.ops and acks.promises == again.promises and tree_of(root) == tree_of(again_root)
+    assert tree_of(root) != tree_of(other_root)
+    lines = (tmp_path / f"{name}-7-{ops}.jsonl").read_text().splitlines()
+    assert json.loads(lines[0]) == {"rec": "workload", "workload": name, "seed": 7}
+    assert [json.loads(x)["id"] for x in lines if '"promise"' in x] == [p["id"] for p in acks.promises]
+    marks = [x for kind, x in spy.events if kind == "mark"]
+    assert marks == [f"p{i}" for i in range(1, len(acks.promises) + 1)]
+    assert len(marks) >= (ops // 2 if name == "mix" else ops)  # mix: some steps are never synced
+    assert {p["kind"] for p in acks.promises} >= KINDS[name] - ({"unlink-fsync"} if name == "mix" else set())
+    assert {p["kind"] for p in acks.promises} <= KINDS[name]
+    for k, p in enumerate(acks.promises, 1):  # the tree right after mark k keeps promises 1..k
+        res = pl.verify(str(snaps / p["id"]), acks.ops, acks.promises, k)
+        assert res["broken"] == [] and p["id"] in res["checked"], (p, res["results"])
+    final = pl.verify(str(root), acks.ops, acks.promises, len(acks.promises), finished=True)
+    assert final["broken"] == [] and len(final["checked"]) >= 1 and final["unsynced_lost"] == []
+
+
+@pytest.mark.parametrize("name", pl.WORKLOADS)
+def test_each_promise_names_the_syncs_the_workload_really_did(tmp_path, monkeypatch, name):
+    _, acks, spy, _ = run_wl(tmp_path, name, 3, 25, monkeypatch)
+    since: list[tuple[str, str]] = []
+    by_mark = {}
+    for kind, what in spy.events:
+        if kind == "mark":
+            by_mark[what] = since
+            since = []
+        else:
+            since.append((kind, what))
+    for p in acks.promises:
+        claimed = [tuple(step.split(" ", 1)) for step in p["after"].split("; ")
+                   if step.split(" ", 1)[0] in ("fsync", "fdatasync")]
+        did = by_mark[p["id"]]
+        assert claimed, p
+        for call, paths in claimed:
+            for path in paths.split(", "):
+                assert (call, path.rstrip("/") or ".") in did, (p["id"], p["after"], did)
+        if p["kind"] == "replace-nofsync":  # really without the temp file's fsync
+            assert not any(path.endswith(".tmp") for _, path in did) and p["posix"] is False
+
+
+def test_mix_writes_unsynced_data_and_reports_it_without_breaking_promises(tmp_path):
+    root, acks, _, _ = run_wl(tmp_path, "mix", 5, 60)
+    assert any(op["unsynced"] for op in acks.ops)
+    res = pl.verify(str(root), acks.ops, acks.promises, len(acks.promises), finished=True)
+    assert res["unsynced_present"] and not res["unsynced_lost"]
+    gone = res["unsynced_present"][0]
+    os.unlink(root / gone)
+    res = pl.verify(str(root), acks.ops, acks.promises, len(acks.promises), finished=True)
+    assert gone in res["unsynced_lost"] and res["broken"] == []  # informational, not a broken promise
+
+
+# --- verification catches loss ------------------------------------------------------------------
+
+def final_check(root: Path, acks) -> dict:
+    return pl.verify(str(root), acks.ops, acks.promises, len(acks.promises))
+
+
+def failures(res: dict) -> list[tuple[str, str, str]]:
+    return [(r["kind"], r["path"], r["verdict"]) for r in res["results"] if not r["ok"]]
+
+
+def test_verify_catches_a_missing_maildir_message(tmp_path):
+    root, acks, _, _ = run_wl(tmp_path, "maildir", 1, 5)
+    assert final_check(root, acks)["broken"] == []
+    victim = sorted((root / "Maildir" / "new").iterdir())[2]
+    victim.unlink()
+    res = final_check(root, acks)
+    assert failures(res) == [("maildir-delivery", f"Maildir/new/{victim.name}", "missing")]
+    assert len(res["broken"]) == 1
+
+
+def test_verify_catches_wrong_content_and_zero_fill(tmp_path):
+    root, acks, _, _ = run_wl(tmp_path, "churn", 2, 30)
+    files = sorted(p for p in (root / "churn").rglob("*") if p.is_file() and p.stat().st_size > 1000)
+    a, b = files[0], files[1]
+    data = bytearray(a.read_bytes())
+    data[700] ^= 1
+    a.write_bytes(bytes(data))
+    b.write_bytes(bytes(b.stat().st_size))
+    c = files[2]
+    lost_block = bytes(1024) + c.read_bytes()[1024:]  # its first block lost
+    c.write_bytes(lost_block)
+    zeros = len(lost_block) - len(lost_block.lstrip(b"\0"))
+    got = {path: v for _, path, v in failures(final_check(root, acks))}
+    assert got == {str(a.relative_to(root)): "wrong content", str(b.relative_to(root)): "zero-filled",
+                   str(c.relative_to(root)): f"wrong content (its first {zeros} bytes are zeros)"} and zeros >= 1024
+
+
+@pytest.mark.parametrize("name", ["replace-fsync", "replace-nofsync"])
+def test_verify_catches_a_zero_length_replace(tmp_path, name):
+    root, acks, _, _ = run_wl(tmp_path, name, 3, 4)
+    target = root / "replace" / "target"
+    assert final_check(root, acks)["broken"] == []
+    target.write_bytes(b"")
+    assert failures(final_check(root, acks)) == [(name, "replace/target", "empty")]
+
+
+def test_replace_accepts_old_or_new_only_while_the_next_replace_may_run(tmp_path):
+    root, acks, _, snaps = run_wl(tmp_path, "replace-fsync", 4, 3, snaps=True)
+    versions = [(snaps / f"p{k}" / "replace" / "target").read_bytes() for k in range(2, 6)]  # v0..v3
+    target = root / "replace" / "target"
+
+    def ok_at(due: int, content: bytes) -> bool:
+        target.write_bytes(content)
+        return pl.verify(str(root), acks.ops, acks.promises, due)["broken"] == []
+
+    # p1 is the mkdir; p(k+2) acknowledges version k; at due=3 (v1 acknowledged) v2's replace may be running
+    assert ok_at(3, versions[1]) and ok_at(3, versions[2])
+    assert not ok_at(3, versions[0]) and not ok_at(3, versions[3]) and not ok_at(3, b"")
+    assert ok_at(5, versions[3]) and not ok_at(5, versions[2])
+
+
+def test_nofsync_replace_never_accepts_an_empty_file_even_mid_replace(tmp_path):
+    root, acks, _, snaps = run_wl(tmp_path, "replace-nofsync", 4, 3, snaps=True)
+    target = root / "replace" / "target"
+    v1 = (snaps / "p3" / "replace" / "target").read_bytes()
+    v2 = (snaps / "p4" / "replace" / "target").read_bytes()
+    for content, ok in ((v1, True), (v2, True), (b"", False), (v2[:100], False), (bytes(len(v2)), False)):
+        target.write_bytes(content)
+        assert (pl.verify(str(root), acks.ops, acks.promises, 3)["broken"] == []) is ok
+
+
+def test_verify_catches_a_lost_rename(tmp_path):
+    root, acks, _, _ = run_wl(tmp_path, "churn", 2, 30)
+    res = final_check(root, acks)
+    assert res["broken"] == []
+    def untouched_since(p: dict) -> bool:
+        paths = {e["path"] for e in p["effects"]}
+        return not any(e["path"] in paths for op in acks.ops[p["ops"]:] for e in op["effects"])
+
+    last = [p for p in acks.promises if p["kind"] == "rename-fsync" and untouched_since(p)][-1]
+    src, dst = (e["path"] for e in last["effects"])
+    os.rename(root / dst, root / src)  # the rename undone, as a lost directory update would
+    got = {(k, p, v) for k, p, v in failures(final_check(root, acks))}
+    assert ("rename-fsync", dst, "missing") in got and ("rename-fsync", src, "still present") in got
+
+
+def test_verify_catches_a_truncated_append(tmp_path):
+    root, acks, _, _ = run_wl(tmp_path, "append", 6, 10)
+    journal = root / "append" / "journal"
+    data = journal.read_bytes()
+    journal.write_bytes(data + b"garbage after the last record is allowed")
+    assert final_check(root, acks)["broken"] == []
+    journal.write_bytes(data[:-1])
+    assert failures(final_check(root, acks)) == [
+        ("append-fdatasync", "append/journal", f"short ({len(data) - 1} of {len(data)} bytes)")]
+    # an earlier point: only the records acknowledged by then must be there
+    first = next(p for p in acks.promises if p["kind"] == "append-fdatasync")
+    need = first["effects"][0]["state"]["size"]
+    journal.write_bytes(data[:need])
+    due = acks.promises.index(first) + 1
+    assert pl.verify(str(root), acks.ops, acks.promises, due)["broken"] == []
+    journal.write_bytes(data[:need - 1])
+    assert pl.verify(str(root), acks.ops, acks.promises, due)["broken"] == [first["id"]]
+
+
+def test_a_torn_overwrite_is_accepted_only_while_it_may_be_running(tmp_path):
+    old = pl.blob("old", 4096)
+    new = old[:1024] + pl.blob("new", 1024) + old[2048:]
+    ops = [{"seq": 1, "op": "create", "unsynced": False, "effects": [{"path": "f", "state": pl.file_state(old)}]},
+           {"seq": 2, "op": "overwrite", "unsynced": False,
+            "effects": [{"path": "f", "state": pl.file_state(new), "inflight": pl.torn_state(old, new, 1024, 1024)}]}]
+    promises = [{"id": "p1", "kind": "create-fsync", "ops": 1, "effects": [{"path": "f", "state": pl.file_state(old)}]},
+                {"id": "p2", "kind": "overwrite-fsync", "ops": 2,
+                 "effects": [{"path": "f", "state": pl.file_state(new)}]}]
+    mixed = old[:1024] + new[1024:1536] + old[1536:]  # first sector new, second still old
+
+    def broken(content: bytes, due: int) -> list:
+        (tmp_path / "f").write_bytes(content)
+        return pl.verify(str(tmp_path), ops, promises, due)["broken"]
+
+    assert broken(mixed, 1) == [] and broken(new, 1) == [] and broken(old, 1) == []
+    assert broken(mixed, 2) == ["p2"]  # once p2 is due, only the new content
+    assert broken(old[:1024] + bytes(512) + old[1536:], 1) == ["p1"]  # a sector neither old nor new
+    assert broken(old[:1024] + new[1024:2048] + bytes(2048), 1) == ["p1"]  # outside the region
+
+
+def test_expectations_skip_superseded_promises_and_paths_never_promised():
+    st = pl.file_state
+    ops = [{"seq": 1, "op": "a", "unsynced": False, "effects": [{"path": "x", "state": st(b"1")}]},
+           {"seq": 2, "op": "b", "unsynced": True, "effects": [{"path": "u", "state": st(b"u")}]},
+           {"seq": 3, "op": "c", "unsynced": False, "effects": [{"path": "x", "state": st(b"2")}]}]
+    promises = [{"id": "p1", "kind": "k", "ops": 1, "effects": [{"path": "x", "state": st(b"1")}]},
+                {"id": "p2", "kind": "k", "ops": 3, "effects": [{"path": "x", "state": st(b"2")}]}]
+    checks, unsynced = pl.expectations(ops, promises, 2)
+    assert [(c["promise"], c["path"], c["alternatives"]) for c in checks] == [("p2", "x", [])]
+    assert [u["path"] for u in unsynced] == ["u"]
+    checks, unsynced = pl.expectations(ops, promises, 1)  # p2's write may be running: "2" also fine
+    assert [(c["promise"], len(c["alternatives"])) for c in checks] == [("p1", 1)] and unsynced == []
+    assert pl.expectations(ops, promises, 0) == ([], [])
+
+
+# --- the check loop end to end, on a fake filesystem --------------------------------------------
+
+SLOT = 16 * 512  # the fake filesystem: slot i at i*SLOT; sector 0 a JSON header, then the data
+
+
+def fake_header(obj: dict) -> bytes:
+    raw = b"FAKE" + json.dumps(obj).encode()
+    return raw + bytes(512 - len(raw))
+
+
+def fake_mount_tree(image: bytes, mnt: Path) -> bool:
+    """Mount the fake filesystem: slot 0 must hold its superblock; every slot header is a file."""
+    if not image.startswith(b"FAKE"):
+        return False
+    for slot in range(1, len(image) // SLOT):
+        head = image[slot * SLOT:slot * SLOT + 512]
+        if head.startswith(b"FAKE"):
+            meta = json.loads(head[4:].rstrip(b"\0"))
+            start = slot * SLOT + 512
+            (mnt / meta["path"]).write_bytes(image[start:start + meta["size"]])
+    return True
+
+
+class FakeSystem:
+    """device-mapper, mount, umount, losetup and the checker, acting on the data file."""
+
+    def __init__(self, data: Path, fail_mount_at: set[int] = frozenset()):
+        self.data, self.fail_mount_at, self.mounts, self.calls = data, fail_mount_at, 0, []
+
+    def install(self, monkeypatch) -> None:
+        monkeypatch.setattr(pl, "dm_create", self.dm_create)
+        monkeypatch.setattr(pl, "dm_remove", lambda name: self.calls.append(("remove", name)))
+        monkeypatch.setattr(pl, "mount_fs", self.mount)
+        monkeypatch.setattr(pl, "umount_fs", self.umount)
+        monkeypatch.setattr(pl, "run_checker", self.checker)
+        monkeypatch.setattr(pl, "run_cmd", self.run_cmd)
+        monkeypatch.setattr(pl.shutil, "which", lambda name: f"/sbin/{name}" if name == "fsck.fake" else None)
+
+    def dm_create(self, name: str, table: str) -> str:
+        self.calls.append(("create", name, table))
+        return str(self.data)  # the snapshot: what it shows is the origin's content
+
+    def mount(self, fstype, options, dev, mnt):
+        self.mounts += 1
+        if self.mounts - 1 in self.fail_mount_at or not fake_mount_tree(Path(dev).read_bytes(), Path(mnt)):
+            return 32, "mount: wrong fs type, bad option, bad superblock\n"
+        return 0, ""
+
+    def umount(self, mnt):
+        for p in Path(mnt).iterdir():
+            p.unlink()
+        return 0, ""
+
+    def checker(self, argv):
+        image = Path(argv[-1]).read_bytes()
+        bad = [s for s in range(1, len(image) // SLOT) if image[s * SLOT:s * SLOT + 4] == b"FAKE"
+               and not image[s * SLOT + 512:s * SLOT + 1024].strip(b"\0")]
+        return (1, f"slot {bad[0]}: inode with no data\nmore\n") if bad else (0, "clean\n")
+
+    def run_cmd(self, argv, timeout=None):
+        self.calls.append(tuple(argv))
+        return (0, "/dev/loop7\n") if argv[:2] == ["losetup", "--find"] else (0, "")
+
+
+def fake_log(a: bytes, b: bytes, c: bytes) -> LogBuilder:
+    lb = LogBuilder()
+    lb.write(0, fake_header({"fakefs": 1}))  # mkfs
+    lb.flush()
+    lb.mark("mkfs")
+    lb.write(SLOT // 512 + 1, a)  # p1: data, flush, FUA inode (like a journal commit)
+    lb.flush()
+    lb.fua(SLOT // 512, fake_header({"path": "a", "size": len(a)}))
+    lb.mark("p1")
+    lb.write(2 * SLOT // 512 + 1, b)  # p2: data and inode, then a flush
+    lb.write(2 * SLOT // 512, fake_header({"path": "b", "size": len(b)}))
+    lb.flush()
+    lb.mark("p2")
+    lb.write(3 * SLOT // 512 + 1, c)  # never synced: after the last flush
+    lb.write(3 * SLOT // 512, fake_header({"path": "c", "size": len(c)}))
+    lb.mark("dm-log-writes-end")
+    return lb
+
+
+def fake_case(tmp_path, monkeypatch, fault=None, fail_mount_at=frozenset(), check=("fsck.fake", "{dev}")):
+    a, b, c = pl.blob("a", 2048), pl.blob("b", 1536), pl.blob("c", 512)
+    logp = _file(tmp_path, fake_log(a, b, c).build())
+    data = tmp_path / "data.img"
+    data.write_bytes(os.urandom(5 * SLOT))
+    mnt, out = tmp_path / "mnt", tmp_path / "out"
+    mnt.mkdir()
+    out.mkdir()
+    acks = pl.Acks(lambda pid: None)
+    for name, content in (("a", a), ("b", b)):
+        acks.op(f"create {name}", (name, pl.file_state(content), pl.EXISTS))
+        acks.promise("create-fsync", f"write {name}; fsync {name}", f"{name} holds its bytes",
+                     [(name, pl.file_state(content))])
+    acks.op("write c", ("c", pl.file_state(c), pl.EXISTS), unsynced=True)
+    cfg = Namespace(data=str(data), log=str(logp), max_points=0, fault=fault, fstype="fakefs", mount_options="",
+                    mnt=str(mnt), check=list(check) if check else None, fs_type="fakefs", fs_name="fake",
+                    cow_file=str(tmp_path / "cow"), workload="hand-made", seed=0, ops=2, mkfs=["mkfs.fake"])
+    fake = FakeSystem(data, fail_mount_at)
+    fake.install(monkeypatch)
+    metrics = []
+    tot = pl.check_all(cfg, acks, str(out), lambda m, v, u="", **kw: metrics.append({"metric": m, "value": v, **kw}))
+    pl.report(acks, tot, lambda m, v, u="", **kw: metrics.append({"metric": m, "value": v, **kw}))
+    points = [json.loads(x) for x in (out / "points.jsonl").read_text().splitlines()]
+    return points, {(m["metric"], m.get("kind")): m["value"] for m in metrics}, out, fake
+
+
+def test_check_loop_on_an_intact_log_keeps_every_fsynced_promise(tmp_path, monkeypatch):
+    points, m, out, fake = fake_case(tmp_path, monkeypatch)
+    assert [(p["state"], p["t"], p["due"], p["new_promises"]) for p in points] == [
+        (1, 3, 0, []), (4, 4, 0, []), (5, 8, 1, ["p1"]), (9, 13, 2, ["p2"])]
+    assert m[("points_checked", None)] == 4 and m[("points_total", None)] == 4
+    assert m[("promises_checked", None)] == 2 and m[("promises_broken", None)] == 0  # checked, and kept
+    assert m[("promise_checks", None)] == 3 and m[("promise_checks_broken", None)] == 0
+    assert m[("promises_broken", "create-fsync")] == 0 and m[("promises_made", "create-fsync")] == 2
+    assert m[("unsynced_lost", None)] == 1 and m[("unsynced_present", None)] == 0  # c came after the last flush
+    assert m[("points_needing_repair", None)] == 0 and m[("points_unmountable", None)] == 0
+    assert points[-1]["unsynced_lost"] == ["c"] and all(p["check"]["clean"] for p in points)
+    assert not list((out / "evidence").iterdir())
+    assert json.loads((out / "log.json").read_text())["flushes"] == 3
+    creates = [c for c in fake.calls if c[0] == "create"]
+    assert len(creates) == 4 and all(" snapshot " in c[2] and c[2].endswith("/dev/loop7 N 8") for c in creates)
+    assert ("losetup", "--detach", "/dev/loop7") in fake.calls and not (tmp_path / "cow").exists()
+
+
+def test_check_loop_with_a_dropped_flushed_write_breaks_the_promise_and_keeps_evidence(tmp_path, monkeypatch):
+    points, m, out, _ = fake_case(tmp_path, monkeypatch, fault="drop-flushed-write")
+    assert m[("fault_dropped_entry", None)] == 3  # the data write of "a", before p1's barrier
+    assert m[("promises_broken", None)] == 1 and m[("promises_broken", "create-fsync")] == 1
+    assert m[("promise_checks_broken", None)] == 2  # at p1's point and at the last
+    assert m[("points_needing_repair", None)] == 2
+    ev = json.loads((out / "evidence" / "p1.json").read_text())
+    assert ev["failure"]["verdict"] == "zero-filled" and ev["failure"]["path"] == "a"
+    assert ev["failure"]["expected"]["sha256"] == pl.file_state(pl.blob("a", 2048))["sha256"]
+    assert ev["failure"]["found"]["size"] == 2048 and ev["points_broken"] == [2, 3]
+    assert (out / "evidence" / ev["found_file"]).read_bytes() == bytes(2048)  # the wrong file itself
+    assert ev["point"]["t"] == 8 and ev["point"]["barrier"] == 4 and ev["fault"]["entry"] == 3
+    assert ev["checker_output"][0].startswith("slot 1") and ev["point"]["check"]["rc"] == 1
+    assert (out / "checker" / "point-2.txt").read_text().startswith("$ fsck.fake ")
+    assert [p["broken"] for p in points] == [[], [], ["p1"], ["p1"]]
+    assert [p["promises_kept"] for p in points] == [[], [], [], ["p2"]]
+
+
+def test_check_loop_goes_on_after_a_mount_failure_and_without_a_checker(tmp_path, monkeypatch):
+    points, m, _, _ = fake_case(tmp_path, monkeypatch, fail_mount_at={2}, check=("fsck.missing", "{dev}"))
+    assert [p["mounted"] for p in points] == [True, True, False, True]
+    assert points[2]["mount"]["rc"] == 32 and "bad superblock" in points[2]["mount"]["output"][0]
+    assert m[("points_unmountable", None)] == 1 and m[("promise_checks_unmountable", None)] == 1
+    assert m[("points_checked", None)] == 4 and m[("promises_broken", None)] == 0
+    assert all(p["check"] == {"ran": False, "note": "checker missing from the image: fsck.missing"} for p in points)
+    assert m[("points_without_checker", None)] == 4
+
+
+def test_check_loop_says_when_a_filesystem_has_no_checker(tmp_path, monkeypatch):
+    points, _, _, _ = fake_case(tmp_path, monkeypatch, check=None)
+    assert points[0]["check"] == {"ran": False, "note": "no checker for fakefs"}
+
+
+def test_a_log_without_its_end_mark_is_an_error(tmp_path, monkeypatch):
+    lb = LogBuilder()
+    lb.flush()
+    lb.mark("mkfs")
+    logp = _file(tmp_path, lb.build())
+    cfg = Namespace(log=str(logp))
+    with pytest.raises(pl.PowerlossError, match="does not end with the mark 'dm-log-writes-end'"):
+        pl.check_all(cfg, pl.Acks(lambda p: None), str(tmp_path), lambda *a, **k: None)
+
+
+# --- recording, with device-mapper replaced -----------------------------------------------------
+
+def fake_record(tmp_path, monkeypatch, status: str, kernel: list[str]):
+    data, log = tmp_path / "data", tmp_path / "log"
+    data.write_bytes(b"\xff" * (1 << 20))
+    log.write_bytes(b"\xff" * (1 << 17))
+    mnt, out = tmp_path / "mnt", tmp_path / "out"
+    out.mkdir()
+    calls = []
+    monkeypatch.setattr(pl, "dm_create", lambda name, table: calls.append(("create", name, table)) or str(data))
+    monkeypatch.setattr(pl, "dm_remove", lambda name: calls.append(("remove", name)))
+    monkeypatch.setattr(pl, "dm_mark", lambda name, text: calls.append(("mark", text)))
+    monkeypatch.setattr(pl, "dm_status", lambda name: status)
+    monkeypatch.setattr(pl, "mount_fs", lambda *a: (0, ""))
+    monkeypatch.setattr(pl, "umount_fs", lambda mnt: (0, ""))
+    monkeypatch.setattr(pl, "must", lambda argv, what, timeout=0: calls.append(("run", *argv)) or "")
+    monkeypatch.setattr(pl.Kmsg, "take", lambda self, limit=60: kernel)
+    cfg = Namespace(data=str(data), log=str(log), mnt=str(mnt), mkfs=["mkfs.x", "-q", "{dev}"], fstype="x",
+                    mount_options="", fs_name="x", workload="append", seed=1, ops=3)
+    return cfg, str(out), calls, data, log
+
+
+def test_record_zeroes_the_disks_runs_mkfs_marks_and_the_workload(tmp_path, monkeypatch):
+    cfg, out, calls, data, log = fake_record(tmp_path, monkeypatch, "0 2048 log-writes 120 4000", [])
+    acks, _ = pl.record(cfg, out, lambda *a, **k: None)
+    assert data.read_bytes() == bytes(1 << 20) and log.read_bytes()[:65536] == bytes(65536)
+    assert calls[0] == ("create", "fslab-pl-lw", f"0 2048 log-writes {data} {log}")
+    assert calls[1] == ("run", "mkfs.x", "-q", str(data)) and calls[2] == ("mark", "mkfs")
+    assert [c[1] for c in calls if c[0] == "mark"][1:] == [p["id"] for p in acks.promises] != []
+    assert calls[-1] == ("remove", "fslab-pl-lw")
+    assert (Path(out) / "promises.jsonl").exists() and "dmsetup status" in (Path(out) / "record.txt").read_text()
+
+
+@pytest.mark.parametrize("status, kernel", [
+    ("0 2048 log-writes 99 255 logging_disabled", []),
+    ("0 2048 log-writes 99 255", ["device-mapper: log-writes: Ran out of space on the logdev"]),
+])
+def test_record_says_in_one_line_when_the_log_device_is_too_small(tmp_path, monkeypatch, status, kernel):
+    cfg, out, calls, _, log = fake_record(tmp_path, monkeypatch, status, kernel)
+    with pytest.raises(pl.PowerlossError) as e:
+        pl.record(cfg, out, lambda *a, **k: None)
+    msg = str(e.value)
+    assert "\n" not in msg and f"log device {log} (131072 bytes) is too small" in msg
+    assert "after 99 entries" in msg and calls[-1] == ("remove", "fslab-pl-lw")
+
+
+def test_stale_devices_of_a_killed_run_are_removed_first(tmp_path, monkeypatch):
+    mapper, shm = tmp_path / "mapper", tmp_path / "shm"
+    mapper.mkdir()
+    shm.mkdir()
+    (mapper / "fslab-pl-snap").touch()
+    (shm / "fslab-powerloss-cow-123").touch()
+    (shm / "someone-else").touch()
+    calls = []
+
+    def run_cmd(argv, timeout=None):
+        calls.append(argv)
+        return (0, "/dev/loop3\n") if "--associated" in argv else (0, "")
+    monkeypatch.setattr(pl, "run_cmd", run_cmd)
+    done = pl.clean_stale(str(tmp_path / "not-mounted"), str(shm), str(mapper))
+    assert done == ["dmsetup remove fslab-pl-snap: rc 0", "losetup --detach /dev/loop3: rc 0",
+                    f"rm {shm}/fslab-powerloss-cow-123"]
+    assert ["dmsetup", "remove", "--retry", "fslab-pl-snap"] in calls and sorted(os.listdir(shm)) == ["someone-else"]
+    assert pl.clean_stale(str(tmp_path / "not-mounted"), str(shm), str(tmp_path / "none")) == []
+
+
+# --- the command line ---------------------------------------------------------------------------
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(PROGRAM), *args], capture_output=True, text=True, timeout=60)
+
+
+def test_inspect_prints_the_summary_and_the_points(tmp_path):
+    logp = _file(tmp_path, fake_log(pl.blob("a", 2048), pl.blob("b", 512), pl.blob("c", 512)).build())
+    cp = cli("--inspect", str(logp), "--max-points", "2")
+    assert cp.returncode == 0, cp.stderr
+    lines = [json.loads(x) for x in cp.stdout.splitlines()]
+    assert lines[0]["entries"] == 14 and lines[0]["points"] == 4 and lines[0]["mark_at"]["p2"] == 10
+    assert lines[0]["promise_points_unchecked"] == 1 and [p["index"] for p in lines[1:]] == [0, 3]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--data", "d", "--log", "l", "--workload", "append", "--out", "o"], "--mkfs-json and --fstype are required"),
+    (["--data", "d", "--log", "d", "--workload", "append", "--out", "o", "--mkfs-json", '["m"]', "--fstype", "x"],
+     "two different disks"),
+    (["--data", "d", "--log", "l", "--workload", "nope", "--out", "o"], "invalid choice: 'nope'"),
+    (["--data", "d", "--log", "l", "--workload", "append", "--out", "o", "--mkfs-json", "{", "--fstype", "x"],
+     "not JSON"),
+    (["--data", "d", "--log", "l", "--workload", "append", "--out", "o", "--mkfs-json", '"m"', "--fstype", "x"],
+     "JSON list of strings"),
+    (["--inspect", "x", "--max-points", "1"], "at least 2"),
+    (["--data", "d", "--log", "l", "--workload", "append", "--out", "o", "--plan", "p"], "go together"),
+])
+def test_bad_arguments_exit_2(args, message):
+    cp = cli(*args)
+    assert cp.returncode == 2 and message in cp.stderr and cp.stdout == ""
+
+
+def test_errors_of_the_run_are_one_line_and_exit_1(tmp_path):
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps({"filesystems": [{"name": "e4", "type": "ext4", "mkfs": ["mkfs.ext4", "{dev}"]},
+                                                {"name": "z", "type": "zfs", "mkfs": [], "mount": False}]}))
+    base = ["--data", str(plan), "--log", "/dev/null", "--workload", "append", "--out", str(tmp_path / "o")]
+    for extra, message in ((["--plan", str(plan), "--fs", "nope"], "no entry named 'nope' (have: e4, z)"),
+                           (["--plan", str(plan), "--fs", "z"], "is not supported"),
+                           (["--plan", str(plan), "--fs", "e4"], "is not a block device")):
+        cp = cli(*base, *extra)
+        assert cp.returncode == 1 and cp.stderr.count("\n") == 1 and message in cp.stderr, cp.stderr
+    cp = cli("--inspect", str(plan))
+    assert cp.returncode == 1 and cp.stderr.count("\n") == 1 and "not dm-log-writes" in cp.stderr
+
+
+# --- an independent writer of the format: QEMU's blklogwrites -----------------------------------
+
+@pytest.mark.skipif(shutil.which("qemu-io") is None, reason="qemu-io is not installed")
+def test_a_log_written_by_qemu_blklogwrites_replays_to_the_disk_it_recorded(tmp_path):
+    """QEMU implements the same on-disk format independently: its log of a random mix of writes,
+    zero-writes, discards and flushes must parse, and replaying to the last point (the log ends
+    with a flush) must give back the recorded disk byte for byte, every earlier point the reference."""
+    disk, logf = tmp_path / "disk.raw", tmp_path / "log.raw"
+    size = 256 * 1024
+    disk.write_bytes(bytes(size))
+    logf.write_bytes(bytes(8 << 20))
+    rng = random.Random(42)
+    cmds = []
+    for i in range(80):
+        off, n = rng.randrange(0, size // 512 - 16) * 512, rng.randrange(1, 16) * 512
+        kind = rng.choices(("write", "zero", "discard", "flush"), weights=(6, 1, 1, 2))[0]
+        cmds += {"write": [f"write -P {i % 250 + 1} {off} {n}"], "zero": [f"write -z {off} {n}"],
+                 "discard": [f"discard {off} {n}"], "flush": ["flush"]}[kind]
+    cmds.append("flush")
+    opts = (f"driver=blklogwrites,file.driver=file,file.filename={disk},log.driver=file,log.filename={logf},"
+            "log-sector-size=512")
+    argv = ["qemu-io", "--image-opts", opts] + [x for c in cmds for x in ("-c", c)]
+    cp = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert cp.returncode == 0, cp.stderr
+    raw = logf.read_bytes()
+    log = pl.parse_log(open(logf, "rb"), len(raw))
+    kinds = [c.split()[0] if not c.startswith("write -z") else "zero" for c in cmds]
+    assert sum(e.writes for e in log.entries) == kinds.count("write") + kinds.count("zero")  # zeros: as data
+    assert sum(e.has(pl.DISCARD) for e in log.entries) == kinds.count("discard")
+    assert sum(e.has(pl.FLUSH) for e in log.entries) >= kinds.count("flush")  # QEMU adds some (close, discard)
+    points = pl.crash_points(log, None)
+    assert len(points) > 10
+    states = replay_all(tmp_path, raw, points, bytes(size))  # QEMU's disk began as zeros too
+    assert states[-1] == disk.read_bytes()
+    for p, got in zip(points, states, strict=True):
+        assert got == reference_state(raw, log, p.t, bytes(size))
