@@ -149,7 +149,7 @@ def test_verify_notices_a_changed_byte_and_a_phase_notices_a_missing_file(tmp_pa
     victim.write_bytes(bytes(data))
     cp = prog("verify", "--root", str(root), "--class", "small", "--files", "37", "--fanout", "4", "--seed", "7")
     assert cp.returncode == 1 and "copy/ has tree_sha256" in cp.stderr and "src/" not in cp.stderr
-    assert [json.loads(x)["ok"] for x in cp.stdout.splitlines()] == [True, False]  # the lines still come out
+    assert [json.loads(x)["as_planned"] for x in cp.stdout.splitlines()] == [True, False]  # the lines still come out
     victim.unlink()
     cp = prog("read", "--root", str(root), "--class", "small", "--files", "37", "--fanout", "4", "--seed", "7")
     assert cp.returncode == 1 and "read handled 73 files" in cp.stderr and "the plan says (74," in cp.stderr

@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 from agentfakes import faked_agent, run_plan
 
-from harness import config, plan, stats, suites
+from harness import suites
+from harness.analysis import stats
 from harness.errors import FslabError
+from harness.spec import config, plan
 from harness.suites import small_files as sf
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -209,7 +211,7 @@ def test_smoke_cases_through_the_agent(agent, tmp_path):
             assert (fsyncs["create"] > 2 * n and fsyncs["read"] == 0) if c.params["fsync"] else \
                 set(fsyncs.values()) == {0}
             trees = {r["file"]: r for r in mine if r["metric"] == "tree_files"}
-            assert set(trees) == {"src/", "copy/"} and all(t["value"] == n and t["ok"] for t in trees.values())
+            assert set(trees) == {"src/", "copy/"} and all(t["value"] == n and t["as_planned"] for t in trees.values())
             assert trees["src/"]["tree_sha256"] == trees["copy/"]["tree_sha256"]
             digests.add((c.params["size_class"], trees["src/"]["tree_sha256"]))
     assert len(digests) == 3  # one tree per class: the same in both modes and both repetitions

@@ -45,8 +45,9 @@ Output: one JSON object a line, each {"metric", "value", "unit", "phase", "size_
 "seed"}: files_per_s (files handled per second of the loop), mb_per_s (create, copy, read), files,
 dirs, bytes, seconds, cpu_seconds, fsyncs, fsync_seconds, sync_seconds. A phase checks what it
 did against the plan (read: 2N files and their bytes) and fails if it differs. `verify` reads
-both trees and prints, per tree, `tree_files` with tree_sha256 (sha256 over the sorted lines
-"d PATH" and "f PATH SIZE SHA256"), the same on every filesystem for a (class, N, F, seed).
+both trees and prints, per tree (`file`: src/, copy/), `tree_files` with tree_sha256 (sha256 over
+the sorted lines "d PATH" and "f PATH SIZE SHA256"), the same on every filesystem for a (class,
+N, F, seed), and as_planned (it is the plan's; if not, verify fails after printing).
 Exit status: 0 done, 1 failed (one line on stderr says why), 2 bad arguments.
 """
 
@@ -378,7 +379,7 @@ def verify(root: str, p: dict) -> list[dict]:
         got = tree_digest(os.path.join(root, t))
         out.append({"metric": "tree_files", "value": got["files"], "unit": "", "file": f"{t}/",
                     "size_class": p["size_class"], "seed": p["seed"], "tree_bytes": got["bytes"],
-                    "dirs": got["dirs"], "tree_sha256": got["tree_sha256"], "ok": got["tree_sha256"] == want})
+                    "dirs": got["dirs"], "tree_sha256": got["tree_sha256"], "as_planned": got["tree_sha256"] == want})
         if got["tree_sha256"] != want:
             bad.append(f"{t}/ has tree_sha256 {got['tree_sha256'][:16]}..., the plan {want[:16]}...")
     return out + ([{"error": "; ".join(bad)}] if bad else [])

@@ -67,8 +67,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..errors import FslabError
-from . import Case, Suite
+from harness.errors import FslabError
+from harness.suites import Case, Suite
 
 PROGRAM = "/usr/local/bin/fslab-smallfiles"
 SEED = 2001  # seed 001's year
