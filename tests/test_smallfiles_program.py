@@ -71,15 +71,15 @@ def test_plan_is_a_function_of_the_seed_and_respects_the_class_and_fanout():
     assert a == b and a["sizes"] != c["sizes"]
     lo, hi = sf.CLASSES["medium"]
     assert all(lo <= s <= hi for s in a["sizes"]) and len(a["sizes"]) == 500
-    names = [f[0] for _, fs in a["leaves"] for f in fs]
+    names = [f[0] for _, fs, _new in a["leaves"] for f in fs]
     assert names == [str(i) for i in range(1, 501)]  # Mongo's names: numbers from 1
     entries = Counter(d.rpartition("/")[0] for d in a["dirs"])  # subdirectories of each directory
-    assert max(entries.values()) <= 7 and all(len(fs) <= 7 for _, fs in a["leaves"])
+    assert max(entries.values()) <= 7 and all(len(fs) <= 7 for _, fs, _new in a["leaves"])
     assert a["dirs"][:4] == ["d0", "d0/d0", "d0/d0/d0", "d0/d0/d1"]  # 500 / 7 -> 72 leaves, 3 levels
     assert len(a["leaves"]) == 72 and a["leaves"][71][0] == "d1/d3/d1"  # 71 = 1*49 + 3*7 + 1
     # the first files do not depend on how many there are
     assert sf.plan("medium", 50, 7, 3)["sizes"] == a["sizes"][:50]
-    for _, fs in a["leaves"]:
+    for _, fs, _new in a["leaves"]:
         assert all(0 <= off <= a["pool_size"] - size for _, size, off in fs)
 
 
@@ -105,7 +105,7 @@ def test_phases_in_order_do_what_they_say(tmp_path):
     pool = sf.pool(p)
     lines = {cmd: run(cmd, root) for cmd in ORDER[:3]}
     made = listing(root / "src")
-    want = {(f"{d}/" if d else "") + n: pool[off:off + size] for d, fs in p["leaves"] for n, size, off in fs}
+    want = {(f"{d}/" if d else "") + n: pool[off:off + size] for d, fs, _new in p["leaves"] for n, size, off in fs}
     assert made == want and listing(root / "copy") == want
     dirs = sorted(str(q.relative_to(root / "src")) for q in (root / "src").rglob("*") if q.is_dir())
     assert dirs == sorted(p["dirs"])

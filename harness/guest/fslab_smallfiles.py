@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """fslab-smallfiles: Hans Reiser's Mongo phases on a tree of files of one size class, from a seed.
 
-Installed in the image alone as /usr/local/bin/fslab-smallfiles: one file, standard library only.
+Installed in the image alone as /usr/local/bin/fslab-smallfiles: one file, standard library only
+(so a little over 400 lines, a sixth of them this description of the benchmark's choices).
 
     fslab-smallfiles PHASE --root DIR --class C --files N --fanout F --seed S [--fsync]
     fslab-smallfiles verify --root DIR --class C --files N --fanout F --seed S
     fslab-smallfiles plan --class C --files N --fanout F --seed S      (writes nothing)
 
-PHASE is one of Mongo's, in its order (mongo.pl of 2000, as shipped with reiserfsprogs and LTP's
+PHASE is one of Mongo's, in its order (Namesys' mongo.pl of 2000, a copy of which is in LTP's
 testcases/kernel/fs/mongo; its phase commands are what we follow):
     create  make the tree ROOT/src: N files (Mongo: reiser_fract_tree)
     copy    copy ROOT/src to ROOT/copy, file by file (Mongo: cp -r)
@@ -54,6 +55,7 @@ Exit status: 0 done, 1 failed (one line on stderr says why), 2 bad arguments.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -92,11 +94,13 @@ def leaf_dir(j: int, depth: int, fanout: int) -> str:
 
 def plan(size_class: str, files: int, fanout: int, seed: int) -> dict:
     """The tree: `dirs` (relative to the tree's root, parents first, the root itself left out),
-    `leaves` [(dir, [(name, size, pool offset), ...])], total `bytes`, `sizes`, `pool_size`.
+    `leaves` [(dir, [(name, size, pool offset), ...], [directories to make first])], total
+    `bytes`, `sizes`, `pool_size`.
 
     >>> p = plan("small", 5, 2, 1)
-    >>> p["dirs"], [(d, [f[0] for f in fs]) for d, fs in p["leaves"]]
-    (['d0', 'd0/d0', 'd0/d1', 'd1', 'd1/d0'], [('d0/d0', ['1', '2']), ('d0/d1', ['3', '4']), ('d1/d0', ['5'])])
+    >>> p["dirs"], [(d, [f[0] for f in fs], new) for d, fs, new in p["leaves"]]
+    (['d0', 'd0/d0', 'd0/d1', 'd1', 'd1/d0'], [('d0/d0', ['1', '2'], ['d0', 'd0/d0']), \
+('d0/d1', ['3', '4'], ['d0/d1']), ('d1/d0', ['5'], ['d1', 'd1/d0'])])
     """
     lo, hi = CLASSES[size_class]
     nleaf = max(1, -(-files // fanout))
@@ -111,17 +115,15 @@ def plan(size_class: str, files: int, fanout: int, seed: int) -> dict:
     for j in range(nleaf):
         d = leaf_dir(j, depth, fanout)
         parts = d.split("/") if d else []
-        for k in range(1, len(parts) + 1):
-            a = "/".join(parts[:k])
-            if a not in seen:
-                seen.add(a)
-                dirs.append(a)
+        new = [a for a in ("/".join(parts[:k]) for k in range(1, len(parts) + 1)) if a not in seen]
+        seen.update(new)
+        dirs += new
         fs = []
         for i in range(j * fanout, min(files, (j + 1) * fanout)):
             size = rng.randint(lo, hi)
             fs.append((str(i + 1), size, rng.randrange(pool_size - size + 1)))
             sizes.append(size)
-        leaves.append((d, fs))
+        leaves.append((d, fs, new))
     return {"size_class": size_class, "files": files, "fanout": fanout, "seed": seed, "dirs": dirs,
             "leaves": leaves, "sizes": sizes, "bytes": sum(sizes), "pool_size": pool_size}
 
@@ -141,7 +143,7 @@ def expected_digest(p: dict, data: bytes) -> str:
     """The tree digest of the plan (what `verify` must find on disk)."""
     lines = [f"d {d}" for d in p["dirs"]]
     view = memoryview(data)
-    for d, fs in p["leaves"]:
+    for d, fs, _new in p["leaves"]:
         for name, size, off in fs:
             lines.append(f"f {d + '/' if d else ''}{name} {size} {hashlib.sha256(view[off:off + size]).hexdigest()}")
     return digest_lines(lines)
@@ -162,17 +164,25 @@ class Counts:
         self.fsyncs += 1
 
     def sync_dir(self, path: str) -> None:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-        try:
+        with dir_fd(path, True) as fd:
             self.sync_fd(fd)
-        finally:
-            os.close(fd)
 
     def mkdir(self, path: str) -> None:
         os.mkdir(path, 0o755)
         self.dirs += 1
         if self.fsync:
             self.sync_dir(os.path.dirname(path))
+
+
+@contextlib.contextmanager
+def dir_fd(path: str, wanted: bool):
+    """A directory's descriptor (through which fsync makes its entries durable), or -1 if not wanted."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY) if wanted else -1
+    try:
+        yield fd
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def _write_all(fd: int, view: memoryview) -> None:
@@ -197,17 +207,11 @@ def walk(top: str):
 def create(root: str, p: dict, c: Counts, data: bytes) -> None:
     top, view = os.path.join(root, "src"), memoryview(data)
     c.mkdir(top)
-    made: set[str] = set()
-    for d, fs in p["leaves"]:
-        parts = d.split("/") if d else []
-        for k in range(1, len(parts) + 1):
-            a = "/".join(parts[:k])
-            if a not in made:
-                made.add(a)
-                c.mkdir(os.path.join(top, a))
+    for d, fs, new in p["leaves"]:
+        for a in new:  # the leaf and those of its parents not made yet
+            c.mkdir(os.path.join(top, a))
         leaf = os.path.join(top, d) if d else top
-        dfd = os.open(leaf, os.O_RDONLY | os.O_DIRECTORY) if c.fsync else -1
-        try:
+        with dir_fd(leaf, c.fsync) as dfd:
             for name, size, off in fs:
                 fd = os.open(os.path.join(leaf, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
                 try:
@@ -219,9 +223,6 @@ def create(root: str, p: dict, c: Counts, data: bytes) -> None:
                 if c.fsync:
                     c.sync_fd(dfd)
                 c.files, c.bytes = c.files + 1, c.bytes + size
-        finally:
-            if dfd >= 0:
-                os.close(dfd)
 
 
 def copy(root: str, p: dict, c: Counts) -> None:
@@ -231,13 +232,14 @@ def copy(root: str, p: dict, c: Counts) -> None:
     c.mkdir(dst)
     for d, files, subs in walk(src):
         out = os.path.join(dst, os.path.relpath(d, src))
-        dfd = os.open(out, os.O_RDONLY | os.O_DIRECTORY) if c.fsync else -1
-        try:
+        with dir_fd(out, c.fsync) as dfd:
             for f in files:
                 with open(f, "rb", buffering=0) as r:
                     fd = os.open(os.path.join(out, os.path.basename(f)), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
                     try:
-                        while n := r.readinto(buf):
+                        n = BUF
+                        while n == BUF:  # a short read is the end, as for mongo_read
+                            n = r.readinto(buf)
                             _write_all(fd, view[:n])
                             c.bytes += n
                         if c.fsync:
@@ -247,9 +249,6 @@ def copy(root: str, p: dict, c: Counts) -> None:
                 if c.fsync:
                     c.sync_fd(dfd)
                 c.files += 1
-        finally:
-            if dfd >= 0:
-                os.close(dfd)
         for s in subs:
             c.mkdir(os.path.join(out, os.path.basename(s)))
 
@@ -260,7 +259,9 @@ def read(root: str, p: dict, c: Counts) -> None:
         for _d, files, _subs in walk(os.path.join(root, t)):
             for f in files:
                 with open(f, "rb", buffering=0) as r:
-                    while n := r.readinto(buf):
+                    n = BUF
+                    while n == BUF:  # a short read is the end (mongo_read stopped there too)
+                        n = r.readinto(buf)
                         c.bytes += n
                 c.files += 1
 
@@ -276,32 +277,24 @@ def stat(root: str, p: dict, c: Counts) -> None:
 
 def rename(root: str, p: dict, c: Counts) -> None:
     for d, files, _subs in walk(os.path.join(root, "src")):
-        dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY) if c.fsync else -1
-        try:
+        with dir_fd(d, c.fsync) as dfd:
             for f in files:
                 os.rename(f, f + ".r")
                 if c.fsync:
                     c.sync_fd(dfd)
                 c.files += 1
-        finally:
-            if dfd >= 0:
-                os.close(dfd)
 
 
 def delete(root: str, p: dict, c: Counts) -> None:
     for t in TREES:
         order = []
         for d, files, _subs in walk(os.path.join(root, t)):
-            dfd = os.open(d, os.O_RDONLY | os.O_DIRECTORY) if c.fsync else -1
-            try:
+            with dir_fd(d, c.fsync) as dfd:
                 for f in files:
                     os.unlink(f)
                     if c.fsync:
                         c.sync_fd(dfd)
                     c.files += 1
-            finally:
-                if dfd >= 0:
-                    os.close(dfd)
             order.append(d)
         for d in reversed(order):  # children before their parents
             os.rmdir(d)

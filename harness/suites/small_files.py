@@ -3,15 +3,17 @@
 ones; the average file in a distribution is about 16 KB.
 
 The article gives no procedure, only that remark. The published description we follow is Mongo's
-own: mongo.pl of 2000 (shipped with reiserfsprogs, and in LTP's testcases/kernel/fs/mongo), whose
-phases are Create (reiser_fract_tree), Copy (cp -r), Symlinks, Read (every file whole, both
-trees), Stats (find over both trees), Rename (every file of the first tree to NAME.r) and Delete
-(rm -r of both), each timed (`time -p`: real seconds) and `sync`ed after its timing; trees of
-50 MB (median file 100 B) or 100 MB (medians 1 kB, 10 kB, 100 kB), files at most 1 MB, a median
-of 100 files a directory, a 4 KiB write buffer, 3 repetitions of every phase. STUDIES.md names
-six of those phases (not Symlinks). Our program, fslab-smallfiles (harness/guest/fslab_smallfiles.py),
-runs them and states its choices: the size classes, the tree's shape, the content, what the fsync
-mode does in each phase.
+own: mongo.pl (Namesys, 2000; a copy is in LTP's testcases/kernel/fs/mongo), whose phases are
+Create (reiser_fract_tree), Copy (cp -r), Symlinks, Read (every file whole, both trees), Stats
+(find over both trees), Rename (every file of the first tree to NAME.r) and Delete (rm -r of
+both), each timed (`time -p`: real seconds) and `sync`ed after its timing; trees of 50 MB (median
+file 100 B) or 100 MB (medians 1 kB, 10 kB, 100 kB), files at most 1 MB, a median of 100 files a
+directory, a 4 KiB write buffer, 3 repetitions of every phase. Namesys' later mongo.pl (the
+reiser4 wiki's Mongo page) takes FILE_SIZE, BYTES and REP_COUNTER as options and asks for
+BYTES x REP_COUNTER > RAM to keep the cache out; we start every phase cold instead. STUDIES.md
+names six of the phases (not Symlinks). Our program, fslab-smallfiles
+(harness/guest/fslab_smallfiles.py), runs them and states its choices: the size classes, the
+tree's shape, the content, what the fsync mode does in each phase.
 
 Cases: one per (size class, fsync mode): small-nofsync, small-fsync, medium-nofsync, ... Params:
 size_class, fsync, tree_files (files in one tree), fanout, seed, min_bytes, max_bytes. Steps:
@@ -60,6 +62,7 @@ from __future__ import annotations
 import bisect
 import functools
 import importlib.util
+import itertools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -167,6 +170,11 @@ class Need:
     def inodes(self) -> int:
         return self.files + self.dirs
 
+    @functools.cached_property
+    def prefix(self) -> tuple[list[int], list[int]]:
+        """Running sums over `sizes` of the bytes and of the 4 KiB blocks (each starting at 0)."""
+        return [0, *itertools.accumulate(self.sizes)], [0, *itertools.accumulate(-(-s // BLOCK) for s in self.sizes)]
+
 
 def needs(profile: str) -> list[Need]:
     """The peak of each class's cases: both trees (2 x files, 2 x (dirs + the tree's root) +
@@ -267,9 +275,8 @@ def bytes_needed(need: Need, m: Model) -> int:
     (36864, 57344)
     """
     k = bisect.bisect_right(need.sizes, m.inline)  # sizes up to the inline limit
-    inline = sum(need.sizes[:k]) * m.inline_copies
-    blocks = sum(-(-s // BLOCK) for s in need.sizes[k:]) * BLOCK
-    per_tree = inline + blocks
+    nbytes, nblocks = need.prefix
+    per_tree = nbytes[k] * m.inline_copies + (nblocks[-1] - nblocks[k]) * BLOCK
     return 2 * per_tree + need.inodes * m.per_inode + need.dirs * _dir_bytes(need.fanout)
 
 
