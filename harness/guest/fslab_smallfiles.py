@@ -27,7 +27,7 @@ What Mongo left open or we choose differently:
   [0.5, 1.5] MiB, mean 1 MiB. Mongo drew from one heavy-tailed law per run (median 100 B to
   100 kB, at most 1 MB); a narrow class isolates the size, which is the point of the crossover.
 - Shape: files numbered 1..N (Mongo's names) in leaf directories of F files each, the leaves in a
-  balanced tree of directories named d0, d1, ... with at most F entries each (ROOT/src/d3/d45/4512).
+  balanced tree of directories named d0, d1, ... with at most F entries each (F 100: ROOT/src/d3/d45/34512).
   Mongo's tree had random depth and branching (median 100 files a directory, its F).
 - Content: slices of a pool of seeded pseudo-random bytes (a file is pool[off:off + size]), so
   the content is incompressible and costs no CPU to make. Writes and reads go through a 64 KiB

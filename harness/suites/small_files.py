@@ -46,8 +46,8 @@ cannot hold a profile's peak, both trees of a class after copy, naming the numbe
 type (Debian 12's mkfs defaults, 4 KiB blocks; on the safe side; a file's data in whole blocks
 unless kept inline; a directory one block per 128 entries and an inode):
   ext2/3/4  inodes fixed by mkfs: one per 16 KiB of disk (mke2fs.conf; 4 KiB below 512 MiB; -i
-            or -N in mkfs_options), 256 B each; 5% reserved, 1% group metadata; ext3/4 a journal
-            of at least disk/64 (4 MiB to 1 GiB)
+            or -N in mkfs_options), 256 B each; 5% reserved, 1% group metadata; ext3/4 mke2fs's
+            default journal (32 MiB on 1 GiB, 64 MiB from 2 to 16 GiB, at most 1 GiB)
   xfs       512 B inodes made as needed, at most imaxpct (25% below 1 TiB; maxpct=); 64 MiB log, 4%
   btrfs     1 KiB of metadata a file (DUP), data up to 2048 B inline (twice); 256 MiB and 10%
   reiserfs  128 B a file (stat data, entries); data in whole blocks, which tails only improve;
@@ -223,10 +223,24 @@ def _ext_inodes(disk: int, mkfs: Sequence[str]) -> int:
     return disk // (int(i) if i and i.isdigit() and int(i) > 0 else _ext_ratio(disk))
 
 
+def ext_journal(disk: int) -> int:
+    """mke2fs's default journal for a disk (e2fsprogs' ext2fs_default_journal_size, 4 KiB blocks).
+
+    >>> [ext_journal(n << 30) // MiB for n in (1, 4, 16)]
+    [32, 64, 128]
+    """
+    blocks = disk // BLOCK
+    for limit, size in ((32768, 1024), (256 << 10, 4096), (512 << 10, 8192), (4096 << 10, 16384),
+                        (8192 << 10, 32768), (16384 << 10, 65536), (32768 << 10, 131072)):
+        if blocks < limit:
+            return size * BLOCK
+    return 262144 * BLOCK
+
+
 def _ext_unusable(journal: bool) -> Callable[[int, Sequence[str]], int]:
     def f(disk: int, mkfs: Sequence[str]) -> int:
         tables = 256 * _ext_inodes(disk, mkfs)  # 256-byte inodes, allocated by mkfs
-        j = min(GiB, max(4 * MiB, disk // 64)) if journal else 0  # >= mke2fs's default journal
+        j = ext_journal(disk) if journal else 0
         return disk // 20 + tables + j + disk // 100  # 5% reserved; group descriptors, bitmaps
     return f
 
@@ -240,7 +254,7 @@ def _xfs_inodes(disk: int, mkfs: Sequence[str]) -> int:
 CAPACITY: dict[str, Model] = {
     **{t: Model(_ext_inodes, 0, 0, 0, _ext_unusable(t != "ext2"),
                 "data in 4 KiB blocks; 256 B inode tables, 5% reserved, "
-                + ("" if t == "ext2" else "a journal of at least disk/64, ") + "1% group metadata",
+                + ("" if t == "ext2" else "mke2fs's default journal, ") + "1% group metadata",
                 f"mkfs.{t} makes one inode per 16 KiB of disk, 4 KiB below 512 MiB; -i or -N in "
                 "mkfs_options change that")
        for t in ("ext2", "ext3", "ext4")},
