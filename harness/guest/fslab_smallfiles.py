@@ -62,6 +62,7 @@ import os
 import random
 import sys
 import time
+from collections.abc import Callable
 
 CLASSES = {"small": (100, 1000), "medium": (8 << 10, 24 << 10), "large": (512 << 10, 1536 << 10)}
 PHASES = ("create", "copy", "read", "stat", "rename", "delete")
@@ -196,7 +197,8 @@ def walk(top: str):
     stack = [top]
     while stack:
         d = stack.pop()
-        files, subs = [], []
+        files: list[str] = []
+        subs: list[str] = []
         with os.scandir(d) as it:
             for e in it:
                 (subs if e.is_dir(follow_symlinks=False) else files).append(e.path)
@@ -303,7 +305,7 @@ def delete(root: str, p: dict, c: Counts) -> None:
                 c.sync_dir(os.path.dirname(d))
 
 
-def expect(phase: str, p: dict) -> dict:
+def expect(phase: str, p: dict) -> tuple[int, int, int]:
     """What a phase must have handled: files, bytes, dirs (made, seen or removed)."""
     n, b, d = p["files"], p["bytes"], len(p["dirs"])
     return {"create": (n, b, d + 1), "copy": (n, b, d + 1), "read": (2 * n, 2 * b, 0),
@@ -346,7 +348,8 @@ def run_phase(phase: str, root: str, p: dict, fsync: bool) -> list[dict]:
     return out
 
 
-PHASE_FUNCS = {"create": create, "copy": copy, "read": read, "stat": stat, "rename": rename, "delete": delete}
+PHASE_FUNCS: dict[str, Callable[..., None]] = {"create": create, "copy": copy, "read": read, "stat": stat,
+                                               "rename": rename, "delete": delete}
 
 
 def tree_digest(top: str) -> dict:

@@ -97,6 +97,8 @@ def program() -> ModuleType:
     """harness/guest/fslab_smallfiles.py, the program the guest runs: the suite asks it for the
     trees' shape and sizes, so that plan and guest agree."""
     spec = importlib.util.spec_from_file_location("fslab_smallfiles", _GUEST_PROGRAM)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {_GUEST_PROGRAM}")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
