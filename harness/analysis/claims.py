@@ -231,7 +231,6 @@ class SideData:
     values: list[float] = field(default_factory=list)
     unit: str = ""
     missing: str | None = None  # why there are no values
-    notes: list[str] = field(default_factory=list)
 
     @property
     def n(self) -> int:
@@ -314,42 +313,89 @@ def _value(r: dict, m: Measure) -> float | None:
     return float(v)
 
 
-def sample(run: Run, suite: str, fs: str, m: Measure, label: str) -> SideData:
-    """The values of one side (see the module docstring: pool, geomean, sum)."""
-    recs = _selected(run, suite, m)
-    mine = [r for r in recs if r.get("fs") == fs]
-    unit = m.unit or ("MB/s" if m.rate_of else next((str(r.get("unit")) for r in mine if r.get("unit")), ""))
-    out = SideData(label, fs, m, unit=unit)
-    if not mine:
-        out.missing = f"no {m.where()} on {fs}"
-        return out
-    pair = [(str(r.get("case")), str(r.get("step") or "")) for r in mine]
-    vals = [_value(r, m) for r in mine]
-    if m.combine == "pool":
-        out.values = [v for v in vals if v is not None]
-    else:
-        expected = {(str(r.get("case")), str(r.get("step") or "")) for r in recs}
-        groups: dict[tuple, dict[tuple[str, str], list[float]]] = {}
-        for r, p, v in zip(mine, pair, vals, strict=True):
-            g = groups.setdefault(tuple(r.get(f) for f in m.replicate), {})
+def _pair(r: dict) -> tuple[str, str]:
+    return str(r.get("case")), str(r.get("step") or "")
+
+
+def _pair_text(pairs: list[tuple[str, str]] | set[tuple[str, str]], most: int = 3) -> str:
+    """'w1-run2/run, w2-run2/run and 8 more'."""
+    names = sorted("/".join(x for x in p if x) for p in pairs)
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+@dataclass
+class Pooled:
+    """One measure's values on each of a claim's filesystems (see `combine`)."""
+
+    values: dict[str, list[float]]
+    unit: str
+    missing: dict[str, str]  # fs -> why it has no values
+    notes: list[str]
+
+
+def combine(run: Run, suite: str, m: Measure, fss: list[str]) -> Pooled:
+    """The values of measure `m` on each filesystem of `fss` (module docstring: pool, geomean, sum).
+
+    geomean and sum compare the filesystems on the same (case, step) pairs: a pair that has no
+    usable value (failed, skipped, or 0 for geomean) in any replicate of some filesystem is left
+    out for all of them, and said; a replicate that lacks one of the remaining pairs is left out
+    of that filesystem's sample, and said.
+    """
+    recs = [r for r in _selected(run, suite, m) if r.get("fs") in fss]
+    unit = m.unit or ("MB/s" if m.rate_of else next((str(r.get("unit")) for r in recs if r.get("unit")), ""))
+    out = Pooled({fs: [] for fs in fss}, unit, {}, [])
+    groups: dict[str, dict[tuple, dict[tuple[str, str], list[float]]]] = {fs: {} for fs in fss}
+    seen: dict[tuple, set[tuple[str, str]]] = {}
+    for r in recs:
+        fs, v = str(r.get("fs")), _value(r, m)
+        if m.combine == "pool":
             if v is not None:
-                g.setdefault(p, []).append(v)
-        for key, g in groups.items():
-            lack = sorted(expected - set(g))
-            zero = sorted(p for p, vs in g.items() if m.combine == "geomean" and min(vs) <= 0)
-            if lack or zero:
-                what = ", ".join("/".join(x for x in p if x) for p in (lack or zero))
-                out.notes.append(f"{fs} replicate {_key_text(m.replicate, key)} left out: "
-                                 f"{'no value' if lack else 'zero'} in {what}")
-                continue
-            means = [stats.mean(vs) for vs in g.values()]  # a pair twice in a replicate: its mean
-            out.values.append(math.exp(stats.mean([math.log(x) for x in means])) if m.combine == "geomean"
-                              else math.fsum(means))
-    if not out.values:
+                out.values[fs].append(v)
+            continue
+        key = tuple(r.get(f) for f in m.replicate)
+        seen.setdefault(key, set()).add(_pair(r))
+        g = groups[fs].setdefault(key, {})
+        if v is not None and (m.combine != "geomean" or v > 0):
+            g.setdefault(_pair(r), []).append(v)
+    if m.combine != "pool":
+        good = {fs: {p for g in groups[fs].values() for p in g} for fs in fss}
+        usable = set.intersection(*good.values()) if good else set()
+        every = set().union(*seen.values()) if seen else set()
+        for fs in fss:
+            gone = every - good[fs]
+            if gone and good[fs]:
+                out.notes.append(f"{_pair_text(gone)} left out for every filesystem: no "
+                                 f"{'non-zero ' if m.combine == 'geomean' else ''}value on {fs}")
+        for fs in fss:
+            left = []
+            for key, g in groups[fs].items():
+                want = seen[key] & usable
+                lack = want - set(g)
+                if lack or not want:
+                    left.append((key, lack))
+                    continue
+                means = [stats.mean(g[p]) for p in want]  # a pair twice in a replicate: its mean
+                out.values[fs].append(math.exp(stats.mean([math.log(x) for x in means])) if m.combine == "geomean"
+                                      else math.fsum(means))
+            if left and out.values[fs]:
+                lack = set().union(*(x for _, x in left))
+                out.notes.append(f"{fs}: {len(left)} of {len(groups[fs])} replicate(s) left out "
+                                 f"({_key_text(m.replicate, left[0][0])}" + (f": no value in {_pair_text(lack)})"
+                                                                             if lack else ")"))
+    for fs in fss:
+        if out.values[fs]:
+            continue
+        mine = [r for r in recs if r.get("fs") == fs]
         errors = [" ".join(str(r.get("error") or r.get("skipped") or "").split()) for r in mine]
         why = next((e for e in errors if e), "")
-        out.missing = f"no value of {m.where()} on {fs}" + (f": {why[:100]}" if why else "") + \
-            (f" ({out.notes[0]})" if out.notes and not why else "")
+        if not mine:
+            out.missing[fs] = f"no {m.where()} on {fs}"
+        elif m.rate_of and not any(m.rate_of in r for r in mine):
+            out.missing[fs] = f"no field {m.rate_of} in the records of {m.where()} on {fs}"
+        elif m.combine != "pool" and not why:
+            out.missing[fs] = f"no complete replicate of {m.where()} on {fs} (a case with no value on some filesystem)"
+        else:
+            out.missing[fs] = f"no value of {m.where()} on {fs}" + (f": {why[:100]}" if why else "")
     return out
 
 
@@ -559,29 +605,32 @@ def evaluate_claim(c: Claim, run: Run, test: str = "welch") -> list[ClaimRow]:
     fss = run_filesystems(run, c.suite)
     rows = []
     for each in targets:
-        sels = [s.fs or each for s in c.sides]
-        found = resolve([s for s in sels if s is not None], fss)
-        rid = c.id + (f"[{each.label}]" if each else "")
+        sels: list[Fs] = [s.fs or each for s in c.sides]  # type: ignore[misc]  # __post_init__ checked
+        distinct = list(dict.fromkeys(sels))  # a filesystem named by several sides is one filesystem
+        found = dict(zip(distinct, resolve(distinct, fss), strict=True))
+        measures = list(dict.fromkeys(c.side_measure(s) for s in c.sides))
+        pooled = {m: combine(run, c.suite, m, list(dict.fromkeys(
+            f for s, sel in zip(c.sides, sels, strict=True) if c.side_measure(s) == m and (f := found[sel]))))
+            for m in measures}
         data: list[SideData] = []
-        for side, sel, fs in zip(c.sides, sels, found, strict=True):
-            assert sel is not None
-            label = side.label or sel.label
-            if side.fs is None and side.label:
-                label = f"{sel.label} {side.label}"
-            m = c.side_measure(side)
+        for side, sel in zip(c.sides, sels, strict=True):
+            label = f"{sel.label} {side.label}" if side.fs is None and side.label else side.label or sel.label
+            m, fs = c.side_measure(side), found[sel]
             if fs is None:
                 spell = ", ".join(sel.spellings()) + (f", or any {sel.type}" if sel.type else "") + \
                     (f" on {sel.layout}" if sel.layout else "")
                 data.append(SideData(label, None, m, missing=f"no filesystem {sel.label} ({spell})"))
-            else:
-                data.append(sample(run, c.suite, fs, m, label))
-        rows.append(_row(c, run, rid, data, test))
+                continue
+            pm = pooled[m]
+            data.append(SideData(label, fs, m, pm.values[fs], pm.unit, pm.missing.get(fs)))
+        row = _row(c, run, c.id + (f"[{each.label}]" if each else ""), data, test)
+        row.notes = list(dict.fromkeys(n for m in measures for n in pooled[m].notes)) + row.notes
+        rows.append(row)
     return rows
 
 
 def _row(c: Claim, run: Run, rid: str, data: list[SideData], test: str) -> ClaimRow:
     row = ClaimRow(run.label or run.run_id, c, rid, data, "", tcg=run.accel == "tcg")
-    row.notes = [n for s in data for n in s.notes]
     if c.kind in ("direction", "ratio"):
         row.ratio = ratio_ci(data[0].values, data[1].values)
     missing = [s.missing for s in data if s.missing]
