@@ -527,3 +527,68 @@ def test_cli_on_the_real_smoke_run(capsys):
     out = capsys.readouterr().out
     assert "run 20261122-080315-smoke-8eb0: fio-basic (profile smoke, accel tcg): 0 claim(s)" in out
     assert "no claims: these runs hold no suite with published findings" in out
+
+
+# --- 4. records made by the real guest agent and programs, on the host ------------------------------
+
+def _agent_records(tmp_path: Path, monkeypatch, suite: str, fs: str, cases: list, programs: dict[str, list[str]],
+                   reps: int) -> list[dict]:
+    from agentfakes import faked_agent, run_plan
+
+    from harness.suites import get
+
+    where = tmp_path / fs
+    where.mkdir()
+    agent = faked_agent(f"fslab_guest_claims_{fs}", where, monkeypatch, "ext4")
+    jcases = []
+    for c in cases:
+        j = c.to_json()
+        for s in j["steps"]:
+            s["argv"] = programs.get(s["argv"][0], s["argv"][:1]) + s["argv"][1:]
+        jcases.append(j)
+    _, recs = run_plan(agent, where, fs, {"name": suite, "headline": get(suite).headline}, jcases,
+                       {"n": reps, "cap": reps, "cv_threshold": 0.03})
+    return recs
+
+
+@pytest.mark.skipif(__import__("shutil").which("gcc") is None, reason="gcc is not installed")
+def test_random_io_claims_on_records_of_the_real_agent(tmp_path, monkeypatch):
+    """random-io's smoke case run twice by the real agent and fslab-random on the host's disk,
+    once as "xfs" and once as "jfs": the claims find their values in real records."""
+    import subprocess
+
+    from harness.suites import get, random_io
+
+    binary = tmp_path / "fslab-random"
+    subprocess.run(["gcc", "-O2", "-o", str(binary), str(ROOT / "harness/guest/fslab_random.c")], check=True)
+    (case,) = get("random-io").cases("smoke")
+    recs = [r for fs in ("xfs", "jfs") for r in _agent_records(
+        tmp_path, monkeypatch, "random-io", fs, [case], {random_io.PROGRAM: [str(binary)]}, reps=2)]
+    run = load_run(make_run(tmp_path / "rio", "random-io", recs, profile="smoke", accel="kvm"))
+    r = {x.id: x for x in cl.evaluate([run])}
+    assert r["s4-dd-xfs"].verdict == cl.NOT_COMPARABLE and [s.n for s in r["s4-dd-xfs"].sides] == [2] * 5
+    first = next(x for x in recs if x["fs"] == "xfs" and x.get("step") == "crear-500" and x["metric"] == "real_s")
+    assert r["s4-dd-xfs"].sides[-1].values[0] == pytest.approx(500 * 64 * 1024 / 1e6 / first["value"])
+    assert r["s4-crear-jfs-2x"].verdict == cl.NOT_COMPARABLE and "profile smoke" in r["s4-crear-jfs-2x"].detail
+    assert r["s4-crear-jfs-2x"].n == "2" and r["s4-crear-jfs-2x"].ratio is not None
+    assert r["s4-random-xfs-fastest"].verdict == cl.NOT_MEASURED
+    assert "no filesystem reiserfs-notail" in r["s4-random-xfs-fastest"].detail
+    assert [s.n for s in r["s4-t120-real"].sides] == [2, 0, 0]
+
+
+def test_maildir_claims_on_records_of_the_real_agent(tmp_path, monkeypatch):
+    """maildir's smoke run 1 (five cases) by the real agent and fslab-maildir as "xfs": one run,
+    so every trend is n=1, untested, but measured."""
+    import sys
+
+    from harness.suites import get, maildir
+
+    cases = [c for c in get("maildir").cases("smoke") if c.params["run"] == 1]
+    recs = _agent_records(tmp_path, monkeypatch, "maildir", "xfs", cases,
+                          {maildir.PROGRAM: [sys.executable, str(ROOT / "harness/guest/fslab_maildir.py")]}, reps=1)
+    run = load_run(make_run(tmp_path / "md", "maildir", recs, profile="smoke", accel="kvm"))
+    r = {x.id: x for x in cl.evaluate([run])}
+    grows = r["s2-xfs-read-grows"]
+    assert grows.verdict == cl.UNTESTED and grows.n == "1" and grows.detail.split()[0] in ("agrees", "disagrees")
+    assert r["s2-xfs-best-delivery"].verdict == cl.NOT_MEASURED
+    assert "no filesystem ext3-ordered" in r["s2-xfs-best-delivery"].detail
