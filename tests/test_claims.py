@@ -592,3 +592,16 @@ def test_maildir_claims_on_records_of_the_real_agent(tmp_path, monkeypatch):
     assert grows.verdict == cl.UNTESTED and grows.n == "1" and grows.detail.split()[0] in ("agrees", "disagrees")
     assert r["s2-xfs-best-delivery"].verdict == cl.NOT_MEASURED
     assert "no filesystem ext3-ordered" in r["s2-xfs-best-delivery"].detail
+
+
+def test_cli_list_says_what_tcg_can_judge(capsys):
+    assert cli.main(["claims", "--list"]) == 0
+    out = capsys.readouterr().out
+    for c in ALL:
+        assert f"{c.id} ({c.kind}, {c.suite}): {c.text}" in out
+    block = out.split("s3-rm-xfs-slowest (extreme")[1].split("\n")
+    assert block[2] == "  TCG: judged, marked (TCG)"
+    block = out.split("s1-cache-40x (ratio")[1].split("\n")
+    assert block[2].startswith("  TCG: not comparable: cached I/O is memory copies")
+    assert cli.main(["claims"]) == 2
+    assert "give one or more run directories, or --list" in capsys.readouterr().err

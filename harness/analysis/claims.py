@@ -1,8 +1,9 @@
 """Did the studies' findings hold? Claims as data, and the engine that checks them against runs.
 
 Longer than ~400 lines because it holds one thing, the claim checker: the declarations the
-suites' `<suite>_claims.py` files use (Fs, Measure, Side, Claim), how a claim finds its records,
-and the verdict rules, which only make sense read together.
+suites' `<suite>_claims.py` files use (Fs, Measure, Side, Claim) and the verdict rules, which
+only make sense read together; this docstring is their specification. How a claim finds its
+records is in harness/analysis/claim_records.py.
 
 A claim is one published finding of a study (seeds 000-004, see ../shared/STUDIES.md), declared
 next to its suite in harness/suites/<suite_module>_claims.py as `CLAIMS`, a tuple of Claim. It
@@ -35,9 +36,11 @@ forms the side's sample:
            geometric mean over the matching (case, step) pairs: one value a replicate, so a
            ranking "over the large-file write cases" weighs every case alike;
   sum      the same with the sum (seed 003's ./crear total: five dd steps).
-A replicate lacking a pair that the run has on any filesystem, or holding a zero there (fio's
-flagged 0 IOPS), is left out and the row says so. `rate_of` turns a time into MB/s
-(a record field in bytes / 10**6 / seconds, dd's unit).
+geomean and sum compare filesystems on the same pairs: a pair with no usable value on one of
+the claim's filesystems (failed, skipped, or fio's flagged 0 IOPS, which has no logarithm) is
+left out for all of them; a replicate lacking one of the remaining pairs is left out of its
+filesystem's sample; the row says both. `rate_of` turns a time into MB/s (a record field in
+bytes / 10**6 / seconds, dd's unit).
 
 The verdict of a claim on one run, checked in this order (the first that applies):
 1. not measured: the run lacks a filesystem of the claim, or it has no values of a side (the
@@ -87,10 +90,10 @@ import importlib
 import math
 import pkgutil
 from dataclasses import dataclass, field
-from fnmatch import fnmatchcase
 
 from harness.analysis import stats
-from harness.analysis.runs import Run, measured
+from harness.analysis.claim_records import SideData, combine, resolve, run_filesystems
+from harness.analysis.runs import Run
 
 KINDS = ("direction", "ratio", "extreme", "order", "equal", "absolute")
 COMBINE = ("pool", "geomean", "sum")
@@ -217,190 +220,6 @@ def _problems(c: Claim) -> list[str]:
     if c.kind == "extreme" and c.extreme not in ("best", "worst"):
         out.append("an extreme claim says extreme='best' or 'worst'")
     return out
-
-
-# --- finding the records ------------------------------------------------------------------------------
-
-@dataclass
-class SideData:
-    """A side's sample in one run: `fs` the run's filesystem it found (None: none), `values`."""
-
-    label: str
-    fs: str | None
-    measure: Measure
-    values: list[float] = field(default_factory=list)
-    unit: str = ""
-    missing: str | None = None  # why there are no values
-
-    @property
-    def n(self) -> int:
-        return len(self.values)
-
-
-def _options(info: dict) -> list[str]:
-    return [o.strip() for o in str(info.get("mount_options") or "").split(",") if o.strip()]
-
-
-def match_score(sel: Fs, info: dict) -> tuple[int, int] | None:
-    """How well a run's filesystem (its plan entry, or {"name": ...} alone) matches `sel`; lower
-    is better, None: no match.
-
-    >>> match_score(Fs("xfs", ("xfs", "s2-xfs")), {"name": "mail-xfs", "variant": "s2-xfs", "type": "xfs"})
-    (1, 1)
-    >>> match_score(Fs("reiserfs", type="reiserfs", without_option="notail"),
-    ...             {"name": "r", "type": "reiserfs", "mount_options": "noatime,notail"}) is None
-    True
-    """
-    spell = [s.lower() for s in sel.spellings()]
-    name, variant = str(info.get("name", "")).lower(), str(info.get("variant") or "").lower()
-    score = None
-    if name in spell:
-        score = (0, spell.index(name))
-    elif variant and variant in spell:
-        score = (1, spell.index(variant))
-    elif sel.type and info.get("type") == sel.type and (sel.layout is None or (info.get("layout") or "single")
-                                                         == sel.layout):
-        score = (2, 0)
-    if score is None:
-        return None
-    opts = _options(info)
-    if (sel.with_option and "type" in info and sel.with_option not in opts) or \
-            (sel.without_option and sel.without_option in opts):
-        return None
-    return score
-
-
-def run_filesystems(run: Run, suite: str) -> list[dict]:
-    """The filesystems with records of `suite` in a run, in order: their plan entries (name,
-    type, variant, layout, mount options) where the plan has them, else just the name."""
-    plan = {str(f.get("name")): f for f in run.plan.get("filesystems") or []}
-    names = dict.fromkeys(str(r.get("fs")) for r in run.records if r.get("suite") == suite)
-    return [plan.get(n, {"name": n}) for n in names]
-
-
-def resolve(sels: list[Fs], fss: list[dict]) -> list[str | None]:
-    """The run filesystem each selector finds (None: none), each filesystem used once.
-
-    >>> resolve([Fs("a", ("x",), type="xfs"), Fs("b", type="xfs")], [{"name": "y", "type": "xfs"}, {"name": "x"}])
-    ['x', 'y']
-    """
-    used: set[str] = set()
-    out: list[str | None] = []
-    for sel in sels:
-        best = None
-        for i, info in enumerate(fss):
-            s = match_score(sel, info)
-            if s is not None and info["name"] not in used and (best is None or (s, i) < best[0]):
-                best = ((s, i), info["name"])
-        out.append(best[1] if best else None)
-        if best:
-            used.add(best[1])
-    return out
-
-
-def _selected(run: Run, suite: str, m: Measure) -> list[dict]:
-    return [r for r in run.records if measured(r) and r.get("suite") == suite and r.get("metric") == m.metric
-            and str(r.get("step") or "") in m.steps and any(fnmatchcase(str(r.get("case")), p) for p in m.cases)]
-
-
-def _value(r: dict, m: Measure) -> float | None:
-    v = r.get("value")
-    if not r.get("ok", False) or not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v):
-        return None
-    if m.rate_of:
-        size = r.get(m.rate_of)
-        return size / 1e6 / v if isinstance(size, int | float) and v > 0 else None
-    return float(v)
-
-
-def _pair(r: dict) -> tuple[str, str]:
-    return str(r.get("case")), str(r.get("step") or "")
-
-
-def _pair_text(pairs: list[tuple[str, str]] | set[tuple[str, str]], most: int = 3) -> str:
-    """'w1-run2/run, w2-run2/run and 8 more'."""
-    names = sorted("/".join(x for x in p if x) for p in pairs)
-    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
-
-
-@dataclass
-class Pooled:
-    """One measure's values on each of a claim's filesystems (see `combine`)."""
-
-    values: dict[str, list[float]]
-    unit: str
-    missing: dict[str, str]  # fs -> why it has no values
-    notes: list[str]
-
-
-def combine(run: Run, suite: str, m: Measure, fss: list[str]) -> Pooled:
-    """The values of measure `m` on each filesystem of `fss` (module docstring: pool, geomean, sum).
-
-    geomean and sum compare the filesystems on the same (case, step) pairs: a pair that has no
-    usable value (failed, skipped, or 0 for geomean) in any replicate of some filesystem is left
-    out for all of them, and said; a replicate that lacks one of the remaining pairs is left out
-    of that filesystem's sample, and said.
-    """
-    recs = [r for r in _selected(run, suite, m) if r.get("fs") in fss]
-    unit = m.unit or ("MB/s" if m.rate_of else next((str(r.get("unit")) for r in recs if r.get("unit")), ""))
-    out = Pooled({fs: [] for fs in fss}, unit, {}, [])
-    groups: dict[str, dict[tuple, dict[tuple[str, str], list[float]]]] = {fs: {} for fs in fss}
-    seen: dict[tuple, set[tuple[str, str]]] = {}
-    for r in recs:
-        fs, v = str(r.get("fs")), _value(r, m)
-        if m.combine == "pool":
-            if v is not None:
-                out.values[fs].append(v)
-            continue
-        key = tuple(r.get(f) for f in m.replicate)
-        seen.setdefault(key, set()).add(_pair(r))
-        g = groups[fs].setdefault(key, {})
-        if v is not None and (m.combine != "geomean" or v > 0):
-            g.setdefault(_pair(r), []).append(v)
-    if m.combine != "pool":
-        good = {fs: {p for g in groups[fs].values() for p in g} for fs in fss}
-        usable = set.intersection(*good.values()) if good else set()
-        every = set().union(*seen.values()) if seen else set()
-        for fs in fss:
-            gone = every - good[fs]
-            if gone and good[fs]:
-                out.notes.append(f"{_pair_text(gone)} left out for every filesystem: no "
-                                 f"{'non-zero ' if m.combine == 'geomean' else ''}value on {fs}")
-        for fs in fss:
-            left = []
-            for key, g in groups[fs].items():
-                want = seen[key] & usable
-                lack = want - set(g)
-                if lack or not want:
-                    left.append((key, lack))
-                    continue
-                means = [stats.mean(g[p]) for p in want]  # a pair twice in a replicate: its mean
-                out.values[fs].append(math.exp(stats.mean([math.log(x) for x in means])) if m.combine == "geomean"
-                                      else math.fsum(means))
-            if left and out.values[fs]:
-                lack = set().union(*(x for _, x in left))
-                out.notes.append(f"{fs}: {len(left)} of {len(groups[fs])} replicate(s) left out "
-                                 f"({_key_text(m.replicate, left[0][0])}" + (f": no value in {_pair_text(lack)})"
-                                                                             if lack else ")"))
-    for fs in fss:
-        if out.values[fs]:
-            continue
-        mine = [r for r in recs if r.get("fs") == fs]
-        errors = [" ".join(str(r.get("error") or r.get("skipped") or "").split()) for r in mine]
-        why = next((e for e in errors if e), "")
-        if not mine:
-            out.missing[fs] = f"no {m.where()} on {fs}"
-        elif m.rate_of and not any(m.rate_of in r for r in mine):
-            out.missing[fs] = f"no field {m.rate_of} in the records of {m.where()} on {fs}"
-        elif m.combine != "pool" and not why:
-            out.missing[fs] = f"no complete replicate of {m.where()} on {fs} (a case with no value on some filesystem)"
-        else:
-            out.missing[fs] = f"no value of {m.where()} on {fs}" + (f": {why[:100]}" if why else "")
-    return out
-
-
-def _key_text(fields: tuple[str, ...], key: tuple) -> str:
-    return ",".join(f"{f}={v}" for f, v in zip(fields, key, strict=True))
 
 
 # --- the verdicts -----------------------------------------------------------------------------------
@@ -582,20 +401,38 @@ def judge(c: Claim, sides: list[SideData], test: str = "welch") -> tuple[str, st
     return INCONCLUSIVE, f"a pair's CI crosses {band_text(c.band)}", None
 
 
-def comparability(c: Claim, run: Run) -> str | None:
-    """Why this claim is not comparable in this run (rule 2), None if it is."""
+def tcg_reason(c: Claim) -> str | None:
+    """Why a TCG run cannot judge this claim (the TCG rule), None if it can.
+
+    >>> from harness.suites.kernel_tree_claims import CLAIMS
+    >>> [(c.id, tcg_reason(c) is None) for c in CLAIMS if c.id in ("s3-rm-xfs-slowest", "s3-jfs-xfs-cp")]
+    [('s3-rm-xfs-slowest', True), ('s3-jfs-xfs-cp', False)]
+    """
     if c.kind == "absolute":
         return TCG_ABSOLUTE
-    profile = str((run.plan.get("suite") or {}).get("profile") or "")
+    if c.tcg:
+        return c.tcg
+    return TCG_SIZE if c.kind in ("ratio", "equal") else None
+
+
+def profile_reason(c: Claim, profile: str) -> str | None:
+    """Why a run of this profile cannot judge this claim, None if it can (absolute claims aside)."""
     if c.profiles is not None and profile not in c.profiles:
         return f"profile {profile or '?'}: this claim needs profile {' or '.join(c.profiles)}"
     if c.profiles is None and c.kind in ("ratio", "equal") and profile == SMOKE:
         return "profile smoke scales sizes and durations down, which changes the size of a ratio"
-    if run.accel == "tcg":
-        if c.tcg:
-            return f"TCG: {c.tcg}"
-        if c.kind in ("ratio", "equal"):
-            return f"TCG: {TCG_SIZE}"
+    return None
+
+
+def comparability(c: Claim, run: Run) -> str | None:
+    """Why this claim is not comparable in this run (rule 2), None if it is."""
+    if c.kind == "absolute":
+        return TCG_ABSOLUTE
+    why = profile_reason(c, str((run.plan.get("suite") or {}).get("profile") or ""))
+    if why:
+        return why
+    if run.accel == "tcg" and tcg_reason(c):
+        return f"TCG: {tcg_reason(c)}"
     return None
 
 

@@ -141,3 +141,20 @@ def claims_html(rows: list[cl.ClaimRow]) -> str:
         parts.append(f'<tr class="{cls}" data-claim="{e(r.id)}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     parts += ["</tbody></table>", f"<p>Claims: {e(counts(rows))}.</p>", "</section>"]
     return "\n".join(parts) + "\n"
+
+
+def format_list(claims: list[cl.Claim]) -> str:
+    """Every claim (`fslab claims --list`): id, kind, suite, source, paper, and whether TCG can
+    judge it (and why not)."""
+    out = []
+    for c in claims:
+        why = cl.tcg_reason(c)
+        out += [f"{c.id} ({c.kind}, {c.suite}): {c.text}", f"  paper: {paper_text(c)} ({c.source})",
+                f"  TCG: {'judged, marked (TCG)' if why is None else 'not comparable: ' + why}"]
+        if c.profiles is not None or c.kind in ("ratio", "equal"):
+            out.append(f"  profiles: {', '.join(c.profiles) if c.profiles else 'every profile but smoke'}")
+        if c.note:
+            out.append(f"  note: {c.note}")
+        if c.pending:
+            out.append(f"  pending: {c.pending}")
+    return "\n".join(out) + "\n"

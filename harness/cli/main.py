@@ -192,6 +192,11 @@ def cmd_claims(args: argparse.Namespace) -> int:
     from harness.analysis import claims, claims_render
     from harness.analysis.runs import label_runs, load_run
 
+    if args.list:
+        print(claims_render.format_list([c for cs in claims.all_claims().values() for c in cs]), end="")
+        return 0
+    if not args.run_dirs:
+        raise FslabError("claims: give one or more run directories, or --list")
     runs = [load_run(d) for d in args.run_dirs]
     label_runs(runs)
     rows = claims.evaluate(runs, test=args.test)
@@ -297,9 +302,10 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("claims", help="the studies' published findings checked against runs (paper vs this run)")
-    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories")
+    p.add_argument("run_dirs", nargs="*", metavar="RUN_DIR", help="run directories")
     p.add_argument("--test", choices=("welch", "mann-whitney"), default="welch",
                    help="significance test (default: welch)")
+    p.add_argument("--list", action="store_true", help="list every claim, its source and whether TCG can judge it")
     p.set_defaults(func=cmd_claims)
 
     p = sub.add_parser("image", help="build, list, verify, lock, rebuild, export and import guest images")
