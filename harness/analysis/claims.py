@@ -111,7 +111,7 @@ VERDICTS = (HOLDS, SIZE_DIFFERS, REVERSED, NO_DIFFERENCE, INCONCLUSIVE, UNTESTED
 
 TCG_SIZE = ("TCG slows the guest's CPU, not its disk, by an unknown factor, which changes the size of any "
             "ratio; only directions between filesystems are judged under TCG")
-TCG_ABSOLUTE = "absolute values on the article's hardware are context, never judged (and TCG is not hardware)"
+TCG_ABSOLUTE = "absolute values of the article's machine (2001-2014 hardware): shown for context, never judged"
 
 
 # --- declarations (what the suites' claim files use) -------------------------------------------------
