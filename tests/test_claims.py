@@ -59,7 +59,7 @@ def problems(c: cl.Claim) -> list[str]:
         return [f"no suite {c.suite}"]
     cases = [case for prof in suite.profiles for case in suite.cases(prof)]
     out = []
-    for m in dict.fromkeys(c.side_measure(s) for s in c.sides):
+    for m in dict.fromkeys(c.side_measure(s) for s in c.compared):
         for pat in m.cases:
             hits = [k for k in cases if fnmatchcase(k.id, pat)]
             if not hits:
@@ -162,7 +162,7 @@ def test_the_studys_vmconfig_has_every_claims_filesystems(suite):
         fss = plan.resolve(config.load(path))["filesystems"]
         for c in cl.claims_for(suite):
             for each in c.for_each or (None,):
-                sels = list(dict.fromkeys(s.fs or each for s in c.sides))
+                sels = list(dict.fromkeys(s.fs or each for s in c.compared))
                 found = cl.resolve(sels, fss)
                 assert None not in found, (path.name, c.id, sels, found)
 
@@ -605,3 +605,34 @@ def test_cli_list_says_what_tcg_can_judge(capsys):
     assert block[2].startswith("  TCG: not comparable: cached I/O is memory copies")
     assert cli.main(["claims"]) == 2
     assert "give one or more run directories, or --list" in capsys.readouterr().err
+
+
+def _full_kt(tmp_path: Path, accel: str, profile: str = "quick", name: str = "full") -> cl.Run:
+    steps = {"cp": 10.0, "make": 300.0, "make-clean": 1.0, "rm": 2.0}
+    factor = {"xfs": 2.0, "reiserfs-notail": 1.0, "reiserfs": 1.1, "ext2": 1.5, "jfs": 1.2}
+    vals = {fs: {s: [v * f * (1 + 0.01 * k) for k in (-1, 0, 1)] for s, v in steps.items()} for fs, f in factor.items()}
+    run = kt_run(tmp_path, vals, accel=accel, profile=profile, name=name)
+    recs = run.records + [record("kernel-tree", "hdparm", fs, m, 100.0 + rep, "MiB/s", rep, accel=accel, step="hdparm")
+                          for fs in factor for m in ("cached_read", "buffered_read") for rep in range(3)]
+    return load_run(make_run(tmp_path / f"{name}-all", "kernel-tree", recs, profile=profile, accel=accel,
+                             name=name))
+
+
+def test_where_verdicts_must_not_appear(tmp_path):
+    """A complete run with 3 repetitions: nothing is 'not measured' or 'n=1'; on KVM only the
+    absolute claims are 'not comparable'; on TCG exactly the claims TCG cannot judge are, and
+    the others are judged and marked."""
+    kvm = cl.evaluate([_full_kt(tmp_path, "kvm")])
+    assert len(kvm) == len(cl.claims_for("kernel-tree"))
+    assert not [r.id for r in kvm if r.verdict in (cl.NOT_MEASURED, cl.UNTESTED)]
+    assert [r.id for r in kvm if r.verdict == cl.NOT_COMPARABLE] == [r.id for r in kvm if r.claim.kind == "absolute"]
+    assert not any(r.tcg for r in kvm)
+    tcg = cl.evaluate([_full_kt(tmp_path, "tcg", name="tcg")])
+    assert [r.id for r in tcg if r.verdict == cl.NOT_COMPARABLE] == [r.id for r in tcg if cl.tcg_reason(r.claim)]
+    judged = [r for r in tcg if not cl.tcg_reason(r.claim)]
+    assert judged and all(r.tcg and claims_render.verdict_text(r).endswith("(TCG)") for r in judged)
+    assert {r.id: r.verdict for r in judged} == {r.id: r.verdict for r in kvm if r.id in {j.id for j in judged}}
+    smoke = cl.evaluate([_full_kt(tmp_path, "kvm", profile="smoke", name="smoke")])
+    off = {r.id for r in smoke if r.verdict == cl.NOT_COMPARABLE}
+    assert off == {r.id for r in smoke if r.claim.kind in ("absolute", "ratio", "equal")}
+    assert all(cl.HOLDS != r.verdict for r in smoke if r.id in off)

@@ -182,8 +182,10 @@ class Claim:
     note: str = ""
     pending: str = ""  # the suite it names is not in this tree yet: why, and what checks it later
 
+    compared: tuple[Side, ...] = field(init=False, repr=False, compare=False)  # `sides`, each a Side
+
     def __post_init__(self) -> None:
-        object.__setattr__(self, "sides", tuple(s if isinstance(s, Side) else Side(s) for s in self.sides))
+        object.__setattr__(self, "compared", tuple(s if isinstance(s, Side) else Side(s) for s in self.sides))
         problems = _problems(self)
         if problems:
             raise ValueError(f"claim {self.id}: " + "; ".join(problems))
@@ -199,15 +201,15 @@ def _problems(c: Claim) -> list[str]:
     if c.kind not in KINDS:
         out.append(f"kind {c.kind!r} is not allowed; allowed: {', '.join(KINDS)}")
     least = {"direction": 2, "ratio": 2, "extreme": 2, "order": 2, "equal": 2, "absolute": 1}.get(c.kind, 1)
-    if len(c.sides) < least or (c.kind in ("direction", "ratio") and len(c.sides) != 2):
+    if len(c.compared) < least or (c.kind in ("direction", "ratio") and len(c.compared) != 2):
         out.append(f"a {c.kind} claim needs {least} sides{'' if c.kind not in ('direction', 'ratio') else ' exactly'}")
-    if any(s.measure is None for s in c.sides) and c.measure is None:
+    if any(s.measure is None for s in c.compared) and c.measure is None:
         out.append("a side has no measure and the claim none either")
-    for s in c.sides:
+    for s in c.compared:
         m = s.measure or c.measure
         if m is not None and m.combine not in COMBINE:
             out.append(f"combine {m.combine!r} is not allowed; allowed: {', '.join(COMBINE)}")
-    if any(s.fs is None for s in c.sides) != bool(c.for_each):
+    if any(s.fs is None for s in c.compared) != bool(c.for_each):
         out.append("for_each and sides without a filesystem go together")
     if c.kind == "ratio" and (c.ratio is None or c.band is None):
         out.append("a ratio claim needs ratio and band")
@@ -378,19 +380,19 @@ def judge(c: Claim, sides: list[SideData], test: str = "welch") -> tuple[str, st
         else:
             pairs = [(i, j) for i in range(len(vals)) for j in range(i + 1, len(vals))]
             needed = [(i, i + 1) for i in range(len(vals) - 1)]
-        res = {(i, j): _better_sign(vals[i], vals[j], hib, test) for i, j in pairs}
-        rejected = holm([res[q][1] for q in pairs])
-        against = [q for q, rej in zip(pairs, rejected, strict=True) if rej and res[q][0] < 0]
-        pmax = max(res[q][1] for q in needed)
+        cmp = {(i, j): _better_sign(vals[i], vals[j], hib, test) for i, j in pairs}
+        rejected = holm([cmp[q][1] for q in pairs])
+        against = [q for q, rej in zip(pairs, rejected, strict=True) if rej and cmp[q][0] < 0]
+        pmax = max(cmp[q][1] for q in needed)
         if against:
             i, j = against[0]
-            return REVERSED, f"{sides[j].label} better than {sides[i].label} (Holm, p={res[(i, j)][1]:.3g})", \
-                res[(i, j)][1]
-        if all(res[q][0] > 0 for q in needed):
+            return REVERSED, f"{sides[j].label} better than {sides[i].label} (Holm, p={cmp[(i, j)][1]:.3g})", \
+                cmp[(i, j)][1]
+        if all(cmp[q][0] > 0 for q in needed):
             return HOLDS, f"every comparison p<={pmax:.3g}", pmax
-        weak = [q for q in needed if res[q][0] <= 0]
+        weak = [q for q in needed if cmp[q][0] <= 0]
         i, j = weak[0]
-        return NO_DIFFERENCE, f"{sides[i].label} vs {sides[j].label}: p={res[(i, j)][1]:.3g}", res[(i, j)][1]
+        return NO_DIFFERENCE, f"{sides[i].label} vs {sides[j].label}: p={cmp[(i, j)][1]:.3g}", cmp[(i, j)][1]
     assert c.kind == "equal" and c.band is not None
     pr = _pair_ratios(sides)
     far = [(n, r) for n, r in pr if _outside(r, c.band)]
@@ -436,21 +438,27 @@ def comparability(c: Claim, run: Run) -> str | None:
     return None
 
 
+def _fs_of(side: Side, each: Fs | None) -> Fs:
+    fs = side.fs or each
+    assert fs is not None  # a side without a filesystem comes with for_each (__post_init__)
+    return fs
+
+
 def evaluate_claim(c: Claim, run: Run, test: str = "welch") -> list[ClaimRow]:
     """The rows of one claim on one run: one, or one per `for_each` filesystem."""
     targets: list[Fs | None] = list(c.for_each) or [None]
     fss = run_filesystems(run, c.suite)
     rows = []
     for each in targets:
-        sels: list[Fs] = [s.fs or each for s in c.sides]  # type: ignore[misc]  # __post_init__ checked
+        sels = [_fs_of(s, each) for s in c.compared]
         distinct = list(dict.fromkeys(sels))  # a filesystem named by several sides is one filesystem
         found = dict(zip(distinct, resolve(distinct, fss), strict=True))
-        measures = list(dict.fromkeys(c.side_measure(s) for s in c.sides))
+        measures = list(dict.fromkeys(c.side_measure(s) for s in c.compared))
         pooled = {m: combine(run, c.suite, m, list(dict.fromkeys(
-            f for s, sel in zip(c.sides, sels, strict=True) if c.side_measure(s) == m and (f := found[sel]))))
+            f for s, sel in zip(c.compared, sels, strict=True) if c.side_measure(s) == m and (f := found[sel]))))
             for m in measures}
         data: list[SideData] = []
-        for side, sel in zip(c.sides, sels, strict=True):
+        for side, sel in zip(c.compared, sels, strict=True):
             label = f"{sel.label} {side.label}" if side.fs is None and side.label else side.label or sel.label
             m, fs = c.side_measure(side), found[sel]
             if fs is None:
