@@ -27,7 +27,8 @@ Fs's spellings (`names`, default its label: a study's xfs may be run as `xfs`, `
 `s2-xfs`), else when the Fs gives a catalog `type` and the filesystem has that type (and the
 Fs's `layout`); `with_option` / `without_option` then check its mount options (ReiserFS with
 tails is `reiserfs` without `notail`). Several candidates: a name match before a variant match
-before a type match, then the run's order; one filesystem serves one side only. A Measure
+before a type match, then the run's order; one filesystem serves one Fs only (sides that name
+the same Fs, e.g. one filesystem at 1 and at 16 writers, share it). A Measure
 selects records by metric, case-id patterns (fnmatch) and step names ("" for fio cases), and
 forms the side's sample:
   pool     every matching record is one value (the repetitions of one case and step; or, for
@@ -56,10 +57,12 @@ The verdict of a claim on one run, checked in this order (the first that applies
      the device changes by an unknown factor. Hence TCG can NOT judge: absolute values (device
      speed: hdparm, dd MB/s, IOPS, seconds); the size of a ratio or an equality (ratio and equal
      claims, e.g. "XFS 2x faster than ZFS", "make within 2 %"); and any claim whose two sides
-     spend their time differently by construction (cached versus direct I/O: the claim's `tcg`
-     says why). TCG CAN judge directions and rankings between filesystems doing the same work
-     in one run (direction, extreme, order claims): the row's verdict is marked "(TCG)", i.e.
-     it holds on this emulated machine, not necessarily on hardware.
+     spend their time differently by construction (cached versus direct I/O; 1 versus 16
+     writer processes on emulated CPUs: the claim's `tcg` says why). TCG CAN judge directions
+     and rankings between filesystems doing the same work in one run (direction, extreme,
+     order claims without a `tcg` reason): the row's verdict is marked "(TCG)", i.e. it holds
+     on this emulated machine, not necessarily on hardware. `fslab claims --list` says, claim
+     by claim, which TCG can judge.
 3. n=1: untested: a side has a single value, so no test is possible; the row says whether the
    observed means agree with the claim ("agrees" / "disagrees"), never "holds".
 4. The statistics (alpha 0.05; Welch's t-test by default, Mann-Whitney on request; ratios with
@@ -70,7 +73,7 @@ The verdict of a claim on one run, checked in this order (the first that applies
    - ratio: let R = mean N / mean D with Fieller interval [L, U], the paper's direction N > D
      when ratio > 1. holds if the difference is significant in the paper's direction AND [L, U]
      overlaps the band; "direction holds, size differs" if significant in the paper's direction
-     but [L, U] lies wholly outside the band (the row says smaller or larger); reversed if
+     but [L, U] lies wholly outside the band (the row says below or above); reversed if
      significant the other way; else no significant difference. (No Fieller interval: the band
      cannot be excluded, so a significant difference in the paper's direction holds.)
    - extreme: holds if T is better than every other side (an intersection-union test: each
