@@ -58,7 +58,7 @@ def problems(c: cl.Claim) -> list[str]:
     if suite is None:
         return [f"no suite {c.suite}"]
     cases = [case for prof in suite.profiles for case in suite.cases(prof)]
-    out = []
+    out = [f"profile {p}: no such profile" for p in c.profiles or () if p not in suite.profiles]
     for m in dict.fromkeys(c.side_measure(s) for s in c.compared):
         for pat in m.cases:
             hits = [k for k in cases if fnmatchcase(k.id, pat)]
@@ -194,6 +194,9 @@ def test_bad_declarations_are_refused():
         cl.Claim(id="x", text="", source="", paper="", suite="s", kind="rank", sides=fs, measure=m)
     with pytest.raises(ValueError, match="needs ratio and band"):
         cl.Claim(id="x", text="", source="", paper="", suite="s", kind="ratio", sides=fs, measure=m, ratio=2)
+    with pytest.raises(ValueError, match="ratio 3 is outside its band"):
+        cl.Claim(id="x", text="", source="", paper="", suite="s", kind="ratio", sides=fs, measure=m, ratio=3,
+                 band=(1.5, 2.5))
     with pytest.raises(ValueError, match="band around 1"):
         cl.Claim(id="x", text="", source="", paper="", suite="s", kind="equal", sides=fs, measure=m, band=(1.1, 2))
     with pytest.raises(ValueError, match="no measure"):

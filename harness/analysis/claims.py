@@ -218,6 +218,9 @@ def _problems(c: Claim) -> list[str]:
         out.append("a ratio claim needs ratio and band")
     if c.kind == "ratio" and c.ratio is not None and c.ratio == 1:
         out.append("a ratio of 1 is an equal claim")
+    if c.kind == "ratio" and c.ratio is not None and c.band is not None and not (
+            (c.band[0] is None or c.band[0] <= c.ratio) and (c.band[1] is None or c.ratio <= c.band[1])):
+        out.append(f"the paper's ratio {c.ratio} is outside its band")
     if c.kind == "equal" and (c.band is None or not (c.band[0] or 0) <= 1 <= (c.band[1] or math.inf)):
         out.append("an equal claim needs a band around 1")
     if c.band is not None and None not in c.band and c.band[0] > c.band[1]:  # type: ignore[operator]
