@@ -127,6 +127,8 @@ def random_io_records(fss: tuple[str, ...] = ("ext4", "xfs"), reps: int = 3, see
             for step, secs in (("crear-1", 0.1), ("crear-10", 0.3), ("crear-100", 2.0), ("crear-250", 5.0),
                                ("crear-500", 10.0), ("random", 60.0)):
                 f = {"cycles": 100, "tries": 100, "step": step}
+                if step.startswith("crear-"):  # as the suite's plan step `fields` give it
+                    f["file_bytes"] = int(step[6:]) * 2**20
                 out.append(record("random-io", "crear-random", fs, "real_s", secs * rnd.uniform(0.97, 1.03), "s",
                                   rep, **f))
                 out.append(record("random-io", "crear-random", fs, "cpu_s", secs / 5 * rnd.uniform(0.97, 1.03), "s",

@@ -188,6 +188,34 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_claims(args: argparse.Namespace) -> int:
+    """The studies' published findings checked against one or more runs ("Paper vs this run")."""
+    from harness.analysis import claims, claims_render
+    from harness.analysis.runs import label_runs, load_run
+
+    if args.list:
+        print(claims_render.format_list([c for cs in claims.all_claims().values() for c in cs]), end="")
+        return 0
+    if not args.run_dirs:
+        raise FslabError("claims: give one or more run directories, or --list")
+    runs = [load_run(d) for d in args.run_dirs]
+    label_runs(runs)
+    rows = claims.evaluate(runs, test=args.test)
+    for run in runs:
+        suites = claims.run_suites(run)
+        n = sum(len(claims.claims_for(s)) for s in suites)
+        profile = (run.plan.get("suite") or {}).get("profile")
+        print(f"run {run.label}: {', '.join(suites) or 'no records'} (profile {profile}, accel {run.accel}): "
+              f"{n} claim(s)")
+    print()
+    if not rows:
+        having = sorted({c.suite for cs in claims.all_claims().values() for c in cs})
+        print(f"no claims: these runs hold no suite with published findings (claims exist for {', '.join(having)})")
+        return 0
+    print(claims_render.format_table(rows), end="")
+    return 0
+
+
 def cmd_image(args: argparse.Namespace) -> int:
     if args.image_cmd in ("lock", "rebuild", "export", "import"):
         return cli_images.cmd_image_extra(args)
@@ -273,6 +301,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true",
                    help="compare runs that differ in image, accelerator, vmconfig or suite (with a warning)")
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("claims", help="the studies' published findings checked against runs (paper vs this run)")
+    p.add_argument("run_dirs", nargs="*", metavar="RUN_DIR", help="run directories")
+    p.add_argument("--test", choices=("welch", "mann-whitney"), default="welch",
+                   help="significance test (default: welch)")
+    p.add_argument("--list", action="store_true", help="list every claim, its source and whether TCG can judge it")
+    p.set_defaults(func=cmd_claims)
 
     p = sub.add_parser("image", help="build, list, verify, lock, rebuild, export and import guest images")
     isub = p.add_subparsers(dest="image_cmd", required=True)

@@ -1,0 +1,201 @@
+"""How a claim finds its records in a run: which of the run's filesystems each of the claim's
+Fs means, and each side's sample of values (pool, geomean, sum). The rules are in
+harness/analysis/claims.py's docstring; the declarations (Fs, Measure) are there too.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING
+
+from harness.analysis import stats
+from harness.analysis.runs import Run, measured
+
+if TYPE_CHECKING:
+    from harness.analysis.claims import Fs, Measure
+
+
+@dataclass
+class SideData:
+    """A side's sample in one run: `fs` the run's filesystem it found (None: none), `values`."""
+
+    label: str
+    fs: str | None
+    measure: Measure
+    values: list[float] = field(default_factory=list)
+    unit: str = ""
+    missing: str | None = None  # why there are no values
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+
+def _options(info: dict) -> list[str]:
+    return [o.strip() for o in str(info.get("mount_options") or "").split(",") if o.strip()]
+
+
+def match_score(sel: Fs, info: dict) -> tuple[int, int] | None:
+    """How well a run's filesystem (its plan entry, or {"name": ...} alone) matches `sel`; lower
+    is better, None: no match.
+
+    >>> from harness.analysis.claims import Fs
+    >>> match_score(Fs("xfs", ("xfs", "s2-xfs")), {"name": "mail-xfs", "variant": "s2-xfs", "type": "xfs"})
+    (1, 1)
+    >>> match_score(Fs("reiserfs", type="reiserfs", without_option="notail"),
+    ...             {"name": "r", "type": "reiserfs", "mount_options": "noatime,notail"}) is None
+    True
+    """
+    spell = [s.lower() for s in sel.spellings()]
+    name, variant = str(info.get("name", "")).lower(), str(info.get("variant") or "").lower()
+    score = None
+    if name in spell:
+        score = (0, spell.index(name))
+    elif variant and variant in spell:
+        score = (1, spell.index(variant))
+    elif sel.type and info.get("type") == sel.type and (sel.layout is None or (info.get("layout") or "single")
+                                                         == sel.layout):
+        score = (2, 0)
+    if score is None:
+        return None
+    opts = _options(info)
+    if (sel.with_option and "type" in info and sel.with_option not in opts) or \
+            (sel.without_option and sel.without_option in opts):
+        return None
+    return score
+
+
+def run_filesystems(run: Run, suite: str) -> list[dict]:
+    """The filesystems with records of `suite` in a run, in order: their plan entries (name,
+    type, variant, layout, mount options) where the plan has them, else just the name."""
+    plan = {str(f.get("name")): f for f in run.plan.get("filesystems") or []}
+    names = dict.fromkeys(str(r.get("fs")) for r in run.records if r.get("suite") == suite)
+    return [plan.get(n, {"name": n}) for n in names]
+
+
+def resolve(sels: list[Fs], fss: list[dict]) -> list[str | None]:
+    """The run filesystem each selector finds (None: none), each filesystem used once.
+
+    >>> from harness.analysis.claims import Fs
+    >>> resolve([Fs("a", ("x",), type="xfs"), Fs("b", type="xfs")], [{"name": "y", "type": "xfs"}, {"name": "x"}])
+    ['x', 'y']
+    """
+    used: set[str] = set()
+    out: list[str | None] = []
+    for sel in sels:
+        best = None
+        for i, info in enumerate(fss):
+            s = match_score(sel, info)
+            if s is not None and info["name"] not in used and (best is None or (s, i) < best[0]):
+                best = ((s, i), info["name"])
+        out.append(best[1] if best else None)
+        if best:
+            used.add(best[1])
+    return out
+
+
+def _selected(run: Run, suite: str, m: Measure) -> list[dict]:
+    return [r for r in run.records if measured(r) and r.get("suite") == suite and r.get("metric") == m.metric
+            and str(r.get("step") or "") in m.steps and any(fnmatchcase(str(r.get("case")), p) for p in m.cases)]
+
+
+def _value(r: dict, m: Measure) -> float | None:
+    v = r.get("value")
+    if not r.get("ok", False) or not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v):
+        return None
+    if m.rate_of:
+        size = r.get(m.rate_of)
+        return size / 1e6 / v if isinstance(size, int | float) and v > 0 else None
+    return float(v)
+
+
+def _pair(r: dict) -> tuple[str, str]:
+    return str(r.get("case")), str(r.get("step") or "")
+
+
+def _pair_text(pairs: list[tuple[str, str]] | set[tuple[str, str]], most: int = 3) -> str:
+    """'w1-run2/run, w2-run2/run and 8 more'."""
+    names = sorted("/".join(x for x in p if x) for p in pairs)
+    return ", ".join(names[:most]) + (f" and {len(names) - most} more" if len(names) > most else "")
+
+
+@dataclass
+class Pooled:
+    """One measure's values on each of a claim's filesystems (see `combine`)."""
+
+    values: dict[str, list[float]]
+    unit: str
+    missing: dict[str, str]  # fs -> why it has no values
+    notes: list[str]
+
+
+def combine(run: Run, suite: str, m: Measure, fss: list[str]) -> Pooled:
+    """The values of measure `m` on each filesystem of `fss` (module docstring: pool, geomean, sum).
+
+    geomean and sum compare the filesystems on the same (case, step) pairs: a pair that has no
+    usable value (failed, skipped, or 0 for geomean) in any replicate of some filesystem is left
+    out for all of them, and said; a replicate that lacks one of the remaining pairs is left out
+    of that filesystem's sample, and said.
+    """
+    recs = [r for r in _selected(run, suite, m) if r.get("fs") in fss]
+    unit = m.unit or ("MB/s" if m.rate_of else next((str(r.get("unit")) for r in recs if r.get("unit")), ""))
+    out = Pooled({fs: [] for fs in fss}, unit, {}, [])
+    groups: dict[str, dict[tuple, dict[tuple[str, str], list[float]]]] = {fs: {} for fs in fss}
+    seen: dict[tuple, set[tuple[str, str]]] = {}
+    for r in recs:
+        fs, v = str(r.get("fs")), _value(r, m)
+        if m.combine == "pool":
+            if v is not None:
+                out.values[fs].append(v)
+            continue
+        key = tuple(r.get(f) for f in m.replicate)
+        seen.setdefault(key, set()).add(_pair(r))
+        g = groups[fs].setdefault(key, {})
+        if v is not None and (m.combine != "geomean" or v > 0):
+            g.setdefault(_pair(r), []).append(v)
+    if m.combine != "pool":
+        good = {fs: {p for g in groups[fs].values() for p in g} for fs in fss}
+        usable = set.intersection(*good.values()) if good else set()
+        every = set().union(*seen.values()) if seen else set()
+        for fs in fss:
+            gone = every - good[fs]
+            if gone and good[fs]:
+                out.notes.append(f"{_pair_text(gone)} left out for every filesystem: no "
+                                 f"{'non-zero ' if m.combine == 'geomean' else ''}value on {fs}")
+        for fs in fss:
+            left = []
+            for key, g in groups[fs].items():
+                want = seen[key] & usable
+                lack = want - set(g)
+                if lack or not want:
+                    left.append((key, lack))
+                    continue
+                means = [stats.mean(g[p]) for p in want]  # a pair twice in a replicate: its mean
+                out.values[fs].append(math.exp(stats.mean([math.log(x) for x in means])) if m.combine == "geomean"
+                                      else math.fsum(means))
+            if left and out.values[fs]:
+                lack = set().union(*(x for _, x in left))
+                out.notes.append(f"{fs}: {len(left)} of {len(groups[fs])} replicate(s) left out "
+                                 f"({_key_text(m.replicate, left[0][0])}" + (f": no value in {_pair_text(lack)})"
+                                                                             if lack else ")"))
+    for fs in fss:
+        if out.values[fs]:
+            continue
+        mine = [r for r in recs if r.get("fs") == fs]
+        errors = [" ".join(str(r.get("error") or r.get("skipped") or "").split()) for r in mine]
+        why = next((e for e in errors if e), "")
+        if not mine:
+            out.missing[fs] = f"no {m.where()} on {fs}"
+        elif m.rate_of and not any(m.rate_of in r for r in mine):
+            out.missing[fs] = f"no field {m.rate_of} in the records of {m.where()} on {fs}"
+        elif m.combine != "pool" and not why:
+            out.missing[fs] = f"no complete replicate of {m.where()} on {fs} (a case with no value on some filesystem)"
+        else:
+            out.missing[fs] = f"no value of {m.where()} on {fs}" + (f": {why[:100]}" if why else "")
+    return out
+
+
+def _key_text(fields: tuple[str, ...], key: tuple) -> str:
+    return ",".join(f"{f}={v}" for f, v in zip(fields, key, strict=True))

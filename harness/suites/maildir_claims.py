@@ -1,0 +1,76 @@
+"""Study S2's published findings (seed 002, "File system performance for Maildir", 2008) as
+claims over maildir records (harness/analysis/claims.py says how they are checked).
+
+The article shows two charts (ms per message read, ms per message delivered, against 1..16
+writers, the mean of three runs) and states its findings in words only: no numbers. Overall
+comparisons use, in each of the three runs, the geometric mean over the five writer counts
+(one value a run: n = 3 at one repetition); the trends compare 16 writers with 1, each pooled
+over the three runs. Filesystems: the article's exact options are our variants s2-*.
+"""
+
+from __future__ import annotations
+
+from harness.analysis.claims import Claim, Fs, Measure, Side
+
+ORDERED = Fs("ext3-ordered", ("ext3-ordered", "s2-ext3-ordered"))
+WRITEBACK = Fs("ext3-writeback", ("ext3-writeback", "s2-ext3-writeback"))
+JOURNAL = Fs("ext3-journal", ("ext3-journal", "s2-ext3-journal"))
+XFS = Fs("xfs", ("xfs", "s2-xfs"), type="xfs")
+REISERFS = Fs("reiserfs", ("reiserfs", "s2-reiserfs", "reiserfs-notail"), type="reiserfs", with_option="notail")
+JFS = Fs("jfs", ("jfs", "s2-jfs"), type="jfs")
+SIX = (ORDERED, WRITEBACK, JOURNAL, XFS, REISERFS, JFS)
+SUITE = "maildir"
+
+
+def overall(metric: str) -> Measure:
+    """`metric` of step run, per run the geometric mean over 1, 2, 4, 8 and 16 writers."""
+    return Measure(metric, cases=("w*-run*",), steps=("run",), combine="geomean", replicate=("run", "rep"))
+
+
+def writers(metric: str, n: int) -> Measure:
+    """`metric` at n writers, the three runs pooled."""
+    return Measure(metric, cases=(f"w{n}-run*",), steps=("run",))
+
+
+DELIVERY, READ = overall("ms_per_delivery"), overall("ms_per_read")
+
+CLAIMS = (
+    Claim(id="s2-ext3-delivery-order", suite=SUITE, kind="order",
+          text="ext3 delivery time: writeback < ordered < journal",
+          source="seed 002, conclusion (delivery chart)", paper="writeback fastest, then ordered, then journal "
+                                                                "(ms per delivery; no numbers)",
+          sides=(WRITEBACK, ORDERED, JOURNAL), measure=DELIVERY),
+    Claim(id="s2-ext3-ordered-best-read", suite=SUITE, kind="extreme", extreme="best",
+          text="ext3-ordered had the best read time",
+          source="seed 002, conclusion (read chart)", paper="ext3-ordered best (ms per message read; no numbers)",
+          sides=(ORDERED, WRITEBACK, JOURNAL, XFS, REISERFS, JFS), measure=READ),
+    Claim(id="s2-xfs-read-grows", suite=SUITE, kind="direction",
+          text="XFS read time grows with the number of writers",
+          source="seed 002, conclusion (read chart)",
+          paper="'degradation proportional to the number of writers' (no numbers)",
+          sides=(Side(XFS, writers("ms_per_read", 1), "xfs, 1 writer"),
+                 Side(XFS, writers("ms_per_read", 16), "xfs, 16 writers")),
+          tcg="16 writer processes contend for the emulated CPUs, which slows the reader on any filesystem",
+          note="1 writer read faster than 16 writers, each pooled over the three runs"),
+    Claim(id="s2-reiserfs-read-stable", suite=SUITE, kind="equal",
+          text="ReiserFS reads were stable as writers grew",
+          source="seed 002, conclusion (read chart)", paper="'stable, without losing performance' (no numbers)",
+          sides=(Side(REISERFS, writers("ms_per_read", 16), "reiserfs, 16 writers"),
+                 Side(REISERFS, writers("ms_per_read", 1), "reiserfs, 1 writer")),
+          band=(0.8, 1.25), note="our tolerance: 16 writers within 25 % of 1 writer"),
+    Claim(id="s2-jfs-poor-read", suite=SUITE, kind="extreme", extreme="worst",
+          text="JFS was poor at reading",
+          source="seed 002, conclusion (read chart)", paper="JFS 'well inferior' at reading (no numbers)",
+          sides=(JFS, ORDERED, REISERFS), measure=READ,
+          note="against the two readers the article describes: ext3-ordered (best) and ReiserFS (below it)"),
+    Claim(id="s2-reiserfs-writes-like-writeback", suite=SUITE, kind="equal",
+          text="ReiserFS delivered about as fast as ext3-writeback",
+          source="seed 002, conclusion (delivery chart)", paper="'similar to ext3 writeback' (no numbers)",
+          sides=(REISERFS, WRITEBACK), measure=DELIVERY, band=(0.8, 1.25),
+          note="our tolerance: within 25 %"),
+    Claim(id="s2-xfs-best-delivery", suite=SUITE, kind="extreme", extreme="best",
+          text="XFS was in general the best performer (delivery)",
+          source="seed 002, conclusion", paper="XFS best overall (no numbers)",
+          sides=(XFS, ORDERED, WRITEBACK, JOURNAL, REISERFS, JFS), measure=DELIVERY,
+          note="'best in general' read as the delivery time, since its reading degrades with writers"),
+)

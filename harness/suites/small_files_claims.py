@@ -1,0 +1,41 @@
+"""Seed 001's Mongo remark as claims over small-files records (harness/analysis/claims.py says
+how they are checked): on Hans Reiser's Mongo benchmark, ReiserFS was the fastest for small
+files (100-1000 B) and extremely slow for large ones; no numbers, no table.
+
+PENDING: the small-files suite (harness/suites/small_files.py) is being written on another
+branch. These claims name what that suite's draft produces: cases `small-nofsync` and
+`large-nofsync` (Mongo did not fsync), the phase steps create, copy, read, stat, rename and
+delete, and the metric files_per_s (higher is better). tests/test_claims.py checks them against
+the suite's expansion as soon as the suite is registered; until then it skips them and says so.
+The filesystems are seed 001's: ReiserFS (with tails, its default), XFS, ext2.
+"""
+
+from __future__ import annotations
+
+from harness.analysis.claims import Claim, Fs, Measure
+
+REISERFS = Fs("reiserfs", ("reiserfs",), type="reiserfs", without_option="notail")
+XFS = Fs("xfs", type="xfs")
+EXT2 = Fs("ext2", type="ext2")
+SUITE = "small-files"
+PHASES = ("create", "copy", "read", "stat", "rename", "delete")
+PENDING = "the small-files suite is not registered on this branch; names taken from its draft"
+
+
+def phases(case: str) -> Measure:
+    """files/s of every Mongo phase of `case`, their geometric mean in each repetition."""
+    return Measure("files_per_s", cases=(case,), steps=PHASES, combine="geomean")
+
+
+CLAIMS = (
+    Claim(id="mongo-reiserfs-small-fastest", suite=SUITE, kind="extreme", extreme="best",
+          text="on Mongo, ReiserFS was the fastest for small files (100-1000 B)",
+          source="seed 001, text (Mongo benchmark)", paper="ReiserFS fastest (no numbers)",
+          sides=(REISERFS, XFS, EXT2), measure=phases("small-nofsync"), pending=PENDING,
+          note="the six phases by their geometric mean"),
+    Claim(id="mongo-reiserfs-large-slowest", suite=SUITE, kind="extreme", extreme="worst",
+          text="on Mongo, ReiserFS was extremely slow for large files",
+          source="seed 001, text (Mongo benchmark)", paper="ReiserFS 'extremely slow' (no numbers)",
+          sides=(REISERFS, XFS, EXT2), measure=phases("large-nofsync"), pending=PENDING,
+          note="the six phases by their geometric mean"),
+)
