@@ -19,7 +19,7 @@ from agentfakes import faked_agent, run_plan
 from harness import suites
 from harness.analysis import stats
 from harness.errors import FslabError
-from harness.spec import config, plan
+from harness.spec import config, resolve
 from harness.suites import small_files as sf
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,21 +52,23 @@ def test_cases_and_steps(profile, reps):
         assert c.params == {"size_class": cls, "fsync": fsync, "tree_files": COUNTS[profile][cls],
                             "fanout": FANOUT[profile], "seed": 2001, "min_bytes": lo, "max_bytes": hi}
         assert (c.kind, c.rep, c.job, c.headline_step) == ("steps", 0, "", None) and c.timeout_s >= 900
-        names = [s["name"] for s in c.steps]
+        names = [s["name"] for s in c.to_json()["steps"]]
         assert names == STEPS and len(set(names)) == len(names) and all(SAFE_NAME.match(n) for n in names)
         assert SAFE_NAME.match(c.id)
-        by = {s["name"]: s for s in c.steps}
+        by = {s["name"]: s for s in c.to_json()["steps"]}
         assert by["clean"] == {"name": "clean", "timed": False, "argv": ["rm", "-rf", "{mnt}/smallfiles"]}
         common = ["--root", "{mnt}/smallfiles", "--class", cls, "--files", str(COUNTS[profile][cls]),
                   "--fanout", str(FANOUT[profile]), "--seed", "2001"]
         for ph in PHASES:
             i = names.index(ph)
-            assert c.steps[i - 1] == {"name": f"cold-{ph}", "builtin": "cold-start"}  # every phase starts cold
+            # every phase starts cold
+            assert c.to_json()["steps"][i - 1] == {"name": f"cold-{ph}", "builtin": "cold-start"}
             assert by[ph] == {"name": ph, "parse": "metrics", "fields": {"phase": ph},
                               "argv": ["/usr/local/bin/fslab-smallfiles", ph, *common, *(["--fsync"] if fsync else [])]}
         assert by["verify"] == {"name": "verify", "timed": False, "parse": "metrics",
                                 "argv": ["/usr/local/bin/fslab-smallfiles", "verify", *common]}
-        assert set().union(*(s.keys() for s in c.steps)) <= {"name", "argv", "timed", "builtin", "parse", "fields"}
+        keys = set().union(*(s.keys() for s in c.to_json()["steps"]))
+        assert keys <= {"name", "argv", "timed", "builtin", "parse", "fields"}
 
 
 def test_profiles_and_headline():
@@ -144,30 +146,30 @@ def test_study_vmconfig(registered):
         ("btrfs", "btrfs", None, ""), ("f2fs", "f2fs", None, "")]
     disks = {d.id: d for d in cfg.disks}
     assert len({d for f in cfg.filesystems for d in f.disks}) == 7  # one disk each
-    assert all(d.size == 4 << 30 and d.preallocation == "falloc" and d.cache == "none" for d in disks.values())
+    assert all(d.size_bytes == 4 << 30 and d.preallocation == "falloc" and d.cache == "none" for d in disks.values())
     for prof in sf.SUITE.profiles:
-        p = plan.resolve(cfg, profile=prof, run_id="test")
+        p = resolve.resolve(cfg, profile=prof, run_id="test").to_json()
         assert p["cases"] == [c.to_json() for c in sf.SUITE.cases(prof)]
         checked = sf.check_plan(p)
         assert [e["fs"] for e in checked] == [f.name for f in cfg.filesystems] and all(e["checked"] for e in checked)
     for f in cfg.filesystems:  # the paper profile fits every one of them with room to spare
         for need in sf.needs("paper"):
-            assert sf.min_disk(need, f.type) <= 0.75 * disks[f.disks[0]].size, (f.name, need.size_class)
+            assert sf.min_disk(need, f.type) <= 0.75 * disks[f.disks[0]].size_bytes, (f.name, need.size_class)
 
 
 def test_smoke_vmconfig_and_a_shrunk_one_refused_before_the_boot(registered):
     cfg = config.load(ROOT / "tests" / "vmconfigs" / "small-files-smoke.yaml")
     assert (cfg.suite, cfg.profile, cfg.image) == ("small-files", "smoke", "debian-12")
-    p = plan.resolve(cfg, run_id="test")
+    p = resolve.resolve(cfg, run_id="test").to_json()
     assert [(f["name"], f["type"]) for f in p["filesystems"]] == [("reiserfs", "reiserfs"), ("ext4", "ext4")]
     assert [e["class"] for e in sf.check_plan(p)] == ["large", "large"]
     assert all(d["size_bytes"] >= 512 << 20 for d in p["disks"])  # ext4 keeps 4 KiB blocks
     with pytest.raises(FslabError, match=r"small-files-smoke.yaml: filesystems: ext4 \(disk d1\): ext4 on a 1 GiB disk "
                                          r"has about 65,536 inodes, .*183,672 inodes"):
-        sf.check_plan(plan.resolve(cfg, profile="paper", run_id="test"))
-    tiny = dataclasses.replace(cfg, disks=tuple(dataclasses.replace(d, size=8 << 20) for d in cfg.disks))
+        sf.check_plan(resolve.resolve(cfg, profile="paper", run_id="test").to_json())
+    tiny = dataclasses.replace(cfg, disks=tuple(dataclasses.replace(d, size_bytes=8 << 20) for d in cfg.disks))
     with pytest.raises(FslabError, match=r"reiserfs on a 8 MiB disk leaves about"):
-        sf.check_plan(plan.resolve(tiny, run_id="test"))
+        sf.check_plan(resolve.resolve(tiny, run_id="test").to_json())
     assert sf.check_plan({**p, "suite": {**p["suite"], "name": "file-ops"}}) == []
 
 

@@ -19,6 +19,7 @@ STUDY_VMS = {
     "kernel-tree": "vmconfigs/kernel-tree.yaml",
     "random-io": "vmconfigs/random-io.yaml",
     "file-ops": "vmconfigs/file-ops.yaml",
+    "small-files": "vmconfigs/small-files.yaml",
 }
 
 

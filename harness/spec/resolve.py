@@ -108,7 +108,7 @@ def resolve(
     cases = _cases(cfg, s, prof, fio_job)
     repeat = Repeat.make(reps if reps is not None else s.default_reps(prof), warmup, max_reps,
                          *(() if cv_threshold is None else (cv_threshold,)))
-    return Plan(
+    plan = Plan(
         run_id=run_id or new_run_id(cfg.name),
         vm=VM(name=cfg.name, source=cfg.source, vcpus=cfg.vcpus, memory_mib=cfg.memory // 1024**2,
               accelerator=accelerator or cfg.accelerator, deadline_s=cfg.deadline, backend=backend or cfg.backend),
@@ -120,6 +120,9 @@ def resolve(
         repeat=repeat,
         cases=tuple(cases),
     )
+    if s.check is not None and not fio_job:
+        s.check(plan.to_json())  # the suite's own refusal before any boot (e.g. inodes, space)
+    return plan
 
 
 def check_image_support(plan: Plan, image_name: str, supported: list[str]) -> None:

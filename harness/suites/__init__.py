@@ -35,6 +35,9 @@ class Suite:
     expand: Callable[[str], list[Case]] = field(repr=False)
     headline: str = "iops"
     reps: dict[str, int] = field(default_factory=dict)  # measured repetitions per profile
+    # Refuses (FslabError), before any boot, a resolved plan (its JSON) the suite cannot run, e.g.
+    # more files than the disks' inodes can hold (suite small-files).
+    check: Callable[[dict[str, Any]], object] | None = field(default=None, repr=False)
 
     def default_reps(self, profile: str) -> int:
         """Repetitions of each case: the suite's own choice, else paper 5, quick 3, anything else 1."""
@@ -48,10 +51,10 @@ class Suite:
 
 
 def registry() -> dict[str, Suite]:
-    from . import file_ops, fio_basic, fio_matrix, kernel_tree, maildir, random_io
+    from . import file_ops, fio_basic, fio_matrix, kernel_tree, maildir, random_io, small_files
 
     return {s.name: s for s in (fio_basic.SUITE, fio_matrix.SUITE, maildir.SUITE, random_io.SUITE, file_ops.SUITE,
-                                kernel_tree.SUITE)}
+                                kernel_tree.SUITE, small_files.SUITE)}
 
 
 def get(name: str, src: str = "suite") -> Suite:

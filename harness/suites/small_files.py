@@ -71,7 +71,7 @@ from types import ModuleType
 from typing import Any
 
 from harness.errors import FslabError
-from harness.suites import Case, Suite
+from harness.suites import Case, Suite, steps
 
 PROGRAM = "/usr/local/bin/fslab-smallfiles"
 SEED = 2001  # seed 001's year
@@ -134,7 +134,7 @@ def expand(profile: str) -> list[Case]:
             params = {"size_class": cls, "fsync": fsync, "tree_files": counts[cls], "fanout": fanout,
                       "seed": SEED, "min_bytes": lo, "max_bytes": hi}
             cases.append(Case(id=case_id(cls, fsync), kind="steps", params=params, job="", timeout_s=timeout,
-                              steps=_steps(cls, counts[cls], fanout, fsync)))
+                              steps=steps(_steps(cls, counts[cls], fanout, fsync), "suite small-files")))
     return cases
 
 
@@ -394,4 +394,5 @@ SUITE = Suite(
     expand=expand,
     headline="files_per_s",
     reps=REPS,
+    check=check_plan,
 )

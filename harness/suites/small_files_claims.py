@@ -2,12 +2,11 @@
 how they are checked): on Hans Reiser's Mongo benchmark, ReiserFS was the fastest for small
 files (100-1000 B) and extremely slow for large ones; no numbers, no table.
 
-PENDING: the small-files suite (harness/suites/small_files.py) is being written on another
-branch. These claims name what that suite's draft produces: cases `small-nofsync` and
-`large-nofsync` (Mongo did not fsync), the phase steps create, copy, read, stat, rename and
-delete, and the metric files_per_s (higher is better). tests/test_claims.py checks them against
-the suite's expansion as soon as the suite is registered; until then it skips them and says so.
-The filesystems are seed 001's: ReiserFS (with tails, its default), XFS, ext2.
+The claims read what suite small-files (harness/suites/small_files.py) produces: cases
+`small-nofsync` and `large-nofsync` (Mongo did not fsync), the phase steps create, copy, read,
+stat, rename and delete, and the metric files_per_s (higher is better); tests/test_claims.py
+checks those names against the suite's expansion. The filesystems are seed 001's: ReiserFS (with
+tails, its default), XFS, ext2.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ XFS = Fs("xfs", type="xfs")
 EXT2 = Fs("ext2", type="ext2")
 SUITE = "small-files"
 PHASES = ("create", "copy", "read", "stat", "rename", "delete")
-PENDING = "the small-files suite is not registered on this branch; names taken from its draft"
 
 
 def phases(case: str) -> Measure:
@@ -31,11 +29,11 @@ CLAIMS = (
     Claim(id="mongo-reiserfs-small-fastest", suite=SUITE, kind="extreme", extreme="best",
           text="on Mongo, ReiserFS was the fastest for small files (100-1000 B)",
           source="seed 001, text (Mongo benchmark)", paper="ReiserFS fastest (no numbers)",
-          sides=(REISERFS, XFS, EXT2), measure=phases("small-nofsync"), pending=PENDING,
+          sides=(REISERFS, XFS, EXT2), measure=phases("small-nofsync"),
           note="the six phases by their geometric mean"),
     Claim(id="mongo-reiserfs-large-slowest", suite=SUITE, kind="extreme", extreme="worst",
           text="on Mongo, ReiserFS was extremely slow for large files",
           source="seed 001, text (Mongo benchmark)", paper="ReiserFS 'extremely slow' (no numbers)",
-          sides=(REISERFS, XFS, EXT2), measure=phases("large-nofsync"), pending=PENDING,
+          sides=(REISERFS, XFS, EXT2), measure=phases("large-nofsync"),
           note="the six phases by their geometric mean"),
 )
