@@ -122,6 +122,7 @@ class _Spread:
             try:
                 out = runner.run(vm.plan, self.image, hs.choice, self.top / "vms", host=hs.host,
                                  name=f"fslab-{self.plan['run_id']}-{name}", stop=self.stop,
+                                 history_dir=self.top.parent,
                                  log=lambda m, p=f"fslab: [{label}] {name}: ": self.log(m.replace("fslab: ", p, 1)))
             except KeyboardInterrupt:
                 out = self._outcome(vm, "interrupted", "interrupted by the user; VM killed", False)
