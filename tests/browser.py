@@ -26,10 +26,11 @@ PROBE = """<script>
   document.querySelectorAll(sel).forEach(function (el) {
     var r = el.getBoundingClientRect();
     if (r.height === 0) return;  // folded (in a closed <details>): not seen
+    var one = function (s) { return s.replace(/\\s+/g, ' ').trim(); };
     var text = el.tagName === 'TR'
-      ? Array.prototype.map.call(el.cells, function (c) { return c.textContent.trim(); }).join(' | ')
-      : el.textContent;
-    out.push({tag: el.tagName.toLowerCase(), text: text.replace(/\\s+/g, ' ').trim(),
+      ? Array.prototype.map.call(el.cells, function (c) { return one(c.textContent); }).join(' | ')
+      : one(el.textContent);
+    out.push({tag: el.tagName.toLowerCase(), text: text,
               top: Math.round(r.top), bottom: Math.round(r.bottom)});
   });
   var pre = document.createElement('pre');
