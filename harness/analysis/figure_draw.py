@@ -141,9 +141,9 @@ def draw(sp: Spec) -> Figure:
                 ax.set_ylabel(panel.label)
         for j in range(len(sp.groups), nrows * ncols):
             axes[j // ncols][j % ncols].set_visible(False)
-        fig.suptitle(f"{sp.title} (each step on its own scale)", fontsize=10)
-        fig.legend(loc="upper right", fontsize=8, frameon=False, ncols=min(ns, 4))
-        fig.tight_layout(rect=(0, 0, 1, 0.93))
+        fig.suptitle(f"{sp.title} (each step on its own scale)", fontsize=10, y=0.99)
+        fig.legend(loc="upper center", bbox_to_anchor=(0.5, 0.94), fontsize=8, frameon=False, ncols=min(ns, 6))
+        fig.tight_layout(rect=(0, 0, 1, 0.86 if nrows == 1 else 0.92))
         return fig
     n = len(sp.panels)
     if sp.kind == "bars":

@@ -126,8 +126,8 @@ def _html_table(g: ranking.Group, quantities: list[ranking.Quantity]) -> str:
         if id(q) not in wanted:
             continue
         ok = e.state == "ok"
-        cls = [e.state] + (["first"] if cells[1] == "1" else []) + (["single"] if ok and e.single else []) \
-            + (["unstable"] if ok and e.summary.stability == "unstable" else [])
+        unstable = ok and e.summary.stability == "unstable"
+        cls = [e.state] + (["first"] if cells[1] == "1" else []) + (["single"] if ok and e.single else [])
         tds = []
         if id(q) not in first_of:
             first_of.add(id(q))
@@ -139,8 +139,10 @@ def _html_table(g: ranking.Group, quantities: list[ranking.Quantity]) -> str:
             if e.state != "ok" and i == 4:
                 continue
             badge = ' <span class="badge">n=1</span>' if i == 3 and e.state == "ok" and e.single else ""
-            num = ' class="num"' if i in (3, 4, 5, 6) or i > 7 else ""
-            tds.append(f"<td{num}>{escape(c)}{badge}</td>")
+            td_cls = " ".join((["num"] if i in (3, 4, 5, 6) or i > 7 else []) + (["unstable"] if unstable and i == 5
+                                                                                   else []))
+            attr = f' class="{td_cls}"' if td_cls else ""
+            tds.append(f"<td{attr}>{escape(c)}{badge}</td>")
         h.append(f'<tr class="{" ".join(cls)}">' + "".join(tds) + "</tr>")
     h.append("</tbody></table>")
     return "".join(h)

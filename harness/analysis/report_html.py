@@ -32,7 +32,8 @@ table.rank tr.first td { background: #eef7ee; } table.rank tr.first td.q { backg
 tr.skipped td.why { color: #666; font-style: italic; } tr.failed td.why, tr.failed td { color: #a00; }
 tr.single td { color: #555; } .badge { background: #fde9b0; color: #6a4a00; border-radius: 3px; padding: 0 4px;
   font-size: 11px; font-weight: 600; }
-tr.unstable td { background: #fff8e1; } p.wins, p.method { font-size: 12.5px; color: #333; margin: .2em 0 .5em; }
+table.rank td.unstable { background: #fff3cd; color: #7a5a00; }
+p.wins, p.method { font-size: 12.5px; color: #333; margin: .2em 0 .5em; }
 .loud { border: 2px solid #b00; background: #fff1f0; padding: .2em .8em; margin: .4em 0; }
 .loud ul { margin: .2em 0; padding-left: 1.2em; } .loud li { font-weight: 600; color: #8a0000; margin: .15em 0; }
 .kind { display: inline-block; min-width: 4.5em; font-weight: bold; text-transform: uppercase; font-size: 11px; }
