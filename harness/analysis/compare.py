@@ -124,7 +124,7 @@ def compare_samples(key: Key, fs_a: str, sa: Sample | None, sb: Sample | None, t
 def _wanted(metrics: list[str] | None, run: Run) -> set[str] | None:
     if metrics and "all" in metrics:
         return None
-    return set(metrics) if metrics else set(run.headline_metrics())
+    return set(metrics) if metrics else {*run.headline_metrics(), "mib_per_s"}  # a dd step's rate too
 
 
 def compare_runs(a: Run, b: Run, metrics: list[str] | None = None, test: str = "welch") -> list[Row]:

@@ -54,8 +54,7 @@ class Sample:
 
 @dataclass
 class Run:
-    """One run directory: `label` names it in figures and tables (run id, or the vmconfig's name
-    when several runs share a report)."""
+    """One run directory: `label` names it in figures and tables (see `label_runs`)."""
 
     dir: Path
     manifest: dict
