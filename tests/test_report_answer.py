@@ -214,6 +214,8 @@ def test_two_runs_are_labelled_a_b_with_run_vs_run_verdicts(tmp_path):
                     r"<td>real_s \(s\)</td>.*?</tr>", deltas)
     assert row and "+3" in row.group(0)  # about +30 %: worse, significantly
     assert "worse: 1" in deltas
+    top = html[:html.index('id="ranking"')]  # said before the rankings too, in one line
+    assert re.search(r"<b>Run B against run A</b>: [^<]*worse: 1", top)
     md = (out / "summary.md").read_text()
     assert "## Run B against run A" in md and "- A = synthetic-a" in md
 

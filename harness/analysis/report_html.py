@@ -98,6 +98,10 @@ def render_html(rep: Report) -> str:
               for w in loud]
         h.append("</ul></section>")
 
+    if rep.deltas:  # several runs: what changed between them, in one line each, before the rankings
+        h.append('<p class="method">' + "<br>".join(
+            f"<b>Run {escape(d.b)} against run {escape(d.a)}</b>: {escape(answer.verdict_counts(d.rows))} "
+            '(<a href="#runs-compared">table</a>)' for d in rep.deltas) + "</p>")
     h.append('<section id="ranking"><h2>Ranking</h2>')
     h.append('<p class="method">Per quantity, filesystems best first: mean with its 95 % confidence interval '
              "(Student t), n repetitions, % against " + ("the best" if rep.baseline is None else escape(rep.baseline))
