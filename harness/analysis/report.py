@@ -82,7 +82,7 @@ class Report:
     runs: list[Run]
     out_dir: Path
     baseline: str | None = None
-    warnings: list[warn.Warning] = field(default_factory=list)
+    warnings: list[warn.Caveat] = field(default_factory=list)
     groups: list[ranking.Group] = field(default_factory=list)  # every run's ranking tables
     scores: list[ranking.Score] = field(default_factory=list)
     deltas: list[Delta] = field(default_factory=list)

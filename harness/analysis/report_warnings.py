@@ -30,7 +30,9 @@ FOLDED = {
 
 
 @dataclass
-class Warning:
+class Caveat:
+    """One warning of the report: its kind (LOUD or FOLDED's keys) and its text."""
+
     kind: str
     text: str
 
@@ -42,12 +44,12 @@ class Fold:
     items: list[str]
 
 
-def gather(rep: Report) -> list[Warning]:
+def gather(rep: Report) -> list[Caveat]:
     """Every warning of the report, loud kinds first."""
-    out: list[Warning] = []
+    out: list[Caveat] = []
     tcg = [r.label for r in rep.runs if r.accel == "tcg"]
     if tcg:
-        out.append(Warning("tcg", f"Accelerator TCG (software emulation) in run {', '.join(tcg)}: timings do not "
+        out.append(Caveat("tcg", f"Accelerator TCG (software emulation) in run {', '.join(tcg)}: timings do not "
                                   "describe real hardware; compare filesystems only within a run, and with care."))
     unfair: dict[tuple[str, ...], list[str]] = {}  # the same differences in several runs: said once
     for r in rep.runs:
@@ -56,46 +58,46 @@ def gather(rep: Report) -> list[Warning]:
             unfair.setdefault(diffs, []).append(r.label)
     for diffs, labels in unfair.items():
         who = f"run {', '.join(labels)}" if rep.multi else ""
-        out.append(Warning("unfair", fairness.warning_text_of(list(diffs), who)))
+        out.append(Caveat("unfair", fairness.warning_text_of(list(diffs), who)))
     for r in rep.runs:
         if r.manifest.get("status", "ok") != "ok":
-            out.append(Warning("status", f"Run {r.label} ended {r.manifest.get('status')}: "
+            out.append(Caveat("status", f"Run {r.label} ended {r.manifest.get('status')}: "
                                          f"{r.manifest.get('reason')}; its results are partial."))
     for r in rep.runs[1:]:
         diffs = compare.differences(rep.runs[0].manifest, r.manifest)
         if diffs:
-            out.append(Warning("differ", f"Runs {rep.runs[0].label} (A) and {r.label} (B) differ in: "
+            out.append(Caveat("differ", f"Runs {rep.runs[0].label} (A) and {r.label} (B) differ in: "
                                          + "; ".join(diffs)))
     for r in rep.runs:
         for fs in dict.fromkeys(str(x.get("fs")) for x in r.records):
             info = r.fs_json(fs)
             if info and not info.get("ok", True):
-                out.append(Warning("failed", f"Run {r.label}, {fs}: mkfs/mount failed: {info.get('error')}"))
+                out.append(Caveat("failed", f"Run {r.label}, {fs}: mkfs/mount failed: {info.get('error')}"))
         for (_suite, case, fs), fl in failures(r.records).items():
             errs = "; ".join(dict.fromkeys(e for _, e in fl))
-            out.append(Warning("failed", f"Failed: {r.label + ': ' if rep.multi else ''}{fs} / {case} "
+            out.append(Caveat("failed", f"Failed: {r.label + ': ' if rep.multi else ''}{fs} / {case} "
                                          f"(rep {', '.join(str(x) for x, _ in fl)}): {errs}"))
     for row in rep.rows:
         where = row.where(rep.multi)
         if row.state == "unstable":
-            out.append(Warning("unstable", f"Unstable: {where}: CV {row.summary.cv:.1%} over {row.summary.n} "
+            out.append(Caveat("unstable", f"Unstable: {where}: CV {row.summary.cv:.1%} over {row.summary.n} "
                                            "repetitions."))
         elif row.state == "single":
-            out.append(Warning("single", f"Single measurement: {where}."))
+            out.append(Caveat("single", f"Single measurement: {where}."))
     for row in rep.all_rows:
         where = row.where(rep.multi)
         zeros = [f for f in row.flags if f.startswith("ZERO")]
         if zeros:
-            out.append(Warning("zero", f"Zero result: {where} = 0 ({', '.join(zeros)}); kept, not hidden."))
+            out.append(Caveat("zero", f"Zero result: {where} = 0 ({', '.join(zeros)}); kept, not hidden."))
         if row.state == "skipped" and row.key.metric == "real_s":
-            out.append(Warning("skipped", f"Skipped: {where}: {row.skipped}"))
+            out.append(Caveat("skipped", f"Skipped: {where}: {row.skipped}"))
     return out
 
 
-def fold(warnings: list[Warning], unstable_cv: float) -> tuple[list[Warning], list[Fold]]:
+def fold(warnings: list[Caveat], unstable_cv: float) -> tuple[list[Caveat], list[Fold]]:
     """(loud warnings, folded groups in FOLDED's order).
 
-    >>> loud, folds = fold([Warning("tcg", "t"), Warning("unstable", "u1"), Warning("unstable", "u2")], 0.05)
+    >>> loud, folds = fold([Caveat("tcg", "t"), Caveat("unstable", "u1"), Caveat("unstable", "u2")], 0.05)
     >>> [w.kind for w in loud], [(f.summary, f.items) for f in folds]
     (['tcg'], [('2 measurement(s) unstable (CV > 5 %)', ['u1', 'u2'])])
     """
