@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -54,10 +55,15 @@ def _run(args: list[str], timeout: float = 120) -> subprocess.CompletedProcess[s
 
 
 def screenshot(index_html: Path, png: Path) -> Path:
-    """A PNG of the first screen of `index_html`."""
+    """A PNG of the first screen of `index_html`; also copied into $FSLAB_SCREENSHOT_DIR when set
+    (pytest's temporary directories are removed after a few sessions; CI keeps that one)."""
     cp = _run([f"--screenshot={png}", index_html.resolve().as_uri()])
     if not png.is_file():
         raise RuntimeError(f"chromium made no screenshot (exit {cp.returncode}): {cp.stderr[-2000:]}")
+    keep = os.environ.get("FSLAB_SCREENSHOT_DIR")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copy(png, Path(keep) / f"{index_html.parent.parent.name}-{png.name}")
     return png
 
 
