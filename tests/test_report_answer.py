@@ -125,7 +125,11 @@ def test_skipped_is_drawn_and_written_as_skipped_not_failed(skipped_rep):
     html = (rep.out_dir / "index.html").read_text()
     assert "skipped: does not fit: needs 524288000 bytes, 402653184 free" in _section(html, "ranking")
     row = next(r for r in rep.rows if r.key.fs == "tmpfs" and r.key.step == "crear-500" and r.key.metric == "real_s")
-    assert row.state == "skipped" and row.summary.n == 0
+    assert row.state == "skipped" and row.summary.n == 0  # it said n=0 "single"
+    cases = _section(html, "cases")
+    assert ("<td class=key>random-io</td><td class=key>crear-random</td><td class=key>tmpfs</td>"
+            "<td class=key>crear-500</td>") in cases and "<td class=key>skipped</td>" in cases
+    assert "table.cases td.key { white-space: nowrap; }" in html  # "file-/ops" no more
     assert "1 step(s) skipped on purpose (not failed)" in _section(html, "more-warnings")
     with open(rep.out_dir / "records.csv", newline="") as f:
         rows = [r for r in csv.DictReader(f) if r["fs"] == "tmpfs" and r["step"] == "crear-500"]
