@@ -74,7 +74,7 @@ def test_eta_during_boot_comes_from_earlier_runs_and_moves_every_tick(tmp_path):
     feed(path, {"event": "case-end", "fs": "ext4", "case": "a", "rep": 0, "ok": True, "seconds": 4})
     now[0] = 64
     p()  # a measured 4 s in this run: it replaces the history's 10 s for a's later runs
-    assert "1 case runs done" in last_line(out) and eta_seconds(last_line(out)) == 20 + 24 + 2 + 48 + 3
+    assert "1 case run done" in last_line(out) and eta_seconds(last_line(out)) == 20 + 24 + 2 + 48 + 3
     assert "(estimated from this run's case times)" in last_line(out)
     eta = eta_seconds(last_line(out))
     for t in (65, 66, 67):

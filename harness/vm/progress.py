@@ -38,6 +38,10 @@ def _fmt(seconds: float | None) -> str:
     return f"{h}h{rem // 60:02d}m" if h else f"{rem // 60}m{rem % 60:02d}s"
 
 
+def _runs(n: int) -> str:
+    return f"{n} case run{'' if n == 1 else 's'}"
+
+
 def _mean(xs: list[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
 
@@ -217,8 +221,8 @@ class Progress:
             runs = self.done_in_fs.get(str(fs), 0)
             extra = runs - len(self.cases) * (self.n + self.warmup)
             planned = runs - max(0, extra)
-            self._line(f"{fs} finished ({runs} case runs" + (f": {planned} planned + {extra} adaptive"
-                                                             if extra > 0 else "") + ")", now)
+            self._line(f"{fs} finished ({_runs(runs)}" + (f": {planned} planned + {extra} adaptive"
+                                                          if extra > 0 else "") + ")", now)
             self.current = f"{fs} finished"
         elif name == "done":
             self._move(("tail",), now)
@@ -243,7 +247,7 @@ class Progress:
         if self.tty:
             vm = self.plan["vm"]["name"]
             which = f" [VM {self.overall[0] + 1} of {self.overall[1]}]" if self.overall else ""
-            text = (f"{vm}{which}: {self.current} | {self.done} case runs done | elapsed {_fmt(now)} | "
+            text = (f"{vm}{which}: {self.current} | {_runs(self.done)} done | elapsed {_fmt(now)} | "
                     f"{self._eta_text(now)}")
             self.stream.write("\r\033[K" + text[:220])
             self.stream.flush()
