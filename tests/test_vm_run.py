@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from browser import HEIGHT, WIDTH, first_screen, png_size, screenshot, visible
+from browser import HEIGHT, WIDTH, chromium, first_screen, png_size, screenshot, visible
 from vmhelpers import fslab, fslab_tty, no_qemu_left, read_records
 
 from harness.image import store as images
@@ -111,6 +111,7 @@ def test_tampered_image_is_refused(image, tmp_path):
     shutil.rmtree(copy)
 
 
+@pytest.mark.skipif(chromium() is None, reason="chromium is not installed (bootstrap.sh installs it)")
 def test_report_of_the_smoke_run_in_chromium(smoke_run):
     """`fslab report` of the session's real smoke run, rendered by headless Chromium at 1280 x 900:
     the first screen holds the loud warnings (TCG, the smoke disks that differ on purpose), the
