@@ -16,6 +16,7 @@ APT_PACKAGES=(
   fio                             # host-side tests turn real fio JSON into records
   python3-venv python3-pip
   shellcheck                      # lint of the shell scripts
+  chromium                        # tests render the report in headless Chromium and look at its first screen
   git
 )
 

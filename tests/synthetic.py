@@ -89,6 +89,10 @@ def fio_matrix_records(fss: tuple[str, ...] = ("ext4", "xfs"), reps: int = 3, se
                 dirs = [d for d in ("read", "write") if d in p["rw"] or p["rw"] in ("rw", "randrw")]
                 for d in dirs:
                     out.append(record("fio-matrix", case.id, fs, f"{d}_iops", v / len(dirs), "IO/s", rep, **p))
+                    if v > 0:  # latency as fio reports it: about 1 / IOPS per job, a p99 three times that
+                        lat = 1e6 * p["numjobs"] / v * (1 + rnd.gauss(0, 0.02))
+                        out.append(record("fio-matrix", case.id, fs, f"{d}_lat_mean", lat, "us", rep, **p))
+                        out.append(record("fio-matrix", case.id, fs, f"{d}_lat_p99", 3 * lat, "us", rep, **p))
                 r = record("fio-matrix", case.id, fs, "iops", v, "IO/s", rep, **p)
                 if v == 0:
                     r["flag"] = "zero"
@@ -118,19 +122,33 @@ def maildir_records(fss: tuple[str, ...] = ("ext4", "xfs"), seed: int = 2) -> li
     return out
 
 
-def random_io_records(fss: tuple[str, ...] = ("ext4", "xfs"), reps: int = 3, seed: int = 3) -> list[dict]:
-    """random-io's one case: steps crear-1 .. crear-500 and random, real_s and cpu_s each."""
+def random_io_records(fss: tuple[str, ...] = ("ext4", "xfs"), reps: int = 3, seed: int = 3,
+                      skip: tuple[str, str] | None = None) -> list[dict]:
+    """random-io's one case: steps crear-1 .. crear-500 and random, real_s and cpu_s each; the dd
+    steps carry `file_bytes` (the paper profile's sizes) and the derived `mib_per_s` record, as
+    harness/results/steps.py makes them. `skip` = (fs, step): that step is skipped on purpose
+    (one real_s record with value None and `skipped`), as the agent reports a step that does not fit."""
     rnd = random.Random(seed)
     out = []
     for fs in fss:
         for rep in range(reps):
             for step, secs in (("crear-1", 0.1), ("crear-10", 0.3), ("crear-100", 2.0), ("crear-250", 5.0),
                                ("crear-500", 10.0), ("random", 60.0)):
-                f = {"cycles": 100, "tries": 100, "step": step}
-                if step.startswith("crear-"):  # as the suite's plan step `fields` give it
-                    f["file_bytes"] = int(step[6:]) * 2**20
-                out.append(record("random-io", "crear-random", fs, "real_s", secs * rnd.uniform(0.97, 1.03), "s",
-                                  rep, **f))
+                f: dict = {"cycles": 100, "tries": 100, "step": step}
+                if step != "random":
+                    f["file_bytes"] = int(step.split("-")[1]) * 2**20
+                if (fs, step) == skip:
+                    r = record("random-io", "crear-random", fs, "real_s", None, "s", rep, skipped="does not fit: "
+                               "needs 524288000 bytes, 402653184 free", **f)
+                    r.update(ok=True)
+                    r.pop("error")
+                    out.append(r)
+                    continue
+                real = secs * rnd.uniform(0.97, 1.03)
+                out.append(record("random-io", "crear-random", fs, "real_s", real, "s", rep, **f))
                 out.append(record("random-io", "crear-random", fs, "cpu_s", secs / 5 * rnd.uniform(0.97, 1.03), "s",
                                   rep, **f))
+                if "file_bytes" in f:
+                    out.append(record("random-io", "crear-random", fs, "mib_per_s", f["file_bytes"] / 2**20 / real,
+                                      "MiB/s", rep, derived="file_bytes / 2**20 / real_s", **f))
     return out

@@ -160,3 +160,28 @@ def test_differences_lists_filesystems_by_name():
         "vmconfig filesystems.xfs: only in A",
         "vmconfig filesystems.jfs: only in B",
     ]
+
+
+def test_baseline_says_first_when_the_disks_differ(runs, tmp_path, capsys):
+    """The real smoke plan puts ext4 on raw/none/native/virtio-blk, xfs on qcow2/writeback/threads/virtio-scsi."""
+    assert cli.main(["compare", str(runs[0]), "--baseline", "ext4"]) == 0
+    cap = capsys.readouterr()
+    assert cap.err.startswith("fslab: WARNING: Not a like-for-like comparison in run synthetic-a")
+    assert cap.out.startswith("NOT LIKE FOR LIKE: the filesystems sit on disks with different settings:\n"
+                              "  format: ext4 raw (d0), xfs qcow2 (d1)\n")
+    for diff in ("preallocation: ext4 falloc (d0), xfs metadata (d1)", "cache: ext4 none (d0), xfs writeback (d1)",
+                 "aio: ext4 native (d0), xfs threads (d1)", "bus: ext4 virtio-blk (d0), xfs virtio-scsi (d1)"):
+        assert f"\n  {diff}\n" in cap.out
+
+
+def test_baseline_on_equal_disks_says_nothing_of_them(tmp_path, capsys):
+    import json
+
+    from synthetic import REAL
+
+    plan = json.loads((REAL / "manifest.json").read_text())["plan"]
+    plan["disks"][1] = {**plan["disks"][0], "id": "d1", "serial": "fslab-d1"}
+    run = make_run(tmp_path / "same", "fio-basic", iops_records(A), plan=plan)
+    assert cli.main(["compare", str(run), "--baseline", "ext4"]) == 0
+    cap = capsys.readouterr()
+    assert "like-for-like" not in cap.err and "LIKE FOR LIKE" not in cap.out

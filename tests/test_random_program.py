@@ -84,6 +84,7 @@ def run(binary: Path, files: list[Path], *args: str) -> dict:
     lines = [json.loads(line) for line in cp.stdout.splitlines()]
     out = {m["metric"]: m for m in lines if m["metric"] != "file_cycles"}
     out["file_cycles"] = {m["file"]: m["value"] for m in lines if m["metric"] == "file_cycles"}
+    out["file_cycles_units"] = [m["unit"] for m in lines if m["metric"] == "file_cycles"]
     return out
 
 
@@ -105,6 +106,10 @@ def test_counts_and_checksums_are_exactly_the_models(binary, files):
     assert (first["seed"], first["prng"], first["bufsize"], first["write_percent"], first["tries_per_cycle"]) == (
         7, "splitmix64", 16384, 25, 100)
     assert got["elapsed_s"]["unit"] == "s" and got["elapsed_s"]["value"] >= 0
+    units = {m: r["unit"] for m, r in got.items() if not m.startswith("file_cycles")}
+    assert units == {"cycles": "cycles", "tries": "tries", "reads": "reads", "writes": "writes",
+                     "fsyncs": "fsyncs", "bytes_read": "B", "bytes_written": "B", "elapsed_s": "s"}
+    assert set(got["file_cycles_units"]) == {"cycles"}  # issue 15: it had an empty unit
 
 
 def test_write_share_is_near_the_percent_over_ten_thousand_tries(binary, files):

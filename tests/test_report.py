@@ -63,14 +63,16 @@ def real_report(tmp_path_factory):
 def test_real_run_html(real_report):
     html = (real_report / "index.html").read_text()
     m = json.loads((REAL / "manifest.json").read_text())
-    # warnings first, with the TCG one
-    assert html.index('id="warnings"') < html.index('id="figures"') < html.index('id="cases"')
-    assert "timings do not describe real hardware" in html
+    # the answer first: loud warnings (TCG, unequal disks), the ranking, the score; details after
+    order = [html.index(f'id="{i}"') for i in ("warnings", "ranking", "score", "more-warnings", "figures", "cases",
+                                               "provenance")]
+    assert order == sorted(order)
+    assert "timings do not describe real hardware" in html and "Not a like-for-like comparison" in html
     # every case and filesystem
     for case in {c["id"] for c in m["plan"]["cases"]}:
         assert case in html
     for fs in ("ext4", "xfs"):
-        assert f"<td>{fs}</td>" in html
+        assert f"<td class=key>{fs}</td>" in html
     # provenance
     assert m["image"]["digest"] in html
     assert m["qemu"]["version"] in html
@@ -89,7 +91,9 @@ def test_real_run_files(real_report, capsys):
     _check_figures(real_report, {"fio-basic-iops"})
     _check_csv(real_report, [REAL])
     md = (real_report / "summary.md").read_text()
-    assert md.index("## Warnings") < md.index("## Figures") < md.index("## Cases") < md.index("## Provenance")
+    heads = ["## Ranking", "## Overall score", "## Warnings", "## Figures", "## Cases", "## Provenance"]
+    assert [md.index(h) for h in heads] == sorted(md.index(h) for h in heads)
+    assert "**TCG**" in md and "**UNFAIR**" in md
     assert "randrw-4k" in md and "timings do not describe real hardware" in md
 
 
@@ -126,22 +130,22 @@ def test_fio_matrix_figures_and_table(matrix):
     html = (rep.out_dir / "index.html").read_text()
     for case in fio_matrix.expand("smoke"):
         for fs in ("ext4", "xfs", "jfs"):
-            assert f"<td>{case.id}</td><td>{fs}</td>" in html, (case.id, fs)
+            assert f"<td class=key>{case.id}</td><td class=key>{fs}</td>" in html, (case.id, fs)
     assert "Figure 7" in html and "Figure 1" in html
 
 
 def test_fio_matrix_warnings(matrix):
     _, rep = matrix
-    kinds = {}
-    for kind, text in rep.warnings:
-        kinds.setdefault(kind, []).append(text)
+    kinds: dict[str, list[str]] = {}
+    for w in rep.warnings:
+        kinds.setdefault(w.kind, []).append(w.text)
     assert kinds["tcg"]
     assert any("xfs / randwrite-sync-direct-few-large (rep 1): fio job error(s) [5]" in t for t in kinds["failed"])
     assert any("ext4 / randwrite-libaio-buffered-many-small / iops = 0" in t for t in kinds["zero"])
     assert any("ext4 / read-sync-buffered-few-large / iops" in t for t in kinds["unstable"])
     html = (rep.out_dir / "index.html").read_text()
     assert "FAILED 1/3: fio job error(s) [5]" in html and "ZERO in rep 0, 1, 2" in html and "UNSTABLE" in html
-    assert rep.warnings[0][0] == "tcg"
+    assert rep.warnings[0].kind == "tcg"
 
 
 def test_steps_and_maildir_figures(tmp_path):
@@ -153,9 +157,10 @@ def test_steps_and_maildir_figures(tmp_path):
     assert spec.kind == "lines" and spec.groups == [1, 2, 4, 8, 16]
     assert len(spec.cells[(4, ("ext4", ""))]) == 3  # the three runs pooled
     assert len(rep.figures[1].spec.cells[(16, ("xfs", ""))]) == 2  # ms_per_read: run 3 read nothing
+    assert spec.panels[0].label == "ms per message delivered, lower is better"
     assert "NO VALUE in rep 0: no message was read" in (rep.out_dir / "index.html").read_text()
     rep = report.build([rio], tmp_path / "rio-report")
-    _check_figures(rep.out_dir, {"random-io-real_s", "random-io-cpu_s"})
+    _check_figures(rep.out_dir, {"random-io-real_s", "random-io-cpu_s", "random-io-mib_per_s"})
     assert rep.figures[0].spec.groups == ["crear-1", "crear-10", "crear-100", "crear-250", "crear-500", "random"]
 
 
@@ -179,7 +184,7 @@ def test_several_runs_group_by_label(tmp_path):
     out = tmp_path / "both"
     assert cli.main(["report", *map(str, runs), "--out", str(out)]) == 0
     rep_html = (out / "index.html").read_text()
-    assert "<th>run</th>" in rep_html and "<td>hdd</td>" in rep_html and "<td>ssd</td>" in rep_html
+    assert "<th>run</th>" in rep_html and "<td class=key>hdd</td>" in rep_html and "<td class=key>ssd</td>" in rep_html
     svg = (out / "figures" / "random-io-real_s.svg").read_text()
     for legend in ("ext4 (hdd)", "xfs (hdd)", "ext4 (ssd)", "xfs (ssd)"):
         assert f"<!-- {legend} -->" in svg  # matplotlib leaves each text as a comment beside its paths

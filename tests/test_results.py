@@ -147,14 +147,43 @@ def test_format_table_averages_reps_and_flags(real):
                  "ok": False, "error": "mkfs failed with exit code 1"})
     text = format_table(recs)
     lines = text.splitlines()
-    assert lines[0].split() == ["fs", "case", "reps", "IOPS", "MiB/s", "lat", "us", "p99", "us", "flags"]
+    assert lines[0].split() == ["fs", "case", "n", "IOPS", "±95%", "MiB/s", "lat", "us", "p99", "us", "flags"]
     ext4 = lines[1].split()
     job = real["randrw"]["jobs"][0]
-    assert ext4[:3] == ["ext4", "rr", "2"] and ext4[3] == f"{job['read']['iops'] + job['write']['iops']:.0f}"
+    iops = job["read"]["iops"] + job["write"]["iops"]
+    assert ext4[:3] == ["ext4", "rr", "2"] and ext4[3] == (f"{iops:.0f}" if iops >= 1000 else f"{iops:.4g}")
+    assert ext4[4] == "0"  # the same fio output twice: no spread
     assert "ZERO" in lines[2] and lines[2].startswith("xfs")
-    assert lines[3].split()[:7] == ["btrfs", "rr", "1", "-", "-", "-", "-"]
-    assert "FAILED 1/1: mkfs failed" in lines[3]
+    assert lines[3].split()[:8] == ["btrfs", "rr", "0", "-", "-", "-", "-", "-"]
+    assert lines[3].endswith("FAILED 1/1 [1]") and lines[4] == "[1] mkfs failed with exit code 1"
     assert "tcg" in lines[-1]
+
+
+def test_tables_show_n_ci_unstable_and_whole_reasons():
+    """Issue 15: a CV of 72 % said UNSTABLE; the CI beside the mean; a skip reason and a mount error
+    in full (they were cut at 50 and 60 characters), as numbered notes under the table."""
+    base = {"suite": "random-io", "case": "crear-random", "ok": True, "accel": "kvm"}
+    recs = [{**base, "fs": "ext2", "step": "crear-1", "rep": rep, "metric": m, "value": v}
+            for rep, real in enumerate((1.0, 3.0, 0.5)) for m, v in (("real_s", real), ("cpu_s", 0.1),
+                                                                    ("mib_per_s", 1 / real))]
+    skip = "input missing: /mnt/fslab/tmpfs/file4test/source/very/long/path/to/an/input/that/did/not/fit/in/ram"
+    recs.append({**base, "fs": "tmpfs", "step": "crear-1", "rep": 0, "metric": "real_s", "value": None,
+                 "skipped": skip})
+    mount = ("mount failed with exit code 32: mount: /mnt/fslab/jfs: wrong fs type, bad option, bad superblock "
+             "on /dev/vdc, missing codepage or helper program, or other error.")
+    recs.append({**base, "fs": "jfs", "rep": 0, "metric": "real_s", "value": None, "ok": False, "error": mount})
+    recs.append({**base, "fs": "ext2", "step": "crear-1", "rep": -1, "warmup": True, "metric": "real_s",
+                 "value": 99.0})
+    lines = format_table(recs).splitlines()
+    assert lines[0].split() == ["fs", "case", "step", "n", "real", "s", "±95%", "cpu", "s", "±95%", "MiB/s", "flags"]
+    ext2 = lines[1].split()
+    assert ext2[3:6] == ["3", "1.5", "3.3"]  # mean 1.5, t(2) x s / sqrt(3): the warm-up's 99 s left out
+    assert lines[1].endswith("UNSTABLE (CV 88%)")
+    assert lines[2].startswith("tmpfs") and lines[2].endswith("SKIPPED [1]")
+    assert lines[3].startswith("jfs") and lines[3].endswith("FAILED 1/1 [2]")
+    notes = "\n".join(lines[4:])
+    assert " ".join(notes.replace("[1] ", "").replace("[2] ", "").split()) == f"{skip} {' '.join(mount.split())}"
+    assert all(len(line) <= 100 for line in lines[4:])
 
 
 def test_zero_iops_is_flagged_not_dropped():

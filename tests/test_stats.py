@@ -185,6 +185,9 @@ def test_pct_change_edges():
     assert unbounded.low is None and unbounded.high is None
     with pytest.raises(ValueError):
         stats.pct_change([0, 0], [1, 2])
+    # B a constant zero against a noisy A (a filesystem that did no I/O, ranked against the best):
+    # -100 %, no interval, no ZeroDivisionError
+    assert stats.pct_change([100, 110, 90], [0, 0, 0]) == stats.Change(-100.0, None, None)
 
 
 def test_pct_change_interval_covers_95_percent():

@@ -165,6 +165,10 @@ def test_random_io_smoke_case_through_the_agent(agent, tmp_path):
     for mb in (1, 10, 100, 250, 500):
         r = by[(f"crear-{mb}", "real_s")]
         assert r["file_bytes"] == mb * 64 * 1024 and r["value"] > 0
+        rate = by[(f"crear-{mb}", "mib_per_s")]
+        # real_s is rounded to 0.1 ms, the rate is made from the unrounded time: allow for that
+        slack = rate["value"] * 0.00006 / r["value"] + 0.001
+        assert rate["unit"] == "MiB/s" and abs(rate["value"] - mb / 16 / r["value"]) < slack
     assert by[("random", "real_s")]["value"] > 0 and by[("random", "tries")]["value"] == 10000
     assert by[("random", "writes")]["seed"] == 1 and by[("random", "writes")]["bufsize"] == 16384
     assert list((tmp_path / "mnt/ext4").iterdir()) == []  # cleanup removed the five files

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from vmhelpers import fslab, no_qemu_left, read_records
+from browser import HEIGHT, WIDTH, chromium, first_screen, png_size, screenshot, visible
+from vmhelpers import fslab, fslab_tty, no_qemu_left, read_records
 
 from harness.image import store as images
 from harness.vm import accel
@@ -109,19 +111,72 @@ def test_tampered_image_is_refused(image, tmp_path):
     shutil.rmtree(copy)
 
 
-def test_two_smoke_runs_compare_and_report(image, smoke_run, tmp_path):
-    """The same smoke run again, in two boots (--boots 2) pooled into one run; compare says per
-    case what changed, with a verdict, and the report shows both runs."""
+@pytest.mark.skipif(chromium() is None, reason="chromium is not installed (bootstrap.sh installs it)")
+def test_report_of_the_smoke_run_in_chromium(smoke_run):
+    """`fslab report` of the session's real smoke run, rendered by headless Chromium at 1280 x 900:
+    the first screen holds the loud warnings (TCG, the smoke disks that differ on purpose), the
+    ranking with the direction of better and its verdict, and the score. The screenshot stays in
+    the run's report directory (first-screen.png); its path is printed."""
     first = Path(smoke_run[1].stdout.strip().splitlines()[-1])
-    cp = fslab("run", "vmconfigs/smoke.yaml", "--boots", "2", "--results-dir", str(tmp_path))
+    cp = fslab("report", str(first))
     assert cp.returncode == 0, cp.stdout + cp.stderr
+    index = first / "report" / "index.html"
+    png = screenshot(index, first / "report" / "first-screen.png")
+    print(f"\nfirst screen of the smoke run's report: {png}")
+    assert png_size(png) == (WIDTH, HEIGHT)
+    seen = visible(first_screen(index))
+    texts = [it["text"] for it in seen]
+    if json.loads((first / "manifest.json").read_text())["accel"] == "tcg":
+        assert any("timings do not describe real hardware" in t for t in texts)
+    assert any("Not a like-for-like comparison" in t and "bus: ext4 virtio-blk (d0), xfs virtio-scsi (d1)" in t
+               for t in texts)
+    assert "fio-basic: IOPS ↑ higher is better" in texts
+    rows = [t.split(" | ") for t in texts if t.count(" | ") >= 7 and not t.startswith("quantity")]
+    assert len(rows) == 2, texts
+    first_row, second_row = rows  # the first spans the quantity's rows: one cell more
+    assert first_row[:2] == ["randrw-4k", "1"] and first_row[6] == "best"
+    assert second_row[0] == "2" and second_row[-3] == "not testable (n=1)"  # one repetition: no verdict invented
+    assert {first_row[2], second_row[1]} == {"ext4", "xfs"}
+    assert any(t.startswith(("ext4 | ", "xfs | ")) and t.split(" | ")[1] == "100" for t in texts)  # the score
+
+
+STATUS = re.compile(r"\r\x1b\[K|\r?\n")
+
+
+def test_two_smoke_runs_live_view_compare_and_report(image, smoke_run, tmp_path):
+    """The same smoke run again, in two boots (--boots 2) with adaptive repetitions (--reps 2
+    --max-reps 4) pooled into one run, watched on a terminal (a pty): the live view shows a
+    numeric ETA from the first second of each boot, estimated from the earlier runs in the same
+    results directory, counts repetitions as "repetition k (adaptive, cap 4)" and never as k/n
+    with k > n. Then compare says per case what changed, with a verdict, and the report shows
+    both runs as A and B."""
+    results, first = smoke_run[0], Path(smoke_run[1].stdout.strip().splitlines()[-1])
+    cp, term = fslab_tty("run", "vmconfigs/smoke.yaml", "--boots", "2", "--reps", "2", "--max-reps", "4",
+                         "--results-dir", str(results))
+    assert cp.returncode == 0, cp.stdout + term[-3000:]
     second = Path(cp.stdout.strip().splitlines()[-1])
+    status = [ln for ln in STATUS.split(term) if "| elapsed " in ln]
+    booting = [ln for ln in status if ": booting |" in ln]
+    assert booting and status, term[-3000:]
+    earlier = []
+    for ln in booting:
+        m = re.search(r"ETA ≥?\d+m\d\ds \(estimated from (\d+) earlier runs?\)", ln)
+        assert m, ln
+        earlier.append(int(m.group(1)))
+    assert earlier[0] >= 1 and earlier[-1] > earlier[0]  # boot 2 also learns from boot 1
+    assert any("(adaptive, cap 4)" in ln for ln in status)
+    for ln in status:
+        for k, n in re.findall(r"(\d+)\s*(?:/|of)\s*(\d+)", ln):
+            assert int(k) <= int(n), ln
+    print(f"\nlive view, first and last status lines:\n{status[0]}\n{status[-1]}")
+
     manifest = json.loads((second / "manifest.json").read_text())
     assert [b["status"] for b in manifest["boots"]] == ["ok", "ok"] and manifest["status"] == "ok"
     recs = [r for r in read_records(second) if r["metric"] == "iops" and r["ok"]]
     for fs in ("ext4", "xfs"):
         mine = sorted((r["boot"], r["rep"]) for r in recs if r["fs"] == fs)
-        assert [b for b, _ in mine] == [1, 2] and mine[0][1] != mine[1][1], mine
+        assert {b for b, _ in mine} == {1, 2} and len(mine) >= 4, mine  # at least 2 per boot
+        assert len({rep for _, rep in mine}) == len(mine), mine  # the boots' repetitions never collide
         assert all(r["value"] > 0 for r in recs if r["fs"] == fs)
     for b in (1, 2):
         assert (second / "boots" / f"b{b}" / "console.log").stat().st_size > 0
@@ -130,11 +185,13 @@ def test_two_smoke_runs_compare_and_report(image, smoke_run, tmp_path):
     for fs in ("ext4", "xfs"):
         (line,) = [ln for ln in cmp.stdout.splitlines() if "randrw-4k" in ln and f" {fs} " in f" {ln} "
                    and "iops" in ln]
-        assert "not testable (n=1)" in line  # smoke has one repetition: no verdict is invented
-    rep = fslab("report", str(first), str(second))
+        assert "not testable (n=1)" in line  # the first smoke run has one repetition: no verdict is invented
+    out = tmp_path / "report"
+    rep = fslab("report", str(first), str(second), "--out", str(out))
     assert rep.returncode == 0, rep.stdout + rep.stderr
-    html = (first / "report" / "index.html").read_text()
-    assert "randrw-4k" in html and first.name in html and second.name in html
+    html = (out / "index.html").read_text()
+    assert "randrw-4k" in html and f"<b>A</b> = {first.name}" in html and f"<b>B</b> = {second.name}" in html
+    assert 'id="runs-compared"' in html and "Run B against run A" in html
 
 
 def test_reproduce_a_recorded_smoke_run(image, smoke_run, tmp_path):

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,3 +24,34 @@ def read_records(run_dir: Path) -> list[dict]:
 
 def no_qemu_left(run_id: str) -> bool:
     return subprocess.run(["pgrep", "-f", f"fslab-{run_id}"], capture_output=True).returncode != 0
+
+
+def fslab_tty(*args: str, timeout: float = 1800) -> tuple[subprocess.CompletedProcess[str], str]:
+    """Run the CLI with its stderr on a pseudo-terminal, as a person at a terminal sees it (the live
+    view draws its status line only on a terminal): (the result, its stdout captured; everything
+    the terminal received)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([*FSLAB, *args], cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=slave)
+    os.close(slave)
+    chunks: list[bytes] = []
+
+    def pump() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: every writer of the terminal is gone
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    finally:
+        reader.join(timeout=10)
+        os.close(master)
+    return (subprocess.CompletedProcess(proc.args, proc.returncode, out.decode(errors="replace"), ""),
+            b"".join(chunks).decode(errors="replace"))

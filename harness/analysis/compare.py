@@ -5,6 +5,10 @@ of B against A with its 95 % confidence interval (Fieller, harness/analysis/stat
 p-value of a two-sample test (Welch by default, Mann-Whitney on request) and a verdict that says
 better or worse only when the difference is significant at alpha = 0.05.
 
+With --baseline (the filesystems of one run against one of them), disks that differ between the
+filesystems (harness/analysis/fairness.py) are said first, as a warning and at the top of the
+table, with every difference listed.
+
 Two runs are comparable only when they measured the same thing: the same image (digest), the
 same accelerator actually used, the same VM configuration (the plan's vm, disks and filesystems)
 and the same suite (name, version and profile: a profile changes sizes and durations under the
@@ -19,7 +23,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from harness.analysis import stats
+from harness.analysis import fairness, stats
 from harness.analysis.runs import Key, Run, Sample, load_run, samples
 from harness.errors import FslabError
 
@@ -121,7 +125,7 @@ def compare_samples(key: Key, fs_a: str, sa: Sample | None, sb: Sample | None, t
 def _wanted(metrics: list[str] | None, run: Run) -> set[str] | None:
     if metrics and "all" in metrics:
         return None
-    return set(metrics) if metrics else set(run.headline_metrics())
+    return set(metrics) if metrics else {*run.headline_metrics(), "mib_per_s"}  # a dd step's rate too
 
 
 def compare_runs(a: Run, b: Run, metrics: list[str] | None = None, test: str = "welch") -> list[Row]:
@@ -211,6 +215,11 @@ def compare_paths(run_a: str, run_b: str | None = None, baseline: str | None = N
         assert baseline is not None
         rows = compare_baseline(a, baseline, metrics, test)
         header = f"run {a.run_id} ({a.accel}): every filesystem against {baseline} (A = {baseline})"
+        diffs = fairness.disk_differences(a.plan)
+        if diffs:  # said first, on stderr, and at the top of the table
+            warnings.append(fairness.warning_text_of(diffs, f"run {a.run_id}"))
+            header = ("NOT LIKE FOR LIKE: the filesystems sit on disks with different settings:\n  "
+                      + "\n  ".join(diffs) + "\n" + header)
     else:
         b = load_run(run_b)
         diffs = differences(a.manifest, b.manifest)

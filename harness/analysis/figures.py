@@ -1,107 +1,155 @@
-"""The report's figures: what each suite draws (`figures_for`) and how (`render`).
+"""The report's figures: what each suite draws (`figures_for`); harness/analysis/figure_draw.py
+draws them (`render`).
 
 Each suite gets the figures of its study:
-- fio-matrix (S1, Figures 1-7): one grouped bar chart of IOPS per pattern (read, write, rw,
-  randread, randwrite, randrw), groups = engine x cache x layout, one bar per filesystem; and
-  the 4-process randrw case (groups = engine).
-- fio-basic: IOPS per case, one bar per filesystem.
+- fio-matrix (S1, Figures 1-7): per pattern (read, write, rw, randread, randwrite, randrw) one
+  grouped bar chart, groups = engine x cache x layout, one bar per filesystem; and the 4-process
+  randrw case (groups = engine). fio-basic: per case. Every fio figure has three panels: IOPS,
+  mean latency and p99 latency (reads and writes together: the mean weighted by their IOPS, the
+  worse of the two p99s), so that a filesystem that buys IOPS with its tail shows it.
 - maildir (S2): ms per message delivered and ms per message read against the number of
   writers, one line per filesystem; each point pools the three runs (and their repetitions), as
   the article plots the mean of its three runs.
 - step suites (kernel-tree, file-ops, random-io; records with a `step`): real and CPU seconds
-  per step, one bar per filesystem.
+  per step, one bar per filesystem; random-io also its dd write rate (MiB/s) per file size.
 - anything else: the headline metric per case, one bar per filesystem.
-Error bars are the 95 % confidence interval of the mean (Student t); a cell with one value has
-none, a cell whose every repetition failed says "failed" and a zero result says "0" on the axis,
-so that neither hides. With several runs in one report each bar is a (filesystem, run label).
-The y axis turns logarithmic when the bars span more than two decades (buffered vs direct I/O
-does), so the small ones stay readable.
-
-Output is deterministic: Agg backend, a fixed svg.hashsalt, no date in the SVG metadata.
+Every y axis says which direction is better. A cell skipped on purpose says "skipped" (grey), a
+cell with no value because its case failed says "failed" (red), a zero result says "0"; a single
+measurement is drawn pale and marked n=1 (no error bar can exist). With several runs in one
+report each bar is a (filesystem, run label).
 """
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-import matplotlib
+from harness.analysis import stats
+from harness.analysis.figure_draw import render
+from harness.analysis.numbers import direction_text, size
+from harness.analysis.runs import Run, failures, fio_latency, samples
 
-matplotlib.use("Agg")
-from matplotlib.figure import Figure  # noqa: E402  (after choosing the backend)
-
-from harness.analysis import stats  # noqa: E402
-from harness.analysis.runs import Run, samples  # noqa: E402
+__all__ = ["Panel", "Spec", "figures_for", "render"]
 
 FIO_PATTERNS = ("read", "write", "rw", "randread", "randwrite", "randrw")
-RC: Any = {  # matplotlib rc keys are Literal-typed; these three are checked by its own validation
-    "svg.hashsalt": "fslab", "svg.fonttype": "path", "font.size": 9}
-HATCHES = ("", "//", "..", "xx", "\\\\", "oo")
+FIO_PANELS = (("iops", "IOPS", "IO/s"), ("lat_mean", "mean latency (µs)", "us"), ("lat_p99", "p99 latency (µs)", "us"))
+
+
+@dataclass
+class Panel:
+    """One y axis: `cells[(group, series)]` holds the values pooled for that bar or point;
+    `states[(group, series)]` says "skipped" or "failed" where a cell has none."""
+
+    ylabel: str
+    higher: bool | None = None
+    cells: dict = field(default_factory=dict)
+    states: dict = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return f"{self.ylabel}, {direction_text(self.higher)}" if self.higher is not None else self.ylabel
 
 
 @dataclass
 class Spec:
-    """One figure: `cells[(group, series)]` holds the values pooled for that bar or point."""
+    """One figure: groups on the x axis, one bar (or line) per series (fs, run label), one or more panels."""
 
     name: str  # file stem
     title: str
-    ylabel: str
     kind: str = "bars"  # or "lines" (x = numeric groups)
     groups: list = field(default_factory=list)
     series: list[tuple[str, str]] = field(default_factory=list)  # (fs, run label)
-    cells: dict = field(default_factory=dict)
+    panels: list[Panel] = field(default_factory=list)
     xlabel: str = ""
+    group_case: dict = field(default_factory=dict)  # group -> (label, case): where a failure shows
 
-    def add(self, group: object, fs: str, label: str, values: list[float]) -> None:
+    def add(self, group: object, fs: str, label: str, values: list[float], panel: int = 0,
+            state: str | None = None) -> None:
         if group not in self.groups:
             self.groups.append(group)
         if (fs, label) not in self.series:
             self.series.append((fs, label))
-        self.cells.setdefault((group, (fs, label)), []).extend(values)  # [] stays: "failed"
+        cell = self.panels[panel].cells.setdefault((group, (fs, label)), [])
+        cell.extend(values)
+        if state and not cell:
+            self.panels[panel].states[(group, (fs, label))] = state
+        elif values:
+            self.panels[panel].states.pop((group, (fs, label)), None)
+
+    @property
+    def cells(self) -> dict:  # the first panel's (kept for callers that read one panel)
+        return self.panels[0].cells
 
 
 def _cache(direct: object) -> str:
     return "direct" if str(direct) in ("1", "True", "true") else "buffered"
 
 
+def _fio_group(suite: str, f: dict, case: str) -> tuple[str, str, str]:
+    """(figure name, title, group) of a fio case."""
+    if suite == "fio-matrix":
+        if int(f.get("numjobs", 1) or 1) > 1:
+            return ("fio-matrix-4jobs", f"fio-matrix: {f.get('rw')}, {f.get('numjobs')} jobs, {f.get('layout')}, "
+                    f"{_cache(f.get('direct'))} (study S1, Figure 7)", str(f.get("ioengine")))
+        rw = str(f.get("rw"))
+        fig = FIO_PATTERNS.index(rw) + 1 if rw in FIO_PATTERNS else 0
+        return (f"fio-matrix-{rw}", f"fio-matrix: {rw} (study S1, Figure {fig})",
+                f"{f.get('ioengine')}\n{_cache(f.get('direct'))}\n{f.get('layout')}")
+    return "fio-basic-iops", "fio-basic: IOPS, mean and p99 latency per case", case
+
+
 def _suite_figures(suite: str, runs: list[Run], multi: bool) -> list[Spec]:
     """The Specs of one suite over every run that has it."""
     out: dict[str, Spec] = {}
 
-    def spec(name: str, title: str, ylabel: str, **kw: object) -> Spec:
+    def spec(name: str, title: str, panels: list[Panel], **kw: object) -> Spec:
         if name not in out:
-            out[name] = Spec(name, title, ylabel, **kw)  # type: ignore[arg-type]
+            out[name] = Spec(name, title, panels=panels, **kw)  # type: ignore[arg-type]
         return out[name]
 
     for run in runs:
         label = run.label if multi else ""
-        for k, s in samples([r for r in run.records if r.get("suite") == suite]).items():
+        recs = [r for r in run.records if r.get("suite") == suite]
+        ss = samples(recs)
+        lat = fio_latency(recs)
+        skipped_rates: list[tuple[str, str]] = []
+        for k, s in ss.items():
             f = s.fields
-            if suite == "fio-matrix" and k.metric == "iops":
-                if int(f.get("numjobs", 1) or 1) > 1:
-                    sp = spec("fio-matrix-4jobs", f"fio-matrix: {f.get('rw')}, {f.get('numjobs')} jobs, "
-                              f"{f.get('layout')}, {_cache(f.get('direct'))} (study S1, Figure 7)", "IOPS")
-                    sp.add(str(f.get("ioengine")), k.fs, label, s.values)
-                else:
-                    rw = str(f.get("rw"))
-                    fig = FIO_PATTERNS.index(rw) + 1 if rw in FIO_PATTERNS else 0
-                    sp = spec(f"fio-matrix-{rw}", f"fio-matrix: {rw} (study S1, Figure {fig})", "IOPS")
-                    sp.add(f"{f.get('ioengine')}\n{_cache(f.get('direct'))}\n{f.get('layout')}", k.fs, label,
-                           s.values)
-            elif suite == "fio-basic" and k.metric == "iops":
-                spec("fio-basic-iops", "fio-basic: IOPS per case", "IOPS").add(k.case, k.fs, label, s.values)
+            state = "skipped" if s.skipped else None
+            if suite in ("fio-matrix", "fio-basic") and k.metric == "iops" and not k.detail:
+                name, title, group = _fio_group(suite, f, k.case)
+                sp = spec(name, title, [Panel(y, stats.higher_is_better(m, u)) for m, y, u in FIO_PANELS])
+                sp.group_case[group] = (label, k.case)
+                sp.add(group, k.fs, label, s.values)
+                for i, (m, _, _) in enumerate(FIO_PANELS[1:], start=1):
+                    sp.add(group, k.fs, label, (lat.get((k.suite, k.case, k.fs, k.detail)) or {}).get(m, []), i)
             elif suite == "maildir" and k.metric in ("ms_per_delivery", "ms_per_read") and "writers" in f:
                 what = "delivered" if k.metric == "ms_per_delivery" else "read"
                 sp = spec(f"maildir-{k.metric}", f"maildir: ms per message {what} (study S2)",
-                          f"ms per message {what}", kind="lines", xlabel="writers")
+                          [Panel(f"ms per message {what}", False)], kind="lines", xlabel="writers")
                 sp.add(int(f["writers"]), k.fs, label, s.values)
-            elif suite != "maildir" and k.step and k.metric in ("real_s", "cpu_s") and not k.detail:
-                group = k.step if len({r.get("case") for r in run.records}) < 2 else f"{k.case}\n{k.step}"
-                what = "real" if k.metric == "real_s" else "CPU (user + sys)"
-                spec(f"{suite}-{k.metric}", f"{suite}: {what} seconds per step", f"{what} s").add(
-                    group, k.fs, label, s.values)
+            elif suite != "maildir" and k.step and not k.detail and k.metric in ("real_s", "cpu_s", "mib_per_s"):
+                many = len({r.get("case") for r in recs}) > 1
+                group = k.step if not many else f"{k.case}\n{k.step}"
+                if k.metric == "mib_per_s":
+                    group = f"{group}\n{size(f.get('file_bytes'))}"
+                    sp = spec(f"{suite}-mib_per_s", f"{suite}: dd write rate per file size (MiB/s, dd's MB/s)",
+                              [Panel("MiB/s", True)])
+                else:
+                    what = "real" if k.metric == "real_s" else "CPU (user + sys)"
+                    sp = spec(f"{suite}-{k.metric}", f"{suite}: {what} seconds per step", [Panel(f"{what} s", False)])
+                sp.group_case[group] = (label, k.case)
+                sp.add(group, k.fs, label, s.values, state=state)
+                if k.metric == "real_s" and s.skipped:  # a skipped step has no CPU record (nor rate): say it there
+                    cpu = spec(f"{suite}-cpu_s", f"{suite}: CPU (user + sys) seconds per step",
+                               [Panel("CPU (user + sys) s", False)])
+                    cpu.group_case[group] = (label, k.case)
+                    cpu.add(group, k.fs, label, [], state="skipped")
+                    if "file_bytes" in f:
+                        skipped_rates.append((f"{group}\n{size(f.get('file_bytes'))}", k.fs))
+        rates = out.get(f"{suite}-mib_per_s")
+        for group, fs in skipped_rates if rates else []:
+            rates.add(group, fs, label, [], state="skipped")  # type: ignore[union-attr]
+        _mark_failures(out.values(), run, label, recs)
     if not out:  # generic fallback: the headline per case
         for run in runs:
             label = run.label if multi else ""
@@ -109,12 +157,32 @@ def _suite_figures(suite: str, runs: list[Run], multi: bool) -> list[Spec]:
             for k, s in samples([r for r in run.records if r.get("suite") == suite]).items():
                 if k.metric == head and not k.detail:
                     group = k.case if not k.step else f"{k.case}\n{k.step}"
-                    spec(f"{suite}-{head}", f"{suite}: {head} per case", f"{head} ({s.unit})" if s.unit else head
-                         ).add(group, k.fs, label, s.values)
+                    ylabel = f"{head} ({s.unit})" if s.unit else head
+                    sp = spec(f"{suite}-{head}", f"{suite}: {head} per case",
+                              [Panel(ylabel, stats.higher_is_better(head, s.unit))])
+                    sp.add(group, k.fs, label, s.values, state="skipped" if s.skipped else None)
     for sp in out.values():
         if sp.kind == "lines":
             sp.groups.sort()
+        # a latency panel of records that carry none (older or hand-made runs) is left out, not drawn empty
+        sp.panels = sp.panels[:1] + [p for p in sp.panels[1:] if any(p.cells.values())]
     return list(out.values())
+
+
+def _mark_failures(specs: object, run: Run, label: str, recs: list[dict]) -> None:
+    """A filesystem whose case failed has no cell in that case's groups: it gets a "failed" one."""
+    fails = failures(recs)
+    fss = list(dict.fromkeys(str(r.get("fs")) for r in recs))
+    for sp in specs:  # type: ignore[attr-defined]
+        for group, (lb, case) in sp.group_case.items():
+            if lb != label:
+                continue
+            for fs in fss:
+                if (recs[0].get("suite"), case, fs) not in fails:
+                    continue
+                for i, panel in enumerate(sp.panels):
+                    if not panel.cells.get((group, (fs, label))) and (group, (fs, label)) not in panel.states:
+                        sp.add(group, fs, label, [], i, state="failed")
 
 
 def figures_for(runs: list[Run]) -> list[Spec]:
@@ -122,92 +190,3 @@ def figures_for(runs: list[Run]) -> list[Spec]:
     suites = list(dict.fromkeys(str(r.get("suite")) for run in runs for r in run.records))
     multi = len(runs) > 1
     return [sp for s in suites for sp in _suite_figures(s, runs, multi)]
-
-
-def _color_of(fs_names: list[str]) -> dict[str, Any]:
-    cmap = matplotlib.colormaps["tab10"]
-    return {fs: cmap(i % 10) for i, fs in enumerate(fs_names)}
-
-
-def _series_label(fs: str, label: str) -> str:
-    return f"{fs} ({label})" if label else fs
-
-
-def draw(sp: Spec) -> Figure:
-    """A matplotlib Figure for one Spec (grouped bars or lines, 95 % CI error bars)."""
-    fss = list(dict.fromkeys(fs for fs, _ in sp.series))
-    labels = list(dict.fromkeys(lb for _, lb in sp.series))
-    color = _color_of(fss)
-    ns = max(1, len(sp.series))
-    width = min(0.8 / ns, 0.3)
-    fig_w = min(16.0, max(6.0, 1.2 + len(sp.groups) * (0.22 * ns + 0.35)))
-    fig = Figure(figsize=(fig_w, 4.6) if sp.kind == "bars" else (6.4, 4.4))
-    ax = fig.add_subplot()
-    positives: list[float] = []
-    for si, (fs, lb) in enumerate(sp.series):
-        xs, ms, notes = [], [], []
-        ex, ey, elo, ehi = [], [], [], []  # error bars only where a CI exists (n >= 2)
-        for gi, g in enumerate(sp.groups):
-            vals = sp.cells.get((g, (fs, lb)))
-            x = (gi + width * (si - (ns - 1) / 2)) if sp.kind == "bars" else g
-            if vals is None:
-                continue
-            if not vals:
-                notes.append((x, "failed"))
-                continue
-            iv = stats.mean_ci(vals)
-            xs.append(x)
-            ms.append(iv.estimate)
-            if iv.low is not None and iv.high is not None:
-                ex.append(x)
-                ey.append(iv.estimate)
-                elo.append(iv.estimate - iv.low)
-                ehi.append(iv.high - iv.estimate)
-            if iv.estimate > 0:
-                positives.append(iv.estimate)
-            else:
-                notes.append((x, "0"))
-        kw: dict[str, Any] = {"color": color[fs], "label": _series_label(fs, lb)}
-        if sp.kind == "bars":
-            ax.bar(xs, ms, width, edgecolor="black", linewidth=0.4,
-                   hatch=HATCHES[labels.index(lb) % len(HATCHES)], **kw)
-            if ex:
-                ax.errorbar(ex, ey, yerr=[elo, ehi], fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
-        else:
-            ax.plot(xs, ms, marker="o", linestyle=("-", "--", ":", "-.")[labels.index(lb) % 4], **kw)
-            if ex:
-                ax.errorbar(ex, ey, yerr=[elo, ehi], fmt="none", ecolor=color[fs], elinewidth=0.8, capsize=3)
-        for x, text in notes:
-            ax.annotate(text, (x, 0), xytext=(0, 3), textcoords="offset points", ha="center", va="bottom",
-                        fontsize=7, color="red", rotation=90 if sp.kind == "bars" else 0,
-                        xycoords=("data", "axes fraction"))  # the axis bottom, also on a log scale
-    log = bool(positives) and max(positives) / min(positives) > 100
-    if log:
-        ax.set_yscale("log")
-    if sp.kind == "bars":
-        ax.set_xticks(range(len(sp.groups)), [str(g) for g in sp.groups], fontsize=8)
-        ax.set_xlim(-0.6, len(sp.groups) - 0.4)
-    else:
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(sp.groups, [str(g) for g in sp.groups])
-        ax.set_xlabel(sp.xlabel)
-    ax.set_ylabel(sp.ylabel + (" (log scale)" if log else ""))
-    ax.set_title(sp.title)
-    ax.grid(axis="y", linewidth=0.3, alpha=0.6)
-    ax.set_axisbelow(True)
-    ax.legend(fontsize=8, loc="best", frameon=False)
-    fig.tight_layout()
-    return fig
-
-
-def render(sp: Spec, out_dir: Path) -> tuple[Path, Path, bytes]:
-    """Draw `sp`, write <out_dir>/<name>.png and .svg; return both paths and the SVG bytes."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with matplotlib.rc_context(RC):
-        fig = draw(sp)
-        png, svg = out_dir / f"{sp.name}.png", out_dir / f"{sp.name}.svg"
-        fig.savefig(png, format="png", dpi=110)
-        buf = io.BytesIO()
-        fig.savefig(buf, format="svg", metadata={"Date": None})
-    svg.write_bytes(buf.getvalue())
-    return png, svg, buf.getvalue()

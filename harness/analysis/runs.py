@@ -18,7 +18,8 @@ from typing import NamedTuple
 from harness.errors import FslabError
 from harness.results.jsonl import read_jsonl
 
-DETAIL_FIELDS = ("writer", "file")  # fields that tell apart several values of one metric in one rep
+# fields that tell apart several values of one metric in one rep (`section`: one fio stonewall group)
+DETAIL_FIELDS = ("writer", "file", "section")
 # Metrics shown beside a suite's headline: maildir's article plots delivery and read times; the
 # step suites (kernel-tree, file-ops, random-io) report real and CPU seconds.
 COMPANIONS = {"ms_per_delivery": ["ms_per_read"], "real_s": ["cpu_s"]}
@@ -53,8 +54,7 @@ class Sample:
 
 @dataclass
 class Run:
-    """One run directory: `label` names it in figures and tables (run id, or the vmconfig's name
-    when several runs share a report)."""
+    """One run directory: `label` names it in figures and tables (see `label_runs`)."""
 
     dir: Path
     manifest: dict
@@ -101,12 +101,28 @@ def load_run(path: str | Path) -> Run:
 
 
 def label_runs(runs: list[Run]) -> None:
-    """Give each run its label: the run id alone; with several runs the vmconfig name when those
-    are all different, else the run id."""
+    """Give each run its label, short enough for a legend: one run is its run id; several runs are
+    their vmconfig names when those all differ, else A, B, C, ... in the order given (as
+    `fslab compare` calls its two sides), and the report says which run id each letter is.
+
+    >>> rs = [Run(Path(d), {"run_id": d, "plan": {"vm": {"name": "smoke"}}}, []) for d in ("r1", "r2")]
+    >>> label_runs(rs); [r.label for r in rs]
+    ['A', 'B']
+    """
     names = [str((r.plan.get("vm") or {}).get("name") or r.run_id) for r in runs]
-    use_names = len(runs) > 1 and len(set(names)) == len(names)
-    for r, name in zip(runs, names, strict=True):
-        r.label = name if use_names else r.run_id
+    distinct = len(set(names)) == len(names)
+    for i, (r, name) in enumerate(zip(runs, names, strict=True)):
+        r.label = r.run_id if len(runs) == 1 else name if distinct else _letters(i)
+
+
+def _letters(i: int) -> str:
+    """A, B, ..., Z, AA, AB, ... for the i-th run (0-based)."""
+    out = ""
+    i += 1
+    while i:
+        i, rem = divmod(i - 1, 26)
+        out = chr(ord("A") + rem) + out
+    return out
 
 
 def measured(rec: dict) -> bool:
@@ -167,4 +183,42 @@ def failures(records: list[dict]) -> dict[tuple[str, str, str], list[tuple[int, 
             continue
         seen.add((case, rep))
         out.setdefault(case, []).append((rep, " ".join(str(r.get("error") or "no error given").split())))
+    return out
+
+
+def fio_latency(records: list[dict]) -> dict[tuple[str, str, str, str], dict[str, list[float]]]:
+    """(suite, case, fs, detail) -> {"lat_mean": [us per rep], "lat_p99": [us per rep]} of fio cases.
+
+    Per repetition, as the terminal table does: the mean latency of reads and writes weighted by
+    their IOPS, and the worse (higher) of their p99 latencies; a repetition without any latency
+    record adds nothing.
+
+    >>> recs = [{"suite": "f", "case": "c", "fs": "x", "rep": 0, "ok": True, "metric": m, "value": v}
+    ...         for m, v in (("read_iops", 300), ("read_lat_mean", 100), ("read_lat_p99", 400),
+    ...                      ("write_iops", 100), ("write_lat_mean", 200), ("write_lat_p99", 900))]
+    >>> fio_latency(recs)
+    {('f', 'c', 'x', ''): {'lat_mean': [125.0], 'lat_p99': [900.0]}}
+    """
+    reps: dict[tuple[str, str, str, str], dict[int, dict[str, float]]] = {}
+    for r in records:
+        v = r.get("value")
+        if not measured(r) or not r.get("ok") or not isinstance(v, int | float) or isinstance(v, bool):
+            continue
+        k = key_of(r)
+        reps.setdefault((k.suite, k.case, k.fs, k.detail), {}).setdefault(int(r.get("rep", 0) or 0), {})[
+            k.metric] = float(v)
+    out: dict[tuple[str, str, str, str], dict[str, list[float]]] = {}
+    for key, by_rep in reps.items():
+        for m in by_rep.values():
+            pairs = [(m.get(f"{d}_iops", 0.0), m[f"{d}_lat_mean"]) for d in ("read", "write") if f"{d}_lat_mean" in m]
+            tails = [m[f"{d}_lat_p99"] for d in ("read", "write") if f"{d}_lat_p99" in m]
+            if not pairs and not tails:
+                continue
+            lat = out.setdefault(key, {"lat_mean": [], "lat_p99": []})
+            weight = sum(w for w, _ in pairs)
+            if pairs:
+                lat["lat_mean"].append(sum(w * x for w, x in pairs) / weight if weight > 0 else
+                                       sum(x for _, x in pairs) / len(pairs))
+            if tails:
+                lat["lat_p99"].append(max(tails))
     return out

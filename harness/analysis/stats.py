@@ -301,6 +301,8 @@ def pct_change(a: list[float], b: list[float], confidence: float = 0.95) -> Chan
     if va + vb == 0:
         return Change(pct, pct, pct)
     wa, wb = r * r * va, vb  # variance parts of mb - R ma
+    if wa + wb == 0:  # B is a constant 0 (a zero result every time): no interval to give
+        return Change(pct, None, None)
     df = (wa + wb) ** 2 / (wa**2 / (len(a) - 1) + wb**2 / (len(b) - 1))
     t = _t_quantile(0.5 + confidence / 2, df)
     denom = ma * ma - t * t * va

@@ -162,15 +162,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Write report/ (HTML, Markdown, CSV, figures) for one or more runs; print the run table."""
-    from harness.analysis import report  # matplotlib and scipy load only for the commands that use them
+    # matplotlib and scipy load only for the commands that use them
+    from harness.analysis import report, report_warnings
 
-    rep = report.build(args.run_dirs, args.out)
+    rep = report.build(args.run_dirs, args.out, baseline=args.baseline)
     for run in rep.runs:
         m = run.manifest
-        print(f"run {run.run_id}: {m.get('status')} ({m.get('reason')}), accel={run.accel}")
+        print(f"run {run.run_id}{' (' + run.label + ')' if rep.multi else ''}: {m.get('status')} "
+              f"({m.get('reason')}), accel={run.accel}")
         print(format_table(run.records))
-    for kind, text in rep.warnings:
-        print(f"fslab: WARNING: {kind}: {text}", file=sys.stderr)
+    loud, folds = report_warnings.fold(rep.warnings, rep.unstable_cv)
+    for w in loud:
+        print(f"fslab: WARNING: {w.kind}: {w.text}", file=sys.stderr)
+    for f in folds:
+        print(f"fslab: note: {f.summary} (listed in the report)", file=sys.stderr)
     print(f"{len(rep.figures)} figure(s), {len(rep.all_rows)} measured quantities")
     print(rep.out_dir / "index.html")
     return 0
@@ -288,6 +293,8 @@ def parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="write report/ (index.html, summary.md, records.csv, figures) for runs")
     p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="run directories (several: figures by run)")
     p.add_argument("--out", metavar="DIR", help="report directory (default: RUN_DIR/report of the first run)")
+    p.add_argument("--baseline", metavar="FS", help="rank with %% changes against FS instead of the best, and "
+                   "score relative to it")
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("compare", help="compare two runs, or one run's filesystems against a baseline")

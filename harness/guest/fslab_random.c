@@ -26,7 +26,8 @@
  * Output: one JSON object a line, {"metric", "value", "unit", "seed", "prng", "bufsize",
  * "write_percent", "tries_per_cycle"}: cycles, tries, reads, writes, fsyncs, bytes_read,
  * bytes_written, elapsed_s (the loop, by CLOCK_MONOTONIC), and file_cycles once per FILE (with
- * "file", its name without the directory).
+ * "file", its name without the directory). Every value has its unit: a count is in what it
+ * counts (cycles, tries, reads, writes, fsyncs), bytes in B, time in s.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -232,18 +233,18 @@ int main(int argc, char **argv)
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
 
-    count("cycles", cycles, "", NULL);
-    count("tries", cycles * tries_g, "", NULL);
-    count("reads", reads, "", NULL);
-    count("writes", writes, "", NULL);
-    count("fsyncs", writes, "", NULL);
+    count("cycles", cycles, "cycles", NULL);
+    count("tries", cycles * tries_g, "tries", NULL);
+    count("reads", reads, "reads", NULL);
+    count("writes", writes, "writes", NULL);
+    count("fsyncs", writes, "fsyncs", NULL);
     count("bytes_read", bytes_read, "B", NULL);
     count("bytes_written", bytes_written, "B", NULL);
     snprintf(text, sizeof text, "%.6f",
              (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
     metric("elapsed_s", text, "s", NULL);
     for (i = 0; i < nfiles; i++)
-        count("file_cycles", file_cycles[i], "", files[i]);
+        count("file_cycles", file_cycles[i], "cycles", files[i]);
     if (fflush(stdout) != 0 || ferror(stdout))
         die(1, "writing the results: %s", strerror(errno));
     free(buf);

@@ -16,8 +16,15 @@ def steps_records(steps: list[dict], plan_steps: tuple[Step, ...], raw: Path, ba
     A step skipped on purpose gives one record with value None and `skipped` saying why. A plan
     step's `fields` (e.g. {"file_mb": 500}) are added to that step's records.
 
+    A timed step that writes a file of known size (its plan `fields` give `file_bytes`: random-io's
+    dd steps) also gets its rate, `mib_per_s` = file_bytes / 2**20 / real_s in MiB/s (dd's "MB/s",
+    whose 1M is a MiB), derived here once so that results.jsonl, compare, the report, records.csv
+    and the terminal tables all see the same number; it carries `derived` saying how it was made.
+    A mean over repetitions is then the mean of per-repetition rates, and has a CI like any metric.
+
     Example: steps.json [{"name": "cp", "timed": true, "rc": 0, "real_s": 2.5, "user_s": 0.1,
-    "sys_s": 0.4}] gives records step=cp with real_s 2.5 s, cpu_s 0.5 s, user_s 0.1 s, sys_s 0.4 s.
+    "sys_s": 0.4}] gives records step=cp with real_s 2.5 s, cpu_s 0.5 s, user_s 0.1 s, sys_s 0.4 s;
+    with fields {"file_bytes": 10485760} also mib_per_s 4.0 MiB/s.
     """
     parse = {p.name: p.parse for p in plan_steps}
     fields = {p.name: p.fields for p in plan_steps}
@@ -33,6 +40,9 @@ def steps_records(steps: list[dict], plan_steps: tuple[Step, ...], raw: Path, ba
             for metric, value in (("real_s", st["real_s"]), ("cpu_s", cpu), ("user_s", st["user_s"]),
                                   ("sys_s", st["sys_s"])):
                 out.append({**b, "metric": metric, "value": round(value, 4), "unit": "s"})
+            if isinstance(b.get("file_bytes"), int | float) and st["real_s"] > 0:
+                out.append({**b, "metric": "mib_per_s", "value": round(b["file_bytes"] / 2**20 / st["real_s"], 4),
+                            "unit": "MiB/s", "derived": "file_bytes / 2**20 / real_s"})
         if parse.get(st["name"]) == "metrics" and (raw / f"{st['name']}.stdout").is_file():
             for line in (raw / f"{st['name']}.stdout").read_text(errors="replace").splitlines():
                 line = line.strip()

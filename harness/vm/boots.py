@@ -55,7 +55,7 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
             outcomes.append(runner.run(boot_plan(plan, k), image, choice, top / "boots",
                                        scratch_root=scratch_root / plan.run_id if scratch_root else None,
                                        keep_scratch=keep_scratch, log=log, host=host,
-                                       name=f"fslab-{plan.run_id}-b{k}"))
+                                       name=f"fslab-{plan.run_id}-b{k}", history_dir=results_root))
     finally:  # Ctrl-C or a failed boot: whatever the finished boots measured is merged and kept
         merged = merge(top, plan, boots)
     bad = [o for o in outcomes if o.status != "ok"]

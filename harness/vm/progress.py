@@ -1,9 +1,21 @@
 """Live progress of a run, read from the guest's progress port as it happens.
 
-On a terminal: one status line, rewritten in place — VM, filesystem, case and repetition, elapsed
-time and an ETA for this VM (and overall, when several VMs run one after another). Not on a
-terminal (CI logs): quiet, but for one line when each filesystem finishes, so a log still shows
-that the run moves without thousands of lines.
+On a terminal: one status line, rewritten in place every tick — VM, filesystem (k of N), case
+and repetition, the case runs done, elapsed time and an ETA for this VM. Not on a terminal (CI
+logs): quiet, but for one line when each filesystem finishes and one per failed case, so a log
+still shows that the run moves without thousands of lines.
+
+The ETA is the estimated time of the work still ahead, less the time already spent on the
+current item, so it moves every tick. The work ahead is the plan laid out in the agent's order
+(boot; per filesystem: mkfs and mount, warm-up rounds, then `repeat.n` rounds of every case;
+power-off). Each item's time comes from, in this order: this run's own measurements of it; the
+history of earlier runs on this host and accelerator (harness/vm/timings.py; the line says
+"estimated from N earlier runs"); for a fio case its runtime + ramp_time. Without any of them
+(the first run on a machine, during its boot) the ETA is "?" and says why, not a guess.
+
+Repetitions: with an adaptive rule (n >= 2 and a cap above n, the guest repeats a case while its
+CV is above the threshold) the line says "repetition k (adaptive, cap m)" and the ETA, which
+counts n rounds, is a lower bound ("≥"); no count is shown as k/n with k > n.
 """
 
 from __future__ import annotations
@@ -16,31 +28,65 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.spec.plan import Plan
+from harness.vm.timings import History, case_key
 
 
 def _fmt(seconds: float | None) -> str:
     if seconds is None:
         return "?"
-    seconds = int(seconds)
+    seconds = int(round(seconds))
     h, rem = divmod(seconds, 3600)
     return f"{h}h{rem // 60:02d}m" if h else f"{rem // 60}m{rem % 60:02d}s"
+
+
+def _runs(n: int) -> str:
+    return f"{n} case run{'' if n == 1 else 's'}"
+
+
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
 
 
 class Progress:
     """Follows progress.jsonl; call it periodically (it is the Machine.wait tick)."""
 
     def __init__(self, path: Path, plan: Plan, started: float, stream: TextIO | None = None,
-                 overall: tuple[int, int] | None = None, clock: Callable[[], float] = time.monotonic):
+                 overall: tuple[int, int] | None = None, clock: Callable[[], float] = time.monotonic,
+                 history: History | None = None):
         self.path, self.plan, self.started, self.clock = path, plan, started, clock
         self.stream = stream or sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.overall = overall  # (index of this VM, number of VMs)
+        self.history = history
         self.offset = 0
         self.first_seen: dict[str, float] = {}
-        self.expected = len(plan.filesystems) * len(plan.cases) * (plan.repeat.n + plan.repeat.warmup)
+        r = plan.repeat
+        self.n, self.warmup, self.cap, self.rep_offset = r.n, r.warmup, max(r.n, r.cap), r.rep_offset
+        self.adaptive = self.n >= 2 and self.cap > self.n  # with one value the CV rule never asks for more
+        self.fss = [f.name for f in plan.filesystems]
+        self.cases = plan.cases
+        rounds = [-(w + 1) for w in range(self.warmup)] + list(range(self.n))
+        self.items: list[tuple] = [("boot",)]
+        for fs in self.fss:
+            self.items.append(("setup", fs))
+            self.items += [("case", fs, rnd, i) for rnd in rounds for i in range(len(self.cases))]
+        self.items.append(("tail",))
+        self.index = {it: k for k, it in enumerate(self.items)}
+        self.pos, self.item_start, self.extra = 0, 0.0, False  # extra: a round beyond the plan
+        self._extra_case, self._extra_running = 0, False
         self.done = 0
+        self.done_in_fs: dict[str, int] = {}
         self.case_seconds: list[float] = []
-        self.current = ""
+        self.measured: dict[str, list[float]] = {}  # case id -> seconds in this run
+        self.case_log: dict[str, list[float]] = {}  # case_key -> seconds, for the history
+        self.overheads: list[float] = []
+        self.fs_started: dict[str, float] = {}
+        self.fs_ended: set[str] = set()
+        self.fs_case_s: dict[str, float] = {}
+        self.last_event = 0.0
+        self.current = "booting"
+
+    # --- reading the progress file --------------------------------------------------------------
 
     def events(self) -> list[dict[str, Any]]:
         """New complete lines of the progress file since the last call."""
@@ -61,38 +107,147 @@ class Progress:
                 continue
         return out
 
-    def eta(self) -> float | None:
-        """Seconds left for this VM: mean case time so far x cases left (None before the first)."""
-        if not self.case_seconds:
+    # --- estimates -------------------------------------------------------------------------------
+
+    def _case_index(self, case_id: object, rep: object) -> tuple[int, int]:
+        """(index in plan cases, round) of a case-start event; round < 0 for a warm-up."""
+        rep = int(rep or 0)
+        idx = next((i for i, c in enumerate(self.cases) if c.id == case_id), 0)
+        if rep < 0:
+            return idx, rep
+        return idx, rep - self.rep_offset - self.cases[idx].rep
+
+    def case_estimate(self, i: int) -> float | None:
+        """Seconds of one run of plan case i (see the module docstring for the order of sources)."""
+        c = self.cases[i]
+        mine = _mean(self.measured.get(c.id, []))
+        if mine is not None:
+            return mine
+        past = self.history.case(case_key(self.plan, c.id)) if self.history else None
+        if past is not None:
+            return past
+        p = c.params
+        if c.kind == "fio" and isinstance(p.get("runtime"), int | float):
+            return float(p["runtime"]) + float(p.get("ramp_time") or 0)
+        return _mean(self.case_seconds)
+
+    def _estimate(self, item: tuple) -> float | None:
+        kind = item[0]
+        if kind == "boot":
+            return self.history.boot() if self.history else None
+        if kind == "setup":
+            mine = _mean(self.overheads)
+            return mine if mine is not None else (self.history.fs_overhead() if self.history else None) or 0.0
+        if kind == "tail":
+            return (self.history.tail() if self.history else None) or 0.0
+        return self.case_estimate(item[3])
+
+    def eta(self, now: float | None = None) -> float | None:
+        """Seconds left for this VM: what the current item has left, plus every item after it."""
+        now = self.clock() - self.started if now is None else now
+        cur = self._estimate(self.items[self.pos])
+        if self.extra:  # a round beyond the plan: its case while it runs, nothing once it ended
+            cur = self.case_estimate(self._extra_case) if self._extra_running else 0.0
+        rest = [self._estimate(it) for it in self.items[self.pos + 1:]]
+        if cur is None or any(x is None for x in rest):
             return None
-        mean = sum(self.case_seconds) / len(self.case_seconds)
-        return max(0, self.expected - self.done) * mean
+        return max(0.0, cur - (now - self.item_start)) + sum(x for x in rest if x is not None)
+
+    # --- events ----------------------------------------------------------------------------------
+
+    def _move(self, item: tuple, now: float) -> None:
+        self.pos, self.item_start, self.extra = self.index[item], now, False
+
+    def _after_fs(self, fs: str) -> tuple:
+        k = self.fss.index(fs) if fs in self.fss else len(self.fss) - 1
+        return ("setup", self.fss[k + 1]) if k + 1 < len(self.fss) else ("tail",)
+
+    def _rep_text(self, rnd: int) -> str:
+        if rnd < 0:
+            return f"warm-up {-rnd} of {self.warmup}"
+        if self.adaptive:
+            return f"repetition {rnd + 1} (adaptive, cap {self.cap})"
+        return f"repetition {rnd + 1} of {self.n}" if rnd < self.n else f"repetition {rnd + 1}"
+
+    def _where(self, fs: object) -> str:
+        return f"{fs} (fs {self.fss.index(fs) + 1} of {len(self.fss)})" if fs in self.fss else str(fs)
+
+    def _event(self, ev: dict[str, Any], now: float) -> None:
+        name = ev.get("event", "?")
+        self.first_seen.setdefault(name, now)
+        self.last_event = now
+        fs = ev.get("fs")
+        if name == "boot":
+            if self.fss:
+                self._move(("setup", self.fss[0]), now)
+            self.current = "guest agent started"
+        elif name == "fs-start" and fs in self.fss:
+            self._move(("setup", fs), now)
+            self.fs_started[str(fs)] = now
+            self.current = f"{self._where(fs)}: mkfs and mount"
+        elif name == "case-start":
+            i, rnd = self._case_index(ev.get("case"), ev.get("rep"))
+            item = ("case", fs, rnd, i)
+            if item in self.index:
+                self._move(item, now)
+            else:  # an adaptive round beyond n: after it come the later filesystems
+                last = max((k for k, it in enumerate(self.items) if len(it) > 1 and it[1] == fs), default=self.pos)
+                self.pos, self.item_start, self.extra = last, now, True
+            self._extra_case, self._extra_running = i, True
+            self.current = f"{self._where(fs)}: {ev.get('case')} {self._rep_text(rnd)}"
+        elif name == "case-end":
+            self.done += 1
+            self.done_in_fs[str(fs)] = self.done_in_fs.get(str(fs), 0) + 1
+            secs = ev.get("seconds")
+            if isinstance(secs, int | float):
+                self.case_seconds.append(float(secs))
+                self.measured.setdefault(str(ev.get("case")), []).append(float(secs))
+                self.case_log.setdefault(case_key(self.plan, str(ev.get("case"))), []).append(float(secs))
+                self.fs_case_s[str(fs)] = self.fs_case_s.get(str(fs), 0.0) + float(secs)
+            if self.extra:
+                self._extra_running, self.item_start = False, now
+            elif self.pos + 1 < len(self.items):
+                self.pos, self.item_start = self.pos + 1, now
+            if not ev.get("ok"):
+                i, rnd = self._case_index(ev.get("case"), ev.get("rep"))
+                self._line(f"{fs}/{ev.get('case')} {self._rep_text(rnd)} FAILED", now)
+        elif name == "fs-end":
+            self.fs_ended.add(str(fs))
+            if str(fs) in self.fs_started:
+                self.overheads.append(max(0.0, now - self.fs_started[str(fs)] - self.fs_case_s.get(str(fs), 0.0)))
+            self._move(self._after_fs(str(fs)), now)
+            runs = self.done_in_fs.get(str(fs), 0)
+            extra = runs - len(self.cases) * (self.n + self.warmup)
+            planned = runs - max(0, extra)
+            self._line(f"{fs} finished ({_runs(runs)}" + (f": {planned} planned + {extra} adaptive"
+                                                          if extra > 0 else "") + ")", now)
+            self.current = f"{fs} finished"
+        elif name == "done":
+            self._move(("tail",), now)
+            self.current = "guest done; collecting results"
+
+    def _eta_text(self, now: float) -> str:
+        eta = self.eta(now)
+        past = self.history.n if self.history else 0
+        if eta is None:
+            why = "no earlier run on this host and accelerator to estimate from" if not past else "no estimate yet"
+            return f"ETA ? ({why})"
+        src = (f"estimated from {past} earlier run{'s' if past != 1 else ''}" if past and not self.case_seconds
+               else "estimated from this run's case times" if self.case_seconds else "estimated from the plan")
+        more = self.adaptive and "done" not in self.first_seen and len(self.fs_ended) < len(self.fss)
+        lower = "≥" if more else ""  # the guest may still add rounds
+        return f"ETA {lower}{_fmt(eta)} ({src})"
 
     def __call__(self) -> None:
         now = self.clock() - self.started
         for ev in self.events():
-            name = ev.get("event", "?")
-            self.first_seen.setdefault(name, now)
-            if name == "case-start":
-                self.current = f"{ev.get('fs')}/{ev.get('case')} rep {ev.get('rep', 0)}"
-            elif name == "case-end":
-                self.done += 1
-                if isinstance(ev.get("seconds"), (int, float)):
-                    self.case_seconds.append(float(ev["seconds"]))
-                if not ev.get("ok"):
-                    self._line(f"{ev.get('fs')}/{ev.get('case')} rep {ev.get('rep', 0)} FAILED", now)
-            elif name == "fs-end":
-                extra = max(0, self.done - self.expected)  # the variation rule's extra rounds
-                self._line(f"{ev.get('fs')} finished ({self.done}/{self.expected} cases"
-                           + (f", {extra} extra repetitions" if extra else "") + ")", now)
-            elif name == "boot":
-                self.current = "guest agent started"
+            self._event(ev, now)
         if self.tty:
             vm = self.plan.vm.name
-            which = f" [{self.overall[0] + 1}/{self.overall[1]}]" if self.overall else ""
-            text = (f"{vm}{which}: {self.current or 'booting'} | {self.done}/{self.expected} cases | "
-                    f"elapsed {_fmt(now)} | ETA {_fmt(self.eta())}")
-            self.stream.write("\r\033[K" + text[:200])
+            which = f" [VM {self.overall[0] + 1} of {self.overall[1]}]" if self.overall else ""
+            text = (f"{vm}{which}: {self.current} | {_runs(self.done)} done | elapsed {_fmt(now)} | "
+                    f"{self._eta_text(now)}")
+            self.stream.write("\r\033[K" + text[:220])
             self.stream.flush()
 
     def _line(self, text: str, now: float) -> None:
@@ -106,3 +261,14 @@ class Progress:
         if self.tty:
             self.stream.write("\r\033[K")
             self.stream.flush()
+
+    def history_entry(self, vm_seconds: float) -> dict[str, Any]:
+        """This run's line for timings.jsonl (harness/vm/timings.py)."""
+        return {"run_id": self.plan.run_id, "vm": self.plan.vm.name,
+                "boot_s": _round(self.first_seen.get("boot")), "fs_overhead_s": [round(x, 1) for x in self.overheads],
+                "tail_s": _round(max(0.0, vm_seconds - self.last_event)) if self.first_seen else None,
+                "cases": {k: [round(x, 2) for x in v] for k, v in self.case_log.items()}}
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 1)

@@ -31,7 +31,7 @@ from harness.results.records import records_for_run
 from harness.results.stream import read_stream, stream_format_of
 from harness.spec.plan import Plan
 from harness.vm import accel as accel_mod
-from harness.vm import hosts, provenance
+from harness.vm import hosts, provenance, timings
 from harness.vm.argv import RunPaths
 from harness.vm.backend import Backend
 from harness.vm.libvirt import HostLost
@@ -74,11 +74,14 @@ def vm_for(plan: Plan, image: images.Image, accel: str, run_dir: Path, scratch: 
 
 def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root: Path,
         scratch_root: Path | None = None, keep_scratch: bool = False, log: Log = _stderr,
-        host: hosts.Host | None = None, name: str | None = None, stop: threading.Event | None = None) -> Outcome:
+        host: hosts.Host | None = None, name: str | None = None, stop: threading.Event | None = None,
+        history_dir: Path | None = None) -> Outcome:
     """Boot one VM for `plan` and bring its results home. The image was verified by the caller.
 
     `host` (a hosts.Host) and `name` (the domain name) are for the libvirt backend; `stop`, when
-    set by another thread, ends the VM as Ctrl-C does."""
+    set by another thread, ends the VM as Ctrl-C does. `history_dir` holds timings.jsonl, the
+    boot and case times the live view estimates from (default `results_root`; --boots and
+    several hosts pass the user's results directory, not the nested one of each VM)."""
     run_dir = results_root / plan.run_id
     scratch = (scratch_root / plan.run_id) if scratch_root else run_dir / "scratch"
     vm = vm_for(plan, image, choice.used, run_dir, scratch, host, name)
@@ -112,7 +115,9 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
         log(f"fslab: booting {plan.vm.name} ({choice.used}, {len(plan.filesystems)} filesystems, "
             f"{len(plan.cases)} cases each, deadline {plan.vm.deadline_s} s)")
         t0 = time.monotonic()
-        progress = Progress(vm.local.progress, plan, t0)
+        remote = host is not None and getattr(host, "remote", False)  # a remote host's times are its own
+        history = timings.History.load(history_dir or results_root, choice.used, host.label if remote else None)
+        progress = Progress(vm.local.progress, plan, t0, history=history)
 
         def tick() -> None:
             if stop is not None and stop.is_set():
@@ -138,6 +143,7 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
         }
         if rc == 0:
             status, reason = "ok", "guest reported success"
+            history.append(progress.history_entry(wall))  # the next run's ETA starts from this one
     except HostLost as e:
         status, reason, host_failed = "failed", str(e), True
         log(f"fslab: {reason}")

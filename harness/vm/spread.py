@@ -120,7 +120,8 @@ class _Spread:
 
             try:
                 out = runner.run(vm.plan, self.image, hs.choice, self.top / "vms", host=hs.host,
-                                 name=f"fslab-{self.plan.run_id}-{name}", stop=self.stop, log=vm_log)
+                                 name=f"fslab-{self.plan.run_id}-{name}", stop=self.stop, log=vm_log,
+                                 history_dir=self.top.parent)
             except KeyboardInterrupt:
                 out = self._outcome(vm, "interrupted", "interrupted by the user; VM killed", False)
             except FslabError as e:

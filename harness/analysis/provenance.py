@@ -1,0 +1,53 @@
+"""Where a run's numbers come from, as the report shows it: image and digest, QEMU version and
+command line, host and guest kernels, fio and mkfs versions, git revision, VM configuration,
+disks, and the mount lines the guest actually used (raw/<fs>/fs.json)."""
+
+from __future__ import annotations
+
+import shlex
+
+from harness.analysis.numbers import size
+from harness.analysis.runs import Run
+
+
+def provenance(run: Run) -> dict:
+    """{"label", "facts": [(name, text)], "qemu_command", "disks": (head, rows), "filesystems": (head, rows)}."""
+    m, plan = run.manifest, run.plan
+    img, acc, host, guest = (m.get(k) or {} for k in ("image", "accelerator", "host", "guest"))
+    git = m.get("git") or {}
+    suite, rpt = plan.get("suite") or {}, plan.get("repeat") or {}
+    facts = [
+        ("run", f"{run.run_id}: {m.get('status')} ({m.get('reason')}), {m.get('started')} .. {m.get('finished')}"),
+        ("image", f"{img.get('name')} {img.get('digest')}"),
+        ("image kernel / built", f"{img.get('kernel')} / {img.get('built_at')}"),
+        ("accelerator", f"{m.get('accel')} (asked {acc.get('requested')}: {acc.get('reason')})"),
+        ("qemu", str((m.get("qemu") or {}).get("version"))),
+        ("host", f"{host.get('hostname')}: kernel {host.get('kernel')}, {host.get('cpu_model')}, "
+                 f"{host.get('cpus')} CPUs, {size(host.get('memory_bytes'))}"),
+        ("guest kernel", str(guest.get("uname") or guest.get("kernel"))),
+        ("guest", f"{guest.get('cpu_model')}, {guest.get('cpu_count')} CPUs, "
+                  f"{size((guest.get('mem_total_kib') or 0) * 1024)}"),
+        ("fio", str(guest.get("fio"))),
+        ("mkfs", "; ".join(f"{v}" for v in (guest.get("mkfs") or {}).values()) or "-"),
+        ("git revision", f"{git.get('revision')}{' (dirty)' if git.get('dirty') else ''}"),
+        ("suite", f"{suite.get('name')} v{suite.get('version')}, profile {suite.get('profile')}, "
+                  f"headline {suite.get('headline')}"),
+        ("repetitions", f"n {rpt.get('n', 1)}, warm-up {rpt.get('warmup', 0)}, cap {rpt.get('cap', '-')}, "
+                        f"CV threshold {rpt.get('cv_threshold', '-')}, unstable above {rpt.get('unstable_cv', 0.05)}"),
+        ("vmconfig", ", ".join(f"{k} {v}" for k, v in (plan.get("vm") or {}).items())),
+    ]
+    actual = m.get("disks") or {}
+    disk_head = ["disk", "serial", "size", "format", "preallocation", "cache", "aio", "bus", "allocated"]
+    disks = [[d.get("id"), d.get("serial"), size(d.get("size_bytes")), d.get("format"), d.get("preallocation"),
+              d.get("cache"), d.get("aio"), d.get("bus"), size((actual.get(d.get("id")) or {}).get("actual-size"))]
+             for d in plan.get("disks") or []]
+    fs_head = ["fs", "type", "disks", "mkfs argv (as run)", "mount options (asked)", "mount line (/proc/mounts)"]
+    fss = []
+    for f in plan.get("filesystems") or []:
+        info = run.fs_json(f["name"])
+        argv = info.get("mkfs_argv") or f.get("mkfs") or []
+        fss.append([f["name"], f.get("type"), ", ".join(f.get("disks") or []), shlex.join(map(str, argv)),
+                    f.get("mount_options") or "-", info.get("mount_line") or "(not recorded)"])
+    argv = (m.get("qemu") or {}).get("argv") or []
+    return {"label": run.label, "facts": facts, "qemu_command": shlex.join(map(str, argv)),
+            "disks": (disk_head, disks), "filesystems": (fs_head, fss)}
