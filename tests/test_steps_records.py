@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.results.steps import steps_records
-from harness.suites import steps
+from harness.suites import steps as as_steps
 
 BASE = {"suite": "random-io", "case": "crear-random", "fs": "ext2", "rep": 0, "ok": True, "accel": "tcg"}
 
@@ -11,7 +11,7 @@ BASE = {"suite": "random-io", "case": "crear-random", "fs": "ext2", "rep": 0, "o
 def test_dd_step_with_file_bytes_gets_its_rate(tmp_path):
     steps = [{"name": "crear-10", "timed": True, "rc": 0, "real_s": 2.5, "user_s": 0.0, "sys_s": 0.5},
              {"name": "random", "timed": True, "rc": 0, "real_s": 60.0, "user_s": 1.0, "sys_s": 2.0}]
-    plan = steps([{"name": "crear-10", "argv": ["dd"], "fields": {"file_bytes": 10 * 2**20}},
+    plan = as_steps([{"name": "crear-10", "argv": ["dd"], "fields": {"file_bytes": 10 * 2**20}},
                   {"name": "random", "argv": ["r"]}], "test")
     recs = steps_records(steps, plan, tmp_path, BASE)
     (rate,) = [r for r in recs if r["metric"] == "mib_per_s"]
@@ -23,7 +23,7 @@ def test_dd_step_with_file_bytes_gets_its_rate(tmp_path):
 def test_skipped_or_failed_step_gets_no_rate(tmp_path):
     steps = [{"name": "crear-1", "timed": True, "rc": None, "skipped": True, "reason": "does not fit"},
              {"name": "crear-10", "timed": True, "rc": 1, "real_s": 0.1, "user_s": 0.0, "sys_s": 0.0}]
-    plan = steps([{"name": "crear-1", "argv": ["dd"], "fields": {"file_bytes": 2**20}},
+    plan = as_steps([{"name": "crear-1", "argv": ["dd"], "fields": {"file_bytes": 2**20}},
                   {"name": "crear-10", "argv": ["dd"], "fields": {"file_bytes": 2**20}}], "test")
     recs = steps_records(steps, plan, tmp_path, BASE)
     assert [(r["step"], r["metric"], r["value"], r.get("skipped")) for r in recs] == [
