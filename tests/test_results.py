@@ -56,17 +56,33 @@ def test_one_direction_only(real, rw, present, absent):
     assert m["iops"]["value"] == m[f"{present}_iops"]["value"] > 0
 
 
-def test_several_jobs_without_group_reporting_are_summed(real):
+def test_several_jobs_of_one_group_are_added_over_the_longest_runtime(real):
+    """numjobs=4 without group_reporting: 4 entries of group 0, one record set whose rates are the
+    group's I/Os and bytes over its longest runtime (fio's "Run status group 0" rule), not the sum
+    of the 4 jobs' rates (they ended at different times)."""
     jobs = real["numjobs"]["jobs"]
-    assert len(jobs) == 4
+    assert len(jobs) == 4 and {j["groupid"] for j in jobs} == {0}
     m = by_metric(fio_records(real["numjobs"], {}))
-    assert m["read_iops"]["value"] == pytest.approx(sum(j["read"]["iops"] for j in jobs))
-    assert m["read_bw"]["value"] == pytest.approx(sum(j["read"]["bw_bytes"] for j in jobs) / 2**20)
+    longest = max(j["read"]["runtime"] for j in jobs)
+    assert m["read_iops"]["value"] == pytest.approx(1000 * sum(j["read"]["total_ios"] for j in jobs) / longest)
+    assert m["read_bw"]["value"] == pytest.approx(1000 * sum(j["read"]["io_bytes"] for j in jobs) / longest / 2**20)
     n = sum(j["read"]["total_ios"] for j in jobs)
     mean = sum(j["read"]["lat_ns"]["mean"] * j["read"]["total_ios"] for j in jobs) / n / 1000
     assert m["read_lat_mean"]["value"] == pytest.approx(mean)
     assert m["read_lat_p99"]["value"] == max(j["read"]["clat_ns"]["percentile"]["99.000000"] for j in jobs) / 1000
-    assert "write_iops" not in m
+    assert "write_iops" not in m and "section" not in m["iops"]
+
+
+def test_stonewalled_groups_are_never_added():
+    """Two groups (JSON made by hand: 4,000 and 1,000 IO/s): two record sets, never 5,000."""
+    def job(name, gid, iops):
+        return {"jobname": name, "groupid": gid, "job options": {"rw": "randread"},
+                "read": {"iops": iops, "bw_bytes": iops * 4096, "io_bytes": iops * 4096, "total_ios": iops,
+                         "runtime": 1000, "lat_ns": {"mean": 1000.0}}}
+    recs = fio_records({"jobs": [job("a", 0, 4000.0), job("b", 1, 1000.0)]}, {"fs": "x"})
+    heads = [(r["section"], r["group"], r["value"]) for r in recs if r["metric"] == "iops"]
+    assert heads == [("a", 0, 4000.0), ("b", 1, 1000.0)]
+    assert {r["section"] for r in recs} == {"a", "b"}
 
 
 def test_direction_asked_for_but_idle_reports_zero(real):

@@ -5,6 +5,8 @@ Each suite gets the figures of its study:
   randread, randwrite, randrw), groups = engine x cache x layout, one bar per filesystem; and
   the 4-process randrw case (groups = engine).
 - fio-basic: IOPS per case, one bar per filesystem.
+- fio-job (a user's job file): IOPS per job section (one bar group per fio reporting group, and
+  per job of a group that ran several), one bar per filesystem.
 - maildir (S2): ms per message delivered and ms per message read against the number of
   writers, one line per filesystem; each point pools the three runs (and their repetitions), as
   the article plots the mean of its three runs.
@@ -90,6 +92,10 @@ def _suite_figures(suite: str, runs: list[Run], multi: bool) -> list[Spec]:
                            s.values)
             elif suite == "fio-basic" and k.metric == "iops":
                 spec("fio-basic-iops", "fio-basic: IOPS per case", "IOPS").add(k.case, k.fs, label, s.values)
+            elif suite == "fio-job" and k.metric == "iops":
+                section = str(f.get("section") or "")
+                spec("fio-job-iops", "fio-job: IOPS per job section", "IOPS").add(
+                    f"{k.case}\n{section}" if section else k.case, k.fs, label, s.values)
             elif suite == "maildir" and k.metric in ("ms_per_delivery", "ms_per_read") and "writers" in f:
                 what = "delivered" if k.metric == "ms_per_delivery" else "read"
                 sp = spec(f"maildir-{k.metric}", f"maildir: ms per message {what} (study S2)",

@@ -12,17 +12,23 @@ def format_table(records: list[dict]) -> str:
 
     Columns: IOPS, MiB/s (read+write), mean latency in us (read and write weighted by their
     IOPS), p99 latency in us (the worse of read and write), and flags: FAILED (with how many reps
-    failed and the first error) and ZERO when a successful run did no I/O, so that neither hides.
+    failed and the first error), ZERO when a successful run did no I/O, so that neither hides, and
+    STOPPED when the numbers come from a case stopped at its timeout (its finished sections).
+    A job with several sections (fio reporting groups) gets one row per section, in a `section`
+    column after the case.
     """
     if records and not any(r["metric"] == "iops" for r in records) and any("step" in r for r in records):
         return format_steps_table(records)
     groups: dict[tuple, dict[int, dict]] = {}
     for r in records:
-        groups.setdefault((r["fs"], r["case"]), {}).setdefault(r.get("rep", 0), {})[r["metric"]] = r
-    rows = [["fs", "case", "reps", "IOPS", "MiB/s", "lat us", "p99 us", "flags"]]
+        key = (r["fs"], r["case"], str(r.get("section", "")))
+        groups.setdefault(key, {}).setdefault(r.get("rep", 0), {})[r["metric"]] = r
+    sectioned = any(r.get("section") for r in records)
+    rows = [["fs", "case"] + (["section"] if sectioned else []) + ["reps", "IOPS", "MiB/s", "lat us", "p99 us",
+                                                                    "flags"]]
     tcg = any(r.get("accel") == "tcg" for r in records)
-    for (fs, case), reps in groups.items():
-        iops, bw, lat, p99, failed, errors = [], [], [], [], 0, []
+    for (fs, case, section), reps in groups.items():
+        iops, bw, lat, p99, failed, errors, stopped = [], [], [], [], 0, [], ""
         for metrics in reps.values():
             first = next(iter(metrics.values()))
             if not first.get("ok", False):
@@ -30,13 +36,15 @@ def format_table(records: list[dict]) -> str:
                 errors.append(" ".join(str(first.get("error", "")).split()))  # one line
                 continue
             v = {m: r["value"] for m, r in metrics.items() if r.get("value") is not None}
+            stopped = stopped or str(first.get("partial") or "")
             iops.append(v.get("iops", 0.0))
-            bw.append(v.get("read_bw", 0.0) + v.get("write_bw", 0.0))
-            weights = [(v.get(f"{d}_iops", 0.0), v[f"{d}_lat_mean"]) for d in ("read", "write")
+            if any(f"{d}_bw" in v for d in ("read", "write", "mixed")):  # none for ftruncate & co.
+                bw.append(v.get("read_bw", 0.0) + v.get("write_bw", 0.0) + v.get("mixed_bw", 0.0))
+            weights = [(v.get(f"{d}_iops", 0.0), v[f"{d}_lat_mean"]) for d in ("read", "write", "trim", "mixed")
                        if f"{d}_lat_mean" in v]
             if weights and sum(w for w, _ in weights) > 0:
                 lat.append(sum(w * x for w, x in weights) / sum(w for w, _ in weights))
-            tails = [v[f"{d}_lat_p99"] for d in ("read", "write") if f"{d}_lat_p99" in v]
+            tails = [v[f"{d}_lat_p99"] for d in ("read", "write", "trim", "mixed") if f"{d}_lat_p99" in v]
             if tails:
                 p99.append(max(tails))
         flags = []
@@ -44,11 +52,14 @@ def format_table(records: list[dict]) -> str:
             flags.append(f"FAILED {failed}/{len(reps)}: {errors[0][:60]}")
         if any(x == 0 for x in iops):
             flags.append("ZERO")
+        if stopped:
+            flags.append(f"STOPPED: {stopped[:60]}")
         cells = [_mean(iops), _mean(bw), _mean(lat), _mean(p99)]
         fmt = ["{:.0f}", "{:.1f}", "{:.1f}", "{:.1f}"]
-        rows.append([fs, case, str(len(reps))] + ["-" if c is None else f.format(c) for c, f in
-                                                  zip(cells, fmt, strict=True)] + [", ".join(flags)])
-    return _aligned(rows, {2, 3, 4, 5, 6}, tcg)
+        rows.append([fs, case] + ([section] if sectioned else []) + [str(len(reps))]
+                    + ["-" if c is None else f.format(c) for c, f in zip(cells, fmt, strict=True)] + [", ".join(flags)])
+    first = 3 if sectioned else 2
+    return _aligned(rows, set(range(first, first + 5)), tcg)
 
 
 def format_steps_table(records: list[dict]) -> str:
