@@ -51,6 +51,9 @@ def refused(body: str) -> str:
     ("mem=mmap:/dev/shm/buf", f"mem=mmap:{MNT}/buf"),
     ("iomem=mmaphuge:/hugetlbfs/f", f"iomem=mmaphuge:{MNT}/f"),
     ("donorname=/etc/passwd", f"donorname={MNT}/passwd"),
+    (f"filename={MNT}/sub/f:{MNT}/../../dev/vda", "filename=sub/f:vda"),
+    (f"write_bw_log={MNT}", f"write_bw_log={MNT}/j"),
+    (f"opendir={MNT}/sub", f"opendir={MNT}/sub"),
 ])
 def test_path_options_are_pointed_at_the_mount(line, expect):
     text = confined(f"[j]\nrw=read\nsize=1m\n{line}\n")
@@ -88,6 +91,9 @@ def test_directory_lines_are_dropped_and_one_global_points_at_the_mount():
     ("exec_pre${X}run=reboot", "${X}: environment variables"),
     ("size=$ncpus' && reboot && echo '", "bc through a shell"),
     ("name=../../etc/x", "a job name is part of fio's file names"),
+    ("name=..", "a job name is part of fio's file names"),
+    (f"filename={MNT}_other/f", "'${FSLAB_MNT}_other/f': ${...} inside a path"),
+    (f"opendir={MNT}x", "${...} inside a path"),
 ])
 def test_refused_options_name_the_option_in_one_line(line, words):
     msg = refused(f"[j]\nrw=read\nsize=1m\n{line}\n")
@@ -105,6 +111,7 @@ def test_arithmetic_with_fio_keywords_is_allowed():
     ("[]\nrw=read\n", "j.fio:1: '[]' is not a section header"),
     ("[j]\ninclude other.fio\n", "j.fio:2: 'include' is not allowed"),
     ("[../../etc/x]\nrw=read\nsize=1m\n", "j.fio:1: [../../etc/x]: a job name is part of fio's file names"),
+    ("[..]\nrw=read\nfilename_format=$jobname/x\n", "j.fio:1: [..]: a job name is part of fio's file names"),
     ("[j]\ndescription=" + "a" * 5000 + "exec_prerun=reboot\n", "j.fio:2: line of 5030 bytes; allowed: at most"),
     ("[j]\nrw=read\x1bsize=1m\n", "j.fio:2: control character 0x1b"),
     ("[global]\nbs=4k\n", "the fio job file has no job section"),

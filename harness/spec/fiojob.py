@@ -49,7 +49,10 @@ they have no effect without their engine). Command-line options (--output, --aux
 
 Also refused, since fio would read them differently than this parser: lines longer than 4000
 bytes (fio reads 8192-byte chunks, so the rest of a longer line would become an option of its own),
-control characters, text that is not UTF-8, and options before the first section.
+control characters, text that is not UTF-8, and options before the first section. A path may start
+with ${FSLAB_MNT}/ (that prefix is taken off), and holds no other ${...}.
+
+(Over 400 lines because the list above and the code it describes belong in one place.)
 """
 
 from __future__ import annotations
@@ -89,6 +92,7 @@ REFUSED = {
     "profile": "fio's tiobench/act profiles bring their own directory and device options",
 }
 LOGS = ("write_iolog", "write_bw_log", "write_lat_log", "write_iops_log", "write_hist_log", "merge_blktrace_file")
+PATHS = ("filename", "filename_format", "opendir", "donorname", "mem", *LOGS)
 KEYWORDS = ("$pagesize", "$mb_memory", "$ncpus")
 _ARITH = re.compile(r"^[A-Za-z0-9_$+\-*/%(). =]*$")
 _ENV = re.compile(r"\$\{([^}]*)\}")
@@ -258,6 +262,23 @@ def _inside(path: str) -> str:
     return path if not p.is_absolute() and ".." not in p.parts else p.name
 
 
+def _unmounted(src: str, s: Section, o: Option, path: str) -> str:
+    """A path value without a leading ${FSLAB_MNT}/ (the mount itself: '.'); any other ${...}
+    in a path could expand to somewhere else (${FSLAB_MNT}_x/f is a sibling of the mount)."""
+    if path == MNT:
+        path = "."
+    elif path.startswith(MNT + "/"):
+        path = path[len(MNT) + 1:]
+    if "${" in path:
+        raise _refuse(src, s, o, f"'{path}': ${{...}} inside a path", f"{MNT}/<path> or a plain path")
+    return path
+
+
+def _job_name_ok(name: str) -> bool:
+    """fio names files `$jobname.$jobnum.$filenum` and filename_format may use `$jobname/...`."""
+    return "/" not in name and name.strip() not in (".", "..")
+
+
 def _checked(src: str, s: Section, o: Option) -> None:
     """Refusals that do not depend on the option (environment, bc keywords, job names)."""
     text = o.text()
@@ -268,8 +289,9 @@ def _checked(src: str, s: Section, o: Option) -> None:
     if any(k in text for k in KEYWORDS) and not _ARITH.match(text):
         raise _refuse(src, s, o, "fio hands values with $pagesize/$mb_memory/$ncpus to bc through a shell",
                       "digits, letters, $, + - * / % ( ) . and spaces there")
-    if o.key == "name" and o.value and "/" in o.value:
-        raise _refuse(src, s, o, f"'{o.value}': a job name is part of fio's file names", "a name without '/'")
+    if o.key == "name" and o.value is not None and not _job_name_ok(o.value):
+        raise _refuse(src, s, o, f"'{o.value}': a job name is part of fio's file names",
+                      "a name without '/', not '.' or '..'")
 
 
 def _confine_option(src: str, s: Section, o: Option, changes: list[str]) -> Option | None:
@@ -283,6 +305,10 @@ def _confine_option(src: str, s: Section, o: Option, changes: list[str]) -> Opti
             raise _refuse(src, s, o, f"'{v or ''}' does not work on files of the filesystem under test",
                           ", ".join(ENGINES))
         return o
+    if k in ("filename", "filename_format") and v is not None:
+        v = ":".join(_unmounted(src, s, o, p) for p in _split_names(v))
+    elif k in PATHS and k != "mem" and v is not None:
+        v = _unmounted(src, s, o, v)
     new: str | None = v
     if k == "directory":
         changes.append(f"[{s.name}] {o.text()}: dropped (every file goes to the mount point)")
@@ -300,13 +326,13 @@ def _confine_option(src: str, s: Section, o: Option, changes: list[str]) -> Opti
         rel = _inside(v or "")
         new = MNT if rel in ("", ".") or rel != (v or "") else f"{MNT}/{rel}"
     elif k in LOGS:
-        new = f"{MNT}/{PurePosixPath(v).name if v else s.name}"
+        new = f"{MNT}/{PurePosixPath(v or '').name or s.name}"
     elif k == "donorname" and v:
-        new = f"{MNT}/{PurePosixPath(v).name}"
+        new = f"{MNT}/{PurePosixPath(v).name or 'donor'}"
     elif k == "mem" and v and ":" in v:
         kind, _, path = v.partition(":")
-        new = f"{kind}:{MNT}/{PurePosixPath(path).name}"
-    if new != v:
+        new = f"{kind}:{MNT}/{PurePosixPath(_unmounted(src, s, o, path)).name}"
+    if new != o.value:
         changes.append(f"[{s.name}] {o.text()} -> {o.name}={new}")
         return Option(o.name, new, o.line)
     return o
@@ -324,9 +350,9 @@ def confine(job: JobFile, src: str) -> tuple[JobFile, list[str], list[str]]:
     warnings: list[str] = []
     out: list[Section] = []
     for s in job.sections:
-        if "/" in s.name:
+        if not _job_name_ok(s.name):
             raise FslabError(f"{src}:{s.line}: [{s.name}]: a job name is part of fio's file names; "
-                             f"allowed: a name without '/'")
+                             f"allowed: a name without '/', not '.' or '..'")
         items: list[Option | str] = []
         for i in s.items:
             if isinstance(i, Option):
