@@ -13,6 +13,7 @@ from harness.results.fio import fio_records, load_fio_json
 from harness.results.jsonl import read_jsonl, write_jsonl
 from harness.results.records import NO_RESULT, records_for_run
 from harness.results.tables import format_table
+from harness.spec.fiojob import groups, parse
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 
@@ -182,3 +183,30 @@ def test_zero_iops_is_flagged_not_dropped():
     assert by["write_iops"]["value"] == 0 and by["write_iops"]["flag"] == "zero"
     assert by["iops"]["flag"] == "zero" and by["iops"]["ok"] is True
     assert "ZERO" in format_table([{**r, "suite": "s", "case": "c", "rep": 0} for r in recs])
+
+
+def test_group_reporting_group_is_named_after_all_its_jobs(tmp_path):
+    """group_reporting folds a group into one JSON entry named after its first job: the job text
+    names the rest (real fio, null engine)."""
+    text = "[global]\nioengine=null\nsize=8m\ngroup_reporting\n[a]\nrw=read\n[b]\nrw=write\n[c]\nstonewall\nrw=read\n"
+    (tmp_path / "j.fio").write_text(text)
+    out = subprocess.run(["fio", "--output-format=json", "j.fio"], cwd=tmp_path, check=True, capture_output=True,
+                         text=True).stdout
+    fio = load_fio_json(out)
+    assert [j["jobname"] for j in fio["jobs"]] == ["a", "c"]
+    names = [list(g.labels) for g in groups(parse(text, "j"))]
+    heads = [(r["section"], r["group"]) for r in fio_records(fio, {}, names=names) if r["metric"] == "iops"]
+    assert heads == [("a+b", 0), ("c", 1)]
+    m = by_metric([r for r in fio_records(fio, {}, names=names) if r["group"] == 0])
+    job = fio["jobs"][0]
+    assert m["read_iops"]["value"] == job["read"]["iops"] and m["write_iops"]["value"] == job["write"]["iops"]
+
+
+def test_unified_mixed_and_trim_directions(tmp_path):
+    """unified_rw_reporting=mixed reports one `mixed` direction; trims count as operations, with
+    no bandwidth."""
+    m = by_metric(fio_records(fio("--rw=randrw", "--unified_rw_reporting=mixed"), {}))
+    assert {"mixed_iops", "mixed_bw", "iops"} <= set(m) and "read_iops" not in m
+    assert m["iops"]["value"] == m["mixed_iops"]["value"] > 0
+    m = by_metric(fio_records(fio("--rw=randtrim"), {}))
+    assert m["trim_iops"]["value"] > 0 and "trim_bw" not in m and m["iops"]["value"] == m["trim_iops"]["value"]
