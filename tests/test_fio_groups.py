@@ -126,7 +126,7 @@ def test_builtin_single_group_cases_give_the_same_records(tmp_path, suite, profi
         "iops"]
     for d in dirs:  # the values fslab always reported for one entry
         assert by[f"{d}_iops"] == job[d]["iops"] and by[f"{d}_bw"] == job[d]["bw_bytes"] / 2**20
-        assert by[f"{d}_lat_mean"] == job[d]["lat_ns"]["mean"] / 1000
+        assert by[f"{d}_lat_mean"] == pytest.approx(job[d]["lat_ns"]["mean"] / 1000, rel=1e-12)
     assert by["iops"] == sum(job[d]["iops"] for d in dirs)
 
 
