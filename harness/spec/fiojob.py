@@ -41,8 +41,8 @@ Every option of fio 3.33 that names a path or runs something, from its man page 
   $pagesize, $mb_memory, $ncpus   fio hands such a value to `bc` through a shell: only arithmetic
                        characters are allowed there
 Left as they are, and why: lockfile (a lock mode, not a path); unique_filename (network clients);
-verify_state_save/verify_state_load (fio keeps the state files in its --aux-path, by default its
-working directory: the agent's private temporary directory); uid/gid (no path); wait_for (a job
+verify_state_save/verify_state_load and verify_dump (fio writes the state and dump files into
+its --aux-path, by default its working directory: the agent's private temporary directory); uid/gid (no path); wait_for (a job
 name); engine options of refused engines (program, hostname, pool, nfs_url, hdfsdirectory, ...:
 they have no effect without their engine). Command-line options (--output, --aux-path,
 --trigger*) cannot appear in a job file.
