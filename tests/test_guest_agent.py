@@ -11,6 +11,8 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -22,6 +24,7 @@ import pytest
 
 from harness.results.records import records_for_run
 from harness.results.stream import read_stream
+from harness.results.tables import format_table
 from harness.spec.plan import Plan
 
 AGENT_PATH = Path(__file__).resolve().parents[1] / "harness" / "guest" / "fslab_guest.py"
@@ -210,19 +213,112 @@ def live_processes_mentioning(text: str) -> list[int]:
 
 
 @needs_fio
-def test_fio_over_its_timeout_is_killed_and_failed(agent, tmp_path, monkeypatch):
+def test_fio_over_its_timeout_is_stopped_and_failed(agent, tmp_path, monkeypatch):
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(work))  # fio's argv then names this test's dir
     plan = make_plan([fio_case("slow", job=SLOW_JOB, timeout_s=2), fio_case()])
     rc, col, run_dir, _ = run_agent(agent, tmp_path, plan)
     slow = json.loads((run_dir / "raw/ext4/slow/case.json").read_text())
-    assert not slow["ok"] and slow["error"] == "timed out after 2 s" and slow["seconds"] < 30
+    assert not slow["ok"] and slow["error"] == "stopped at the case timeout after 2 s" and slow["seconds"] < 30
+    assert slow["stopped"] == {"after_s": 2, "timeout_s": 2, "killed": False}
     assert json.loads((run_dir / "raw/ext4/randrw-4k/case.json").read_text())["ok"]  # the next one ran
     assert rc == 1 and col.done == {**col.done, "status": "failed", "cases": 2, "cases_ok": 1}
     recs = records_for_run(run_dir, typed(plan), accel="kvm")
-    assert recs[0]["error"] == "timed out after 2 s" and recs[0]["value"] is None
+    # one group, interrupted: nothing finished, one failed record that says how long it had run
+    assert recs[0]["error"].startswith("stopped at the case timeout after 2 s; it had run ")
+    assert recs[0]["value"] is None and not recs[0]["ok"]
     assert live_processes_mentioning(str(work)) == []  # fio's job processes (own sessions) too
+
+
+TWO_GROUPS = """[global]
+directory=${FSLAB_MNT}
+ioengine=null
+bs=4k
+[quick]
+rw=read
+size=16m
+[forever]
+stonewall
+rw=write
+size=16m
+time_based
+runtime=600
+"""
+
+
+@needs_fio
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_fio_reports_what_ran_when_signalled(tmp_path, sig):
+    """What stop_fio relies on (fio 3.33): on SIGTERM, as on SIGINT, fio stops its jobs and still
+    writes its JSON, the finished group complete and the running one up to the signal."""
+    (tmp_path / "j.fio").write_text(TWO_GROUPS)
+    proc = subprocess.Popen(["fio", "--output-format=json", "--output=out.json", "j.fio"], cwd=tmp_path,
+                            env={"FSLAB_MNT": str(tmp_path), "PATH": os.environ["PATH"]}, start_new_session=True)
+    time.sleep(3)
+    proc.send_signal(getattr(signal, sig))
+    assert proc.wait(timeout=60) != 0
+    text = (tmp_path / "out.json").read_text()
+    fio = json.JSONDecoder().raw_decode(text, text.index("{"))[0]
+    quick, forever = fio["jobs"]
+    assert quick["read"]["io_bytes"] == 16 * 2**20 and 0 < forever["job_runtime"] < 600_000
+
+
+@needs_fio
+def test_stopped_fio_keeps_the_sections_that_finished(agent, tmp_path):
+    """Issue 12: sections that had finished were lost when the case ran too long. Now: fio is
+    stopped at the case timeout, its finished group is kept (flagged), the running one fails."""
+    case = {**fio_case("two", job=TWO_GROUPS, timeout_s=3), "params": {"job_file": "/home/u/two.fio"}}
+    plan = make_plan([case])
+    rc, _, run_dir, _ = run_agent(agent, tmp_path, plan)
+    info = json.loads((run_dir / "raw/ext4/two/case.json").read_text())
+    assert rc == 1 and info["error"] == "stopped at the case timeout after 3 s" and not info["stopped"]["killed"]
+    recs = records_for_run(run_dir, typed(plan), accel="tcg")
+    quick = [r for r in recs if r.get("section") == "quick"]
+    forever = [r for r in recs if r.get("section") == "forever"]
+    assert quick and all(r["ok"] and r["partial"] == "stopped at the case timeout after 3 s" for r in quick)
+    assert {r["metric"] for r in quick} >= {"iops", "read_iops", "read_bw"}
+    assert next(r for r in quick if r["metric"] == "iops")["value"] > 0
+    (failed,) = forever
+    assert not failed["ok"] and failed["value"] is None and failed["group"] == 1
+    assert failed["error"].startswith("stopped at the case timeout after 3 s; it had run ")
+    table = format_table(recs)
+    assert "STOPPED" in table and "FAILED 1/1" in table and "stopped at the case timeout after 3 s" in table
+
+
+@needs_fio
+def test_fio_ignoring_sigterm_is_killed(agent, tmp_path, monkeypatch):
+    """If fio does not exit after its SIGTERM (here: no grace at all), it and its jobs are killed
+    and the case says so; its output is then not usable."""
+    monkeypatch.setattr(agent, "FIO_STOP_GRACE_S", 0.0)
+    plan = make_plan([fio_case("slow", job=SLOW_JOB, timeout_s=2)])
+    _, _, run_dir, _ = run_agent(agent, tmp_path, plan)
+    info = json.loads((run_dir / "raw/ext4/slow/case.json").read_text())
+    assert info["stopped"]["killed"] and info["error"] == (
+        "stopped at the case timeout after 2 s (fio ignored SIGTERM for 0 s and was killed)")
+    (rec,) = records_for_run(run_dir, typed(plan), accel="tcg")
+    assert not rec["ok"] and rec["error"].startswith(info["error"])
+
+
+@needs_fio
+def test_failed_fio_carries_its_own_words(agent, tmp_path):
+    """Issue 12: butterfly.fio's record said only "fio exited with code 2"; fio's stderr said why."""
+    job = "[global]\ndirectory=${FSLAB_MNT}\nfilename=testfile\nbs=4k\n[forward]\nrw=read\n"
+    plan = make_plan([fio_case("butterfly", job=job)])
+    rc, _, run_dir, _ = run_agent(agent, tmp_path, plan)
+    info = json.loads((run_dir / "raw/ext4/butterfly/case.json").read_text())
+    assert rc == 1 and info["error"] == f"forward: you need to specify size= (fio exited with code {info['rc']})"
+    (rec,) = records_for_run(run_dir, typed(plan), accel="tcg")
+    assert rec["error"] == info["error"]
+    assert "forward: you need to specify size=" in format_table([rec])
+
+
+def test_fio_value_is_never_a_sum_of_group_rates(agent):
+    """The repetition rule's number: all I/Os over the groups' summed longest runtimes."""
+    fio = {"jobs": [{"groupid": 0, "read": {"total_ios": 4000, "runtime": 1000}},
+                    {"groupid": 1, "read": {"total_ios": 1000, "runtime": 1000}},
+                    {"groupid": 1, "read": {"total_ios": 1000, "runtime": 500}}]}
+    assert agent.fio_value(fio) == 3000.0  # 6000 I/Os in 2 s; the rates would add up to 7000
 
 
 def test_unknown_case_kind_fails_that_case(agent, tmp_path):

@@ -16,11 +16,12 @@ from pathlib import Path
 
 import matplotlib.image
 import pytest
-from synthetic import REAL, fio_matrix_records, maildir_records, make_run, random_io_records
+from synthetic import REAL, fio_matrix_records, maildir_records, make_run, random_io_records, record
 
 from harness.analysis import report
 from harness.cli import main as cli
 from harness.results.jsonl import read_jsonl
+from harness.results.tables import format_table
 from harness.suites import fio_matrix
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -190,3 +191,31 @@ def test_several_runs_group_by_label(tmp_path):
         assert f"<!-- {legend} -->" in svg  # matplotlib leaves each text as a comment beside its paths
     assert "disks.d0.cache: none (A) vs writeback (B)" in rep_html  # the runs differ: said
     _check_csv(out, runs)
+
+
+def test_fio_job_sections_are_kept_apart(tmp_path):
+    """A SYNTHETIC user-job run (suite fio-job, two sections x 2 filesystems x 2 reps, one stopped
+    section): each section is its own quantity in the report, table and figure (issue 12)."""
+    recs = []
+    for fs, scale in (("ext4", 1.0), ("xfs", 1.3)):
+        for rep in (0, 1):
+            for gid, (section, iops) in enumerate((("seq-read", 6800.0), ("rand-read", 6200.0))):
+                common = {"section": section, "group": gid, "job_file": "/home/u/ssd-test.fio"}
+                recs.append(record("fio-job", "ssd-test", fs, "read_iops", iops * scale + rep, "IO/s", rep, **common))
+                recs.append(record("fio-job", "ssd-test", fs, "iops", iops * scale + rep, "IO/s", rep, **common))
+    recs.append(record("fio-job", "ssd-test", "xfs", "iops", None, "IO/s", 2, section="rand-read", group=1,
+                       error="stopped at the case timeout after 300 s; it had run 12.0 s"))
+    run = make_run(tmp_path / "job", "fio-job", recs, profile="custom-job")
+    rep = report.build([run], tmp_path / "report")
+    _check_figures(rep.out_dir, {"fio-job-iops"})
+    spec = rep.figures[0].spec
+    assert spec.groups == ["ssd-test\nseq-read", "ssd-test\nrand-read"]
+    assert spec.cells[("ssd-test\nseq-read", ("ext4", ""))] == [6800.0, 6801.0]  # never the two sections added
+    rows = {(r.key.fs, r.key.detail): r.summary.mean for r in rep.rows}
+    assert rows[("ext4", "section=seq-read")] == pytest.approx(6800.5)
+    assert rows[("ext4", "section=rand-read")] == pytest.approx(6200.5)
+    lines = format_table(recs).splitlines()
+    assert lines[0].split()[:4] == ["fs", "case", "section", "n"]
+    assert [ln.split()[:3] for ln in lines[1:5]] == [[fs, "ssd-test", sec] for fs in ("ext4", "xfs")
+                                                     for sec in ("seq-read", "rand-read")]
+    assert "FAILED 1/3" in lines[4] and "stopped at the case timeout" in "\n".join(lines[5:])

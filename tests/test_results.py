@@ -15,6 +15,7 @@ from harness.results.fio import fio_records, load_fio_json
 from harness.results.jsonl import read_jsonl, write_jsonl
 from harness.results.records import NO_RESULT, records_for_run
 from harness.results.tables import format_table
+from harness.spec.fiojob import groups, parse
 from harness.spec.plan import Case
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
@@ -59,17 +60,33 @@ def test_one_direction_only(real, rw, present, absent):
     assert m["iops"]["value"] == m[f"{present}_iops"]["value"] > 0
 
 
-def test_several_jobs_without_group_reporting_are_summed(real):
+def test_several_jobs_of_one_group_are_added_over_the_longest_runtime(real):
+    """numjobs=4 without group_reporting: 4 entries of group 0, one record set whose rates are the
+    group's I/Os and bytes over its longest runtime (fio's "Run status group 0" rule), not the sum
+    of the 4 jobs' rates (they ended at different times)."""
     jobs = real["numjobs"]["jobs"]
-    assert len(jobs) == 4
+    assert len(jobs) == 4 and {j["groupid"] for j in jobs} == {0}
     m = by_metric(fio_records(real["numjobs"], {}))
-    assert m["read_iops"]["value"] == pytest.approx(sum(j["read"]["iops"] for j in jobs))
-    assert m["read_bw"]["value"] == pytest.approx(sum(j["read"]["bw_bytes"] for j in jobs) / 2**20)
+    longest = max(j["read"]["runtime"] for j in jobs)
+    assert m["read_iops"]["value"] == pytest.approx(1000 * sum(j["read"]["total_ios"] for j in jobs) / longest)
+    assert m["read_bw"]["value"] == pytest.approx(1000 * sum(j["read"]["io_bytes"] for j in jobs) / longest / 2**20)
     n = sum(j["read"]["total_ios"] for j in jobs)
     mean = sum(j["read"]["lat_ns"]["mean"] * j["read"]["total_ios"] for j in jobs) / n / 1000
     assert m["read_lat_mean"]["value"] == pytest.approx(mean)
     assert m["read_lat_p99"]["value"] == max(j["read"]["clat_ns"]["percentile"]["99.000000"] for j in jobs) / 1000
-    assert "write_iops" not in m
+    assert "write_iops" not in m and "section" not in m["iops"]
+
+
+def test_stonewalled_groups_are_never_added():
+    """Two groups (JSON made by hand: 4,000 and 1,000 IO/s): two record sets, never 5,000."""
+    def job(name, gid, iops):
+        return {"jobname": name, "groupid": gid, "job options": {"rw": "randread"},
+                "read": {"iops": iops, "bw_bytes": iops * 4096, "io_bytes": iops * 4096, "total_ios": iops,
+                         "runtime": 1000, "lat_ns": {"mean": 1000.0}}}
+    recs = fio_records({"jobs": [job("a", 0, 4000.0), job("b", 1, 1000.0)]}, {"fs": "x"})
+    heads = [(r["section"], r["group"], r["value"]) for r in recs if r["metric"] == "iops"]
+    assert heads == [("a", 0, 4000.0), ("b", 1, 1000.0)]
+    assert {r["section"] for r in recs} == {"a", "b"}
 
 
 def test_direction_asked_for_but_idle_reports_zero(real):
@@ -194,3 +211,30 @@ def test_zero_iops_is_flagged_not_dropped():
     assert by["write_iops"]["value"] == 0 and by["write_iops"]["flag"] == "zero"
     assert by["iops"]["flag"] == "zero" and by["iops"]["ok"] is True
     assert "ZERO" in format_table([{**r, "suite": "s", "case": "c", "rep": 0} for r in recs])
+
+
+def test_group_reporting_group_is_named_after_all_its_jobs(tmp_path):
+    """group_reporting folds a group into one JSON entry named after its first job: the job text
+    names the rest (real fio, null engine)."""
+    text = "[global]\nioengine=null\nsize=8m\ngroup_reporting\n[a]\nrw=read\n[b]\nrw=write\n[c]\nstonewall\nrw=read\n"
+    (tmp_path / "j.fio").write_text(text)
+    out = subprocess.run(["fio", "--output-format=json", "j.fio"], cwd=tmp_path, check=True, capture_output=True,
+                         text=True).stdout
+    fio = load_fio_json(out)
+    assert [j["jobname"] for j in fio["jobs"]] == ["a", "c"]
+    names = [list(g.labels) for g in groups(parse(text, "j"))]
+    heads = [(r["section"], r["group"]) for r in fio_records(fio, {}, names=names) if r["metric"] == "iops"]
+    assert heads == [("a+b", 0), ("c", 1)]
+    m = by_metric([r for r in fio_records(fio, {}, names=names) if r["group"] == 0])
+    job = fio["jobs"][0]
+    assert m["read_iops"]["value"] == job["read"]["iops"] and m["write_iops"]["value"] == job["write"]["iops"]
+
+
+def test_unified_mixed_and_trim_directions(tmp_path):
+    """unified_rw_reporting=mixed reports one `mixed` direction; trims count as operations, with
+    no bandwidth."""
+    m = by_metric(fio_records(fio("--rw=randrw", "--unified_rw_reporting=mixed"), {}))
+    assert {"mixed_iops", "mixed_bw", "iops"} <= set(m) and "read_iops" not in m
+    assert m["iops"]["value"] == m["mixed_iops"]["value"] > 0
+    m = by_metric(fio_records(fio("--rw=randtrim"), {}))
+    assert m["trim_iops"]["value"] > 0 and "trim_bw" not in m and m["iops"]["value"] == m["trim_iops"]["value"]

@@ -67,6 +67,23 @@ def test_user_fio_job_is_pointed_at_the_mount(tmp_path):
     assert "directory=${FSLAB_MNT}" in case["job"] and "filename=vdb" in case["job"]
 
 
+def test_user_fio_job_is_labelled_as_such_and_gets_its_own_timeout(tmp_path):
+    """Issue 12: a --fio-job run was labelled fio-basic and its case timeout was the VM deadline."""
+    job = tmp_path / "two-sections.fio"
+    job.write_text("[global]\nsize=16m\nruntime=5\ntime_based\n[w]\nrw=write\n[r]\nstonewall\nrw=read\n")
+    p = smoke_json(fio_job=str(job), deadline=900)
+    (case,) = p["cases"]
+    assert p["suite"]["name"] == "fio-job" and p["suite"]["profile"] == "custom-job"
+    assert case["id"] == "two-sections" and case["params"] == {"job_file": str(job)}
+    assert "[w]" in case["job"] and "[r]" in case["job"]  # the text the guest runs is in the plan
+    # 2 x (w 5 s + r: 16 MiB laid out at 4 MiB/s, 5 s + fio's start 5 s) + 60 s around the case
+    assert case["timeout_s"] == 2 * (5 + 4 + 5 + 5) + 60
+    long = tmp_path / "long.fio"
+    long.write_text("[j]\nsize=16m\nruntime=3600\ntime_based\nrw=write\n")
+    # an hour of fio in a 900 s VM of 2 filesystems: each case gets its share, (900 - 150) / 2 - 60
+    assert smoke_plan(fio_job=str(long), deadline=900).cases[0].timeout_s == 315
+
+
 def test_user_fio_job_errors(tmp_path):
     empty = tmp_path / "g.fio"
     empty.write_text("[global]\nbs=4k\n")

@@ -14,8 +14,9 @@ flagged. A filesystem without a disk (tmpfs) is left out.
 from __future__ import annotations
 
 from harness.analysis.numbers import size
+from harness.spec import disk
 
-SETTINGS = ("size_bytes", "format", "preallocation", "cache", "aio", "bus")
+SETTINGS = tuple(s.field for s in disk.SETTINGS)  # spec/disk.py: the settings that define a measurement
 
 
 def _value(key: str, disks: list[dict]) -> str:

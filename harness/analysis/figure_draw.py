@@ -25,7 +25,7 @@ from harness.analysis import stats  # noqa: E402
 if TYPE_CHECKING:
     from harness.analysis.figures import Panel, Spec
 
-RC = {"svg.hashsalt": "fslab", "svg.fonttype": "path", "font.size": 9}
+RC: Any = {"svg.hashsalt": "fslab", "svg.fonttype": "path", "font.size": 9}  # rc keys are Literal-typed
 HATCHES = ("", "//", "..", "xx", "\\\\", "oo")
 NOTE_COLOR = {"skipped": "0.45", "0": "red"}  # anything else (failed, no value) in red
 MAX_MULTIPLES = 12
@@ -57,7 +57,11 @@ def _bars(ax: Any, sp: Spec, panel: Panel, groups: list, color: dict, labels: li
     ns = max(1, len(sp.series))
     width = min(0.8 / ns, 0.3)
     for si, (fs, lb) in enumerate(sp.series):
-        xs, ms, singles, notes, err = [], [], [], [], ([], [], [], [])
+        xs: list[float] = []
+        ms: list[tuple[float, float]] = []
+        singles: list[float] = []
+        notes: list[tuple[float, str]] = []
+        err: tuple[list[float], list[float], list[float], list[float]] = ([], [], [], [])
         for gi, g in enumerate(groups):
             x = gi + width * (si - (ns - 1) / 2)
             vals = panel.cells.get((g, (fs, lb)))
@@ -100,11 +104,11 @@ def _lines(ax: Any, sp: Spec, panel: Panel, color: dict, labels: list[str]) -> N
         ivs = [(g, stats.mean_ci(v), len(v)) for g, v in pts]
         ax.plot([g for g, _, _ in ivs], [iv.estimate for _, iv, _ in ivs], marker="o", color=color[fs],
                 linestyle=("-", "--", ":", "-.")[labels.index(lb) % 4], label=f"{fs} ({lb})" if lb else fs)
-        with_ci = [(g, iv) for g, iv, _ in ivs if iv.low is not None and iv.high is not None]
+        with_ci = [(g, iv.estimate, iv.low, iv.high) for g, iv, _ in ivs if iv.low is not None and iv.high is not None]
         if with_ci:
-            lo = [iv.estimate - iv.low for _, iv in with_ci]
-            hi = [iv.high - iv.estimate for _, iv in with_ci]
-            ax.errorbar([g for g, _ in with_ci], [iv.estimate for _, iv in with_ci], yerr=[lo, hi], fmt="none",
+            lo = [est - low for _, est, low, _ in with_ci]
+            hi = [high - est for _, est, _, high in with_ci]
+            ax.errorbar([g for g, *_ in with_ci], [est for _, est, _, _ in with_ci], yerr=[lo, hi], fmt="none",
                         ecolor=color[fs], elinewidth=0.8, capsize=3)
         for g, iv, n in ivs:
             if n == 1:

@@ -7,6 +7,8 @@ Each suite gets the figures of its study:
   randrw case (groups = engine). fio-basic: per case. Every fio figure has three panels: IOPS,
   mean latency and p99 latency (reads and writes together: the mean weighted by their IOPS, the
   worse of the two p99s), so that a filesystem that buys IOPS with its tail shows it.
+- fio-job (a user's job file): the same three panels per job section (one group per fio
+  reporting group, and per job of a group that ran several).
 - maildir (S2): ms per message delivered and ms per message read against the number of
   writers, one line per filesystem; each point pools the three runs (and their repetitions), as
   the article plots the mean of its three runs.
@@ -118,6 +120,15 @@ def _suite_figures(suite: str, runs: list[Run], multi: bool) -> list[Spec]:
             if suite in ("fio-matrix", "fio-basic") and k.metric == "iops" and not k.detail:
                 name, title, group = _fio_group(suite, f, k.case)
                 sp = spec(name, title, [Panel(y, stats.higher_is_better(m, u)) for m, y, u in FIO_PANELS])
+                sp.group_case[group] = (label, k.case)
+                sp.add(group, k.fs, label, s.values)
+                for i, (m, _, _) in enumerate(FIO_PANELS[1:], start=1):
+                    sp.add(group, k.fs, label, (lat.get((k.suite, k.case, k.fs, k.detail)) or {}).get(m, []), i)
+            elif suite == "fio-job" and k.metric == "iops":
+                section = str(f.get("section") or "")
+                group = f"{k.case}\n{section}" if section else k.case
+                sp = spec("fio-job-iops", "fio-job: IOPS per job section",
+                          [Panel(y, stats.higher_is_better(m, u)) for m, y, u in FIO_PANELS])
                 sp.group_case[group] = (label, k.case)
                 sp.add(group, k.fs, label, s.values)
                 for i, (m, _, _) in enumerate(FIO_PANELS[1:], start=1):

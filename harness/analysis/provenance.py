@@ -8,6 +8,7 @@ import shlex
 
 from harness.analysis.numbers import size
 from harness.analysis.runs import Run
+from harness.spec import disk
 
 
 def provenance(run: Run) -> dict:
@@ -37,9 +38,11 @@ def provenance(run: Run) -> dict:
         ("vmconfig", ", ".join(f"{k} {v}" for k, v in (plan.get("vm") or {}).items())),
     ]
     actual = m.get("disks") or {}
-    disk_head = ["disk", "serial", "size", "format", "preallocation", "cache", "aio", "bus", "allocated"]
-    disks = [[d.get("id"), d.get("serial"), size(d.get("size_bytes")), d.get("format"), d.get("preallocation"),
-              d.get("cache"), d.get("aio"), d.get("bus"), size((actual.get(d.get("id")) or {}).get("actual-size"))]
+    settings = disk.SETTINGS  # spec/disk.py: every setting that defines a measurement, declared once
+    disk_head = ["disk", "serial", *(s.key for s in settings), "allocated"]
+    disks = [[d.get("id"), d.get("serial"),
+              *(size(d.get(s.field)) if s.field == "size_bytes" else d.get(s.field) for s in settings),
+              size((actual.get(d.get("id")) or {}).get("actual-size"))]
              for d in plan.get("disks") or []]
     fs_head = ["fs", "type", "disks", "mkfs argv (as run)", "mount options (asked)", "mount line (/proc/mounts)"]
     fss = []

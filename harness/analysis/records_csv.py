@@ -17,10 +17,11 @@ import json
 from pathlib import Path
 
 from harness.analysis.runs import Run
+from harness.spec import disk
 
 HEAD = ["suite", "case", "fs", "metric", "value", "unit", "rep", "ok", "accel", "error"]
-FS_COLS = ["disks", "disk_size_bytes", "disk_format", "disk_preallocation", "disk_cache", "disk_aio", "disk_bus",
-           "mount_options", "mounted"]
+DISK_FIELDS = tuple(s.field for s in disk.SETTINGS)  # spec/disk.py: the settings that define a measurement
+FS_COLS = ["disks", *(f"disk_{k}" for k in DISK_FIELDS), "mount_options", "mounted"]
 
 
 def status(rec: dict) -> str:
@@ -41,7 +42,7 @@ def fs_columns(run: Run) -> dict[str, dict[str, str]]:
     for f in run.plan.get("filesystems") or []:
         ds = [disks[i] for i in f.get("disks") or [] if i in disks]
         cols = {"disks": "+".join(str(d.get("id")) for d in ds)}
-        for key in ("size_bytes", "format", "preallocation", "cache", "aio", "bus"):
+        for key in DISK_FIELDS:
             cols[f"disk_{key}"] = "+".join(dict.fromkeys(str(d.get(key)) for d in ds))
         line = (run.fs_json(f["name"]).get("mount_line") or "").split()
         cols["mount_options"] = f.get("mount_options") or ""

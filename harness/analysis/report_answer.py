@@ -190,7 +190,8 @@ def score_html(scores: list[ranking.Score]) -> str:
             if v is None:
                 cells.append('<td class="num">no score</td><td></td>')
                 continue
-            width = 0 if not best[s.run] else max(1, round(160 * v / best[s.run]))
+            top = best[s.run]
+            width = 0 if not top else max(1, round(160 * v / top))
             cells.append(f'<td class="num">{fmt(v)}</td><td><span class="bar" style="width:{width}px"></span></td>')
         h.append(f"<tr><td>{escape(fs)}</td>{''.join(cells)}</tr>")
     h.append("</tbody></table>")

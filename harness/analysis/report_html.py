@@ -133,11 +133,11 @@ def render_html(rep: Report) -> str:
              "(Student t). A pale bar marked n=1 is a single measurement (no interval); \"skipped\" (grey) is a "
              "step left out on purpose, \"failed\" (red) one that gave no result. PNG and SVG files are in "
              "figures/.</p>")
-    for f in rep.figures:
-        data = base64.b64encode(f.svg_bytes).decode("ascii")
-        h.append(f'<figure id="fig-{escape(f.spec.name)}"><img alt="{escape(f.spec.title)}" '
-                 f'src="data:image/svg+xml;base64,{data}"><figcaption>{escape(f.spec.title)} '
-                 f'(<a href="{escape(f.png)}">PNG</a>, <a href="{escape(f.svg)}">SVG</a>)</figcaption></figure>')
+    for fig in rep.figures:
+        data = base64.b64encode(fig.svg_bytes).decode("ascii")
+        h.append(f'<figure id="fig-{escape(fig.spec.name)}"><img alt="{escape(fig.spec.title)}" '
+                 f'src="data:image/svg+xml;base64,{data}"><figcaption>{escape(fig.spec.title)} '
+                 f'(<a href="{escape(fig.png)}">PNG</a>, <a href="{escape(fig.svg)}">SVG</a>)</figcaption></figure>')
     if not rep.figures:
         h.append("<p>No figure: no measurement to draw.</p>")
     h.append("</section>")

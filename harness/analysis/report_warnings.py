@@ -64,10 +64,10 @@ def gather(rep: Report) -> list[Caveat]:
             out.append(Caveat("status", f"Run {r.label} ended {r.manifest.get('status')}: "
                                          f"{r.manifest.get('reason')}; its results are partial."))
     for r in rep.runs[1:]:
-        diffs = compare.differences(rep.runs[0].manifest, r.manifest)
-        if diffs:
+        run_diffs = compare.differences(rep.runs[0].manifest, r.manifest)
+        if run_diffs:
             out.append(Caveat("differ", f"Runs {rep.runs[0].label} (A) and {r.label} (B) differ in: "
-                                         + "; ".join(diffs)))
+                                         + "; ".join(run_diffs)))
     for r in rep.runs:
         for fs in dict.fromkeys(str(x.get("fs")) for x in r.records):
             info = r.fs_json(fs)

@@ -5,7 +5,8 @@ Shared by `compare` and `report`, so that both group the repetitions of a measur
 way. A measured quantity is identified by its `Key` = (suite, case, fs, metric, step, detail):
 `step` is the step of a `steps` case ("" for fio), `detail` tells apart the several values one
 repetition can report for one metric (fslab-maildir's `writer_ms_per_delivery` once per writer,
-fslab-random's per-file metrics), e.g. "writer=3"; "" otherwise.
+fslab-random's per-file metrics, a fio job's sections: one record set per reporting group), e.g.
+"writer=3" or "section=seq-read"; "" otherwise.
 """
 
 from __future__ import annotations

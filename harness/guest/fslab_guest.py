@@ -39,6 +39,9 @@ MKFS_TIMEOUT_S = 900
 # The results stream's format (harness/results/stream.py STREAM_FORMATS reads every one).
 STREAM_FORMAT = 2
 PROBE_SIZE = 512 * 1024**2  # above every filesystem's minimum (xfs 300 MiB)
+# At its case timeout fio gets SIGTERM: it stops its jobs and still writes its JSON for what ran
+# (verified with fio 3.33: SIGINT and SIGTERM both do, exit code 128); SIGKILL after this long.
+FIO_STOP_GRACE_S = 30.0
 SBIN_PATH = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+-]*$")
 
@@ -326,6 +329,35 @@ def load_fio_json(path: str) -> dict | None:
         return None
 
 
+def fio_reason(stderr: str) -> str | None:
+    """fio's own words for why it failed: the first stderr line that is neither a note nor fio's
+    "pid=..., err=..." detail (that one only when nothing else is there).
+
+    >>> fio_reason("note: both iodepth >= 1 and synchronous I/O engine are selected\\n"
+    ...            "forward: you need to specify size=\\nfio: pid=0, err=22/file:filesetup.c:1155\\n")
+    'forward: you need to specify size='
+    """
+    lines = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+    useful = [ln for ln in lines if not ln.startswith(("note:", "fio: pid=", "fio: terminating on signal"))]
+    return (useful or lines)[0] if lines else None
+
+
+def fio_value(fio: dict) -> float:
+    """The number the repetition rule watches (never reported): all I/Os of the run over the sum of
+    its groups' longest runtimes, i.e. over the time the groups ran one after another. For one
+    job that is its read + write IOPS; rates of different groups are never added."""
+    ios = 0
+    longest: dict[int, int] = {}
+    for j in fio.get("jobs", []):
+        for d in ("read", "write", "trim"):
+            st = j.get(d) or {}
+            ios += int(st.get("total_ios", 0))
+            g = int(j.get("groupid", 0))
+            longest[g] = max(longest.get(g, 0), int(st.get("runtime", 0)))
+    runtime = sum(longest.values())
+    return 1000.0 * ios / runtime if runtime else 0.0
+
+
 def clean_mount(mnt: str, keep: set[str]) -> None:
     """Remove what a case left in the mount point (fio data files), so the next starts clean."""
     for name in set(os.listdir(mnt)) - keep:
@@ -367,8 +399,34 @@ def cold_start(fs: dict, ctx: dict) -> None:
     drop_caches()
 
 
+def stop_fio(proc: subprocess.Popen, rep: Reporter) -> bool:
+    """Stop fio at its case timeout so that it still writes its JSON: SIGTERM to fio itself (it
+    stops its jobs and reports what ran), then, if it has not exited after FIO_STOP_GRACE_S,
+    SIGKILL to it and every process below it. True when it had to be killed."""
+    try:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=FIO_STOP_GRACE_S)
+        return False
+    except subprocess.TimeoutExpired:
+        pass
+    left = kill_tree(proc.pid)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        left.append(proc.pid)
+    if left:  # stuck in the kernel (D state): the host deadline acts
+        rep.log(f"fio processes {left} did not die after SIGKILL")
+    return True
+
+
 def run_fio(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter) -> dict:
-    """Run one fio case; stream job.fio, fio.json, fio.stderr. Returns the case.json fields."""
+    """Run one fio case; stream job.fio, fio.json, fio.stderr. Returns the case.json fields.
+
+    At the case's timeout fio is stopped (stop_fio); the case then fails with "stopped at the case
+    timeout after N s" and `stopped` in case.json, and the host keeps the sections whose fio
+    reporting groups had finished (harness/results/records.py). A fio that fails gives its own
+    words (fio_reason), e.g. "forward: you need to specify size= (fio exited with code 2)".
+    """
     mnt = ctx["mnt"]
     timeout = case.get("timeout_s")
     work = tempfile.mkdtemp(prefix="fslab-case-")
@@ -382,20 +440,20 @@ def run_fio(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter) -
         res: dict = {"argv": argv, "rc": None, "error": None}
         with open(os.path.join(work, "fio.stderr"), "wb") as err:
             # Own session: fio's signals and terminal stay away from the agent (see kill_tree).
+            t0 = time.monotonic()
             proc = subprocess.Popen(argv, cwd=work, env={**os.environ, "FSLAB_MNT": mnt},
                                     stdin=subprocess.DEVNULL, stdout=err, stderr=err,
                                     start_new_session=True)
             try:
                 res["rc"] = proc.wait(timeout=timeout)
             except subprocess.TimeoutExpired:
-                left = kill_tree(proc.pid)
-                try:
-                    res["rc"] = proc.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    left.append(proc.pid)
-                if left:  # stuck in the kernel (D state): the host deadline acts
-                    rep.log(f"fio processes {left} did not die after SIGKILL")
-                res["error"] = f"timed out after {timeout} s"
+                secs = round(time.monotonic() - t0)
+                killed = stop_fio(proc, rep)
+                res["rc"] = proc.returncode
+                res["stopped"] = {"after_s": secs, "timeout_s": timeout, "killed": killed}
+                res["error"] = f"stopped at the case timeout after {secs} s" + (
+                    f" (fio ignored SIGTERM for {FIO_STOP_GRACE_S:.0f} s and was killed)" if killed else "")
+                rep.log(f"  {res['error']}")
         for name in ("job.fio", "fio.json", "fio.stderr"):  # out first, then the cleaning
             path = os.path.join(work, name)
             if os.path.exists(path):
@@ -403,13 +461,14 @@ def run_fio(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter) -
                     out.add(f"{prefix}/{name}", f.read())
         clean_mount(mnt, keep)
         if res["error"] is None and res["rc"] != 0:
-            res["error"] = f"fio exited with code {res['rc']}"
+            with open(os.path.join(work, "fio.stderr"), encoding="utf-8", errors="replace") as f:
+                why = fio_reason(f.read())
+            res["error"] = f"{why} (fio exited with code {res['rc']})" if why else f"fio exited with code {res['rc']}"
         fio = load_fio_json(os.path.join(work, "fio.json")) if res["error"] is None else None
         if res["error"] is None and fio is None:
             res["error"] = "fio wrote no valid JSON to fio.json"
-        if fio is not None:  # the headline (total IOPS) decides whether more repetitions are needed
-            res["value"] = sum(float(j.get(d, {}).get("iops", 0.0)) for j in fio.get("jobs", [])
-                               for d in ("read", "write"))
+        if fio is not None:  # decides whether more repetitions are needed
+            res["value"] = fio_value(fio)
         return res
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.results.fio import fio_records, load_fio_json
+from harness.errors import FslabError
+from harness.results.fio import finished_groups, fio_records, load_fio_json, record_sets
 from harness.results.steps import steps_records
+from harness.spec.fiojob import groups, parse
 from harness.spec.plan import Case, Plan
 
 NO_RESULT = "no result returned (guest stopped before this case)"
@@ -56,13 +58,49 @@ def _flatten(params: dict, prefix: str = "") -> dict:
     return out
 
 
+def _groups(case_plan: Case) -> list | None:
+    """The reporting groups of the case's job text (None when it cannot be read)."""
+    try:
+        return groups(parse(case_plan.job or "", "job"))
+    except FslabError:
+        return None
+
+
+def _fio_records(raw: Path, base: dict, case_plan: Case, case: dict) -> list[dict]:
+    """Records of a fio case directory whose fio.json is there (a stopped case's too)."""
+    fio = load_fio_json((raw / "fio.json").read_text(errors="replace"))
+    errs = sorted({j.get("error") for j in fio.get("jobs", []) if j.get("error")})
+    if errs:
+        raise ValueError(f"fio job error(s) {errs}")
+    grps = _groups(case_plan)
+    names = [list(g.labels) for g in grps] if grps is not None else None
+    user_job = bool(case_plan.params.get("job_file"))
+    recs = fio_records(fio, base, names=names, sections=user_job)
+    if case.get("ok"):
+        return recs
+    # Stopped at the case timeout: keep the groups that had finished, fail the others.
+    done = finished_groups(fio, [g.stage for g in grps] if grps is not None else None)
+    why = case.get("error") or "stopped early"
+    out = [{**r, "partial": why} for r in recs if r.get("group", 0) in done]
+    for gid, label, entries in record_sets(fio, names):
+        if gid in done:
+            continue
+        ran = max((int(e.get("job_runtime", 0)) for e in entries), default=0) / 1000
+        state = f"it had run {ran:.1f} s" if ran else "it had not started"
+        sect = {"section": label, "group": gid} if "section" in (recs[0] if recs else {}) else {}
+        out.append({**base, **sect, "metric": "iops", "value": None, "unit": "IO/s", "ok": False,
+                    "error": f"{why}; {state}"})
+    return out
+
+
 def _case_records(raw: Path, base: dict, case_plan: Case) -> list[dict]:
     """Records of one case directory, or raise ValueError with the reason it failed."""
     kind = case_plan.kind
     if not (raw / "case.json").is_file():
         raise ValueError(NO_RESULT)
     case = json.loads((raw / "case.json").read_text())
-    if not case.get("ok"):
+    stopped = kind == "fio" and case.get("stopped") and (raw / "fio.json").is_file()
+    if not case.get("ok") and not stopped:
         raise ValueError(case.get("error") or "case failed (no error given)")
     if kind == "steps":
         steps = json.loads((raw / "steps.json").read_text())
@@ -71,11 +109,12 @@ def _case_records(raw: Path, base: dict, case_plan: Case) -> list[dict]:
         raise ValueError(f"no parser for case kind {kind!r}")
     if not (raw / "fio.json").is_file():
         raise ValueError("fio.json missing although the case succeeded")
-    fio = load_fio_json((raw / "fio.json").read_text(errors="replace"))
-    errs = sorted({j.get("error") for j in fio.get("jobs", []) if j.get("error")})
-    if errs:
-        raise ValueError(f"fio job error(s) {errs}")
-    return fio_records(fio, base)
+    try:
+        return _fio_records(raw, base, case_plan, case)
+    except ValueError as e:
+        if case.get("ok"):
+            raise
+        raise ValueError(f"{case.get('error')}; fio's output is unreadable ({e})") from None
 
 
 def records_for_run(run_dir: str | Path, plan: Plan, accel: str, error: str | None = None) -> list[dict]:

@@ -84,7 +84,10 @@ def format_table(records: list[dict]) -> str:
     """One aligned row per fs x case over the measured repetitions (warm-ups left out).
 
     Columns: n, IOPS and the ± of its 95 % CI, MiB/s (read+write), mean latency in us (read and
-    write weighted by their IOPS), p99 latency in us (the worse of read and write), flags.
+    write weighted by their IOPS), p99 latency in us (the worse of read and write), flags (FAILED,
+    ZERO, UNSTABLE, and STOPPED when the numbers come from a case stopped at its timeout: its
+    finished sections). A job with several sections (fio reporting groups) gets one row per
+    section, in a `section` column after the case.
     """
     if records and not any(r["metric"] == "iops" for r in records) and any("step" in r for r in records):
         return format_steps_table(records)
@@ -92,11 +95,14 @@ def format_table(records: list[dict]) -> str:
     for r in records:
         if r.get("warmup"):
             continue
-        groups.setdefault((r["fs"], r["case"]), {}).setdefault(r.get("rep", 0), {})[r["metric"]] = r
-    rows = [["fs", "case", "n", "IOPS", "±95%", "MiB/s", "lat us", "p99 us", "flags"]]
+        key = (r["fs"], r["case"], str(r.get("section", "")))
+        groups.setdefault(key, {}).setdefault(r.get("rep", 0), {})[r["metric"]] = r
+    sectioned = any(r.get("section") for r in records)
+    rows = [["fs", "case"] + (["section"] if sectioned else []) + ["n", "IOPS", "±95%", "MiB/s", "lat us", "p99 us",
+                                                                    "flags"]]
     notes = _Notes()
-    for (fs, case), reps in groups.items():
-        iops, bw, lat, p99, failed, errors = [], [], [], [], 0, []
+    for (fs, case, section), reps in groups.items():
+        iops, bw, lat, p99, failed, errors, stopped = [], [], [], [], 0, [], ""
         for metrics in reps.values():
             first = next(iter(metrics.values()))
             if not first.get("ok", False):
@@ -104,20 +110,25 @@ def format_table(records: list[dict]) -> str:
                 errors.append(str(first.get("error", "")))
                 continue
             v = {m: r["value"] for m, r in metrics.items() if r.get("value") is not None}
+            stopped = stopped or str(first.get("partial") or "")
             iops.append(v.get("iops", 0.0))
-            bw.append(v.get("read_bw", 0.0) + v.get("write_bw", 0.0))
-            weights = [(v.get(f"{d}_iops", 0.0), v[f"{d}_lat_mean"]) for d in ("read", "write")
+            if any(f"{d}_bw" in v for d in ("read", "write", "mixed")):  # none for ftruncate & co.
+                bw.append(v.get("read_bw", 0.0) + v.get("write_bw", 0.0) + v.get("mixed_bw", 0.0))
+            weights = [(v.get(f"{d}_iops", 0.0), v[f"{d}_lat_mean"]) for d in ("read", "write", "trim", "mixed")
                        if f"{d}_lat_mean" in v]
             if weights and sum(w for w, _ in weights) > 0:
                 lat.append(sum(w * x for w, x in weights) / sum(w for w, _ in weights))
-            tails = [v[f"{d}_lat_p99"] for d in ("read", "write") if f"{d}_lat_p99" in v]
+            tails = [v[f"{d}_lat_p99"] for d in ("read", "write", "trim", "mixed") if f"{d}_lat_p99" in v]
             if tails:
                 p99.append(max(tails))
         mean, half, cv = _stat(iops)
         rest = ["-" if not xs else f"{sum(xs) / len(xs):.{d}f}" for xs, d in ((bw, 1), (lat, 1), (p99, 1))]
-        rows.append([fs, case, str(len(iops)), mean, half, *rest,
-                     _flags(failed, len(reps), errors, cv, notes, zero=any(x == 0 for x in iops))])
-    return _aligned(rows, {2, 3, 4, 5, 6, 7}, any(r.get("accel") == "tcg" for r in records), notes)
+        flags = _flags(failed, len(reps), errors, cv, notes, zero=any(x == 0 for x in iops))
+        if stopped:
+            flags = ", ".join(x for x in (flags, f"STOPPED {notes.ref(stopped)}") if x)
+        rows.append([fs, case] + ([section] if sectioned else []) + [str(len(iops)), mean, half, *rest, flags])
+    first = 3 if sectioned else 2
+    return _aligned(rows, set(range(first, first + 6)), any(r.get("accel") == "tcg" for r in records), notes)
 
 
 def format_steps_table(records: list[dict]) -> str:

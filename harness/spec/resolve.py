@@ -15,8 +15,8 @@ from harness import suites
 from harness.errors import FslabError
 from harness.spec import filesystems, layouts
 from harness.spec.config import FsEntry, VMConfig
-from harness.spec.fiojob import load_user_job
 from harness.spec.plan import VM, Case, Filesystem, Plan, Repeat, SuiteRef
+from harness.suites import fio_job as fio_job_suite
 
 
 def new_run_id(name: str, now: _dt.datetime | None = None) -> str:
@@ -72,9 +72,8 @@ def render_filesystem(f: FsEntry) -> Filesystem:
 
 
 def _cases(cfg: VMConfig, suite: suites.Suite, profile: str, fio_job: str | None) -> list[Case]:
-    if fio_job:
-        cid, job = load_user_job(fio_job)
-        return [Case(id=cid, kind="fio", params={"job_file": fio_job}, job=job, timeout_s=cfg.deadline)]
+    if fio_job:  # suite fio-job: the file's one case, its timeout its share of the deadline per filesystem
+        return [fio_job_suite.prepare(fio_job, cfg.deadline, runs=len(cfg.filesystems))[0]]
     return suite.cases(profile, src=f"{cfg.source}: profile")
 
 
@@ -101,7 +100,7 @@ def resolve(
     """
     if deadline is not None:
         cfg = replace(cfg, deadline=deadline)
-    s = suites.get(suite or cfg.suite, src=f"{cfg.source}: suite")
+    s = fio_job_suite.SUITE if fio_job else suites.get(suite or cfg.suite, src=f"{cfg.source}: suite")
     prof = profile or cfg.profile
     if profile is None and prof not in s.profiles:
         prof = next(iter(s.profiles))  # the vmconfig's profile belongs to its own suite

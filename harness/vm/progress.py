@@ -111,11 +111,11 @@ class Progress:
 
     def _case_index(self, case_id: object, rep: object) -> tuple[int, int]:
         """(index in plan cases, round) of a case-start event; round < 0 for a warm-up."""
-        rep = int(rep or 0)
+        r = int(rep) if isinstance(rep, int | float | str) and str(rep).lstrip("-").isdigit() else 0
         idx = next((i for i, c in enumerate(self.cases) if c.id == case_id), 0)
-        if rep < 0:
-            return idx, rep
-        return idx, rep - self.rep_offset - self.cases[idx].rep
+        if r < 0:
+            return idx, r
+        return idx, r - self.rep_offset - self.cases[idx].rep
 
     def case_estimate(self, i: int) -> float | None:
         """Seconds of one run of plan case i (see the module docstring for the order of sources)."""

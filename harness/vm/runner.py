@@ -115,8 +115,8 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
         log(f"fslab: booting {plan.vm.name} ({choice.used}, {len(plan.filesystems)} filesystems, "
             f"{len(plan.cases)} cases each, deadline {plan.vm.deadline_s} s)")
         t0 = time.monotonic()
-        remote = host is not None and getattr(host, "remote", False)  # a remote host's times are its own
-        history = timings.History.load(history_dir or results_root, choice.used, host.label if remote else None)
+        remote_label = host.label if host is not None and host.remote else None  # a remote host's times are its own
+        history = timings.History.load(history_dir or results_root, choice.used, remote_label)
         progress = Progress(vm.local.progress, plan, t0, history=history)
 
         def tick() -> None:
