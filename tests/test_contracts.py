@@ -40,3 +40,12 @@ def test_stream_members_the_doc_lists_are_the_agents():
 def test_the_agents_stream_format_is_one_the_host_reads():
     assert fslab_guest.STREAM_FORMAT == max(STREAM_FORMATS)
     assert "\"stream_format\": N" in DOC.read_text()
+
+
+def test_a_disk_setting_missing_from_an_old_plan_takes_its_declared_default():
+    """A setting added after a plan was recorded (fslab reproduce of an older run) is what QEMU did
+    by default then: its declared default; only `size` has none."""
+    from harness.spec.disk import SETTINGS, Disk
+
+    d = Disk.from_json({"id": "d0", "size_bytes": 1 << 30})
+    assert d.measured() == {"size_bytes": 1 << 30, **{s.field: s.default for s in SETTINGS if s.key != "size"}}

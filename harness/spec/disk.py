@@ -106,7 +106,10 @@ class Disk:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Disk:
-        return cls(id=d["id"], **{s.field: d[s.field] for s in SETTINGS})
+        """A plan's disk; a setting added after the plan was written takes its declared default
+        (what QEMU did before fslab set it)."""
+        return cls(id=d["id"], **{s.field: d[s.field] if s.field in d or s.default is REQUIRED else s.default
+                                  for s in SETTINGS})
 
 
 def check_combination(d: Disk) -> str | None:

@@ -1,5 +1,8 @@
 """fio job files: rendering our cases, and confining a user's job file to the filesystem under test.
 
+Over ~400 lines because it is one thing, fio 3.33's job-file grammar and its path-bearing options:
+the table of every option and what happens to it must sit next to the parser that applies it.
+
 The guest agent runs fio with FSLAB_MNT set to the mount point; fio expands `${FSLAB_MNT}` in job
 files itself, so the host can finish the job text and the agent never edits it.
 
