@@ -69,3 +69,44 @@ def test_shutdown_kills_a_qemu_that_ignores_qmp(tmp_path):
     with m:
         t = time.monotonic()
     assert not m.running and time.monotonic() - t < 20
+
+
+def test_a_guest_paused_on_a_host_io_error_is_ended_with_the_reason(tmp_path, monkeypatch):
+    """QEMU pauses the guest when a disk image's write fails (a full host filesystem): instead of
+    waiting for the deadline, wait() sees QMP's status io-error, ends the VM and says why."""
+    import json
+    import socket
+    import threading
+
+    from harness.vm import machine
+
+    monkeypatch.setattr(machine, "STATUS_EVERY_S", 0.0)
+    sock_path = tmp_path / "q.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(sock_path))
+    server.listen()
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn, conn.makefile("rw") as f:
+                f.write(json.dumps({"QMP": {}}) + "\n")
+                f.flush()
+                for line in f:
+                    cmd = json.loads(line)["execute"]
+                    if cmd == "query-status":
+                        f.write(json.dumps({"event": "STOP"}) + "\n")  # an event before the reply
+                    f.write(json.dumps({"return": {"status": "io-error", "running": False}
+                                        if cmd == "query-status" else {}}) + "\n")
+                    f.flush()
+
+    threading.Thread(target=serve, daemon=True).start()
+    with Machine(["sleep", "60"], sock_path, tmp_path / "err") as m:
+        t = time.monotonic()
+        assert m.wait(60, interval=0.1) == 1
+        assert m.stop_reason == machine.IO_ERROR and time.monotonic() - t < 20
+    assert not m.running
+    server.close()

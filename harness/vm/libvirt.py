@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.errors import FslabError
-from harness.vm.machine import _die_with_parent
+from harness.vm.machine import IO_ERROR, _die_with_parent
 
 START_TIMEOUT = 120.0
 _DAEMON_HINT = "start it: `systemctl start libvirtd` (or, with no init system, `virtlogd -d && libvirtd -d`)"
@@ -147,7 +147,8 @@ class Domain:
         return self.errors_path.read_text(errors="replace") if self.errors_path.exists() else ""
 
     def _stopped(self) -> str | None:
-        m = re.search(r"event 'lifecycle' for domain '[^']*': (Stopped \w+|Crashed \w+)", self._events())
+        m = re.search(r"event 'lifecycle' for domain '[^']*': (Stopped \w+|Crashed \w+|Suspended I/O Error)",
+                      self._events())
         return m.group(1) if m else None
 
     @property
@@ -167,7 +168,7 @@ class Domain:
             stopped = self._stopped()
             if stopped:  # powered off by the guest: 0 (the success marker decides); otherwise 1
                 by_guest = stopped == "Stopped Shutdown" or "Shutdown Finished after guest request" in self._events()
-                self.stop_reason = None if by_guest else f"domain {stopped.lower()}"
+                self.stop_reason = None if by_guest else IO_ERROR if "I/O" in stopped else f"domain {stopped.lower()}"
                 return 0 if by_guest else 1
             if self.keeper.poll() is not None:
                 label = self.uri.split("?", 1)[0]

@@ -21,6 +21,11 @@ from pathlib import Path
 from harness.errors import FslabError
 
 _PR_SET_PDEATHSIG = 1
+STATUS_EVERY_S = 10.0
+# QEMU's default for a failed write of a disk image (werror=enospc... and rerror) is to pause the
+# guest, which then waits silently until the run's deadline (hours). Seen here when the host's
+# disk filled up during a run. The runner ends the VM instead and says why.
+IO_ERROR = "QEMU paused the guest on an I/O error of a host disk image (is the host filesystem full?); VM killed"
 
 
 def _die_with_parent() -> None:  # runs in the child between fork and exec
@@ -47,6 +52,8 @@ class Machine:
         self.stderr_path = stderr_path
         self.proc: subprocess.Popen[bytes] | None = None
         self.started_at: float | None = None
+        self.stop_reason: str | None = None
+        self._status_at = 0.0
 
     def __enter__(self) -> Machine:
         self._stderr = open(self.stderr_path, "wb")
@@ -79,11 +86,29 @@ class Machine:
                 tick()
             if rc is not None:
                 return rc
+            if self._paused_on_io_error():
+                self.stop_reason = IO_ERROR
+                self.shutdown()
+                return 1
             if time.monotonic() >= end:
                 return None
             time.sleep(interval)
 
-    def _qmp(self, *commands: str) -> None:
+    def _paused_on_io_error(self) -> bool:
+        """Every STATUS_EVERY_S: is the guest paused by QEMU on an I/O error (query-status)?"""
+        if time.monotonic() - self._status_at < STATUS_EVERY_S:
+            return False
+        self._status_at = time.monotonic()
+        try:
+            replies = self._qmp("query-status")
+        except (OSError, ValueError):
+            return False  # QMP busy or gone: the next check, or QEMU's exit, will tell
+        status = (replies[-1].get("return") or {}).get("status") if replies else None
+        return status == "io-error"
+
+    def _qmp(self, *commands: str) -> list[dict]:
+        """Send QMP commands; their replies (events QEMU sends in between are skipped)."""
+        replies: list[dict] = []
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.settimeout(3)
             s.connect(str(self.qmp_path))
@@ -92,7 +117,12 @@ class Machine:
             for cmd in ("qmp_capabilities", *commands):
                 f.write(json.dumps({"execute": cmd}) + "\n")
                 f.flush()
-                f.readline()
+                while True:
+                    reply = json.loads(f.readline() or "{}")
+                    if "event" not in reply:
+                        break
+                replies.append(reply)
+        return replies[1:]
 
     def shutdown(self, polite_timeout: float = 5.0) -> None:
         """End QEMU: QMP quit, then SIGTERM, then SIGKILL. Safe to call more than once."""

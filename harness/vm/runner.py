@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import shutil
 import sys
 import threading
 import time
@@ -35,6 +36,7 @@ from harness.vm import hosts, provenance, timings
 from harness.vm.argv import RunPaths
 from harness.vm.backend import Backend
 from harness.vm.libvirt import HostLost
+from harness.vm.machine import IO_ERROR
 from harness.vm.progress import Progress
 from harness.vm.qemu_backend import QemuVM
 
@@ -135,6 +137,8 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
             log(f"fslab: {reason}")
         elif rc != 0:
             status, reason = "failed", getattr(m, "stop_reason", None) or f"qemu exited with code {rc}"
+            if reason == IO_ERROR:
+                reason += f" ({scratch}: {shutil.disk_usage(scratch).free / 1024**3:.1f} GiB free now)"
         wall = time.monotonic() - t0
         manifest["timings"] = {
             "vm_seconds": round(wall, 1),
