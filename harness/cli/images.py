@@ -128,10 +128,14 @@ def _import(args: argparse.Namespace, bundle) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
+    from harness.cli import before_boot, recover
     from harness.vm import reproduce, runner
 
     original = Path(args.run_dir)
-    results_root = Path(args.results_dir).resolve() if args.results_dir else original.resolve().parent
+    recover.finished([args.run_dir])
+    results_root = before_boot.output_dir(args.results_dir, "--results-dir") if args.results_dir \
+        else original.resolve().parent
+    scratch_root = before_boot.output_dir(args.scratch_dir, "--scratch-dir") if args.scratch_dir else None
     recorded, p, image, choice, verdict = reproduce.prepare(
         original, Path(args.bundle) if args.bundle else None, results_root, _err)
     for w in verdict.warnings:
@@ -141,8 +145,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
                          + "\n  ".join(verdict.refusals))
     if choice.warning:
         _err(f"fslab: WARNING: {choice.warning}")
-    out = runner.run(p, image, choice, results_root,
-                     scratch_root=Path(args.scratch_dir) if args.scratch_dir else None)
+    out = runner.run(p, image, choice, results_root, scratch_root=scratch_root)
     reproduce.mark(out.run_dir, original, recorded, verdict)
     print(f"status: {out.status} ({out.reason})")
     print(f"A = {original} (recorded), B = {out.run_dir} (reproduction)")
