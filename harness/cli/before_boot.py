@@ -17,9 +17,9 @@ import tempfile
 from pathlib import Path
 
 from harness.errors import FslabError
-from harness.spec import fiojob, planfit
+from harness.spec import config, fiojob, planfit
 from harness.spec.plan import Plan
-from harness.vm import salvage
+from harness.vm import hosts, provenance, salvage
 
 ALLOWED_DIR = "allowed: a directory fslab can create and write"
 
@@ -79,6 +79,14 @@ def user_job(path: str) -> None:
         say(f"fslab: fio job {path}: {change}")
     for warning in job.warnings:
         say(f"fslab: WARNING: fio job: {warning}")
+
+
+def host_can_give(plan: Plan, host: hosts.Host | None = None) -> None:
+    """Refuse vCPUs or memory the host the VM runs on cannot give (this machine by default)."""
+    info = hosts.describe(host) if host is not None else provenance.host()
+    config.check_host(plan.vm.source, plan.vm.vcpus, plan.vm.memory_mib * 2**20,
+                      host.label if host is not None and host.remote else str(info.get("hostname") or "this host"),
+                      info.get("cpus"), info.get("memory_bytes"))
 
 
 def refuse_impossible(plan: Plan, label: str | None = None) -> None:

@@ -141,8 +141,8 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
     for w in verdict.warnings:
         _err(f"fslab: WARNING: differs from the recorded run (measurements may too): {w}")
     if verdict.refusals:
-        raise FslabError(f"reproduce {recorded.get('run_id')}: refused, these change what is measured:\n  "
-                         + "\n  ".join(verdict.refusals))
+        raise FslabError(f"reproduce {recorded.get('run_id')}: refused, these change what is measured: "
+                         + "; ".join(verdict.refusals))
     if choice.warning:
         _err(f"fslab: WARNING: {choice.warning}")
     out = runner.run(p, image, choice, results_root, scratch_root=scratch_root)

@@ -24,7 +24,6 @@ from harness.results.tables import format_table
 from harness.spec import config, filesystems, resolve
 from harness.spec.config import ACCELERATORS, BACKENDS
 from harness.spec.plan import Plan
-from harness.units import parse_duration
 from harness.vm import accel, hosts, runner
 
 DEFAULT_VMCONFIG = "vmconfigs/default.yaml"
@@ -59,9 +58,9 @@ def _resolve(args: argparse.Namespace) -> Plan:
     deadline = None
     if args.deadline:
         try:
-            deadline = parse_duration(args.deadline)
+            deadline = config.duration(args.deadline)
         except ValueError as e:
-            raise FslabError(f"--deadline: {args.deadline!r} is not allowed; allowed: {e}") from None
+            raise FslabError(f"--deadline: {e}") from None
     return resolve.resolve(cfg, suite=args.suite, profile=args.profile, fio_job=args.fio_job,
                         deadline=deadline, accelerator=args.accel, backend=args.backend, reps=args.reps,
                         warmup=args.warmup,
@@ -97,12 +96,17 @@ def _hosts(args: argparse.Namespace, p: Plan) -> tuple[Plan, list[hosts.Host]]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if args.boots < 1:
+        raise FslabError(f"--boots: {args.boots} is not allowed; allowed: 1 or more")
     p, host_list = _hosts(args, _resolve(args))
     results_root = before_boot.output_dir(args.results_dir, "--results-dir")
     scratch_root = before_boot.output_dir(args.scratch_dir, "--scratch-dir") if args.scratch_dir else None
     if args.fio_job:
         before_boot.user_job(args.fio_job)
     before_boot.refuse_impossible(p, args.fio_job)
+    where: list[hosts.Host | None] = [*host_list] or [None]  # None: this machine
+    for h in where:
+        before_boot.host_can_give(p, h)
     image = _image_for(p, args.image_dir)
     if len(host_list) > 1:
         if args.boots != 1 or args.show_command or args.dry_run:
@@ -164,6 +168,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         args.vmconfig, args.suite = vmconfig, suite
         p = _resolve(args)
         before_boot.refuse_impossible(p, args.fio_job)
+        before_boot.host_can_give(p)
         plans.append(p)
     if args.fio_job:
         before_boot.user_job(args.fio_job)
@@ -386,6 +391,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """argv parsed; an unknown argument is blamed on its command ("fslab run: error: ..."), not
     on `fslab` (argparse reports a subcommand's leftovers from the top parser)."""
     ap = parser()
+    if any("\0" in a for a in argv):  # not from a shell (C strings), but from a caller in Python
+        raise toplevel.UsageError(ap.prog, "an argument holds a NUL byte")
     args, extra = ap.parse_known_args(argv)
     if extra:
         raise toplevel.UsageError(getattr(args, "prog", ap.prog), f"unrecognized arguments: {' '.join(extra)}")

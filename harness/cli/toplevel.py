@@ -62,10 +62,23 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(self.prog, message)
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in range(32)} | {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t", 127: "\\x7f"}
+
+
+def one_line(text: str) -> str:
+    """`text` as one terminal line: control characters (a newline or an escape sequence in a
+    file name a user gave) are shown escaped, never acted on.
+
+    >>> print(one_line("fslab: error: a\\nb\\x1b[31m: no such file"))
+    fslab: error: a\\nb\\x1b[31m: no such file
+    """
+    return text.translate(_CONTROL)
+
+
 def _say(line: str) -> None:
     """One line on stderr; a closed stderr is no reason for a traceback."""
     try:
-        print(line, file=sys.stderr, flush=True)
+        print(one_line(line), file=sys.stderr, flush=True)
     except (OSError, ValueError, AttributeError):
         pass
 
@@ -202,7 +215,10 @@ def _run(argv: Sequence[str], parse: Callable[[Sequence[str]], argparse.Namespac
 def _internal(e: BaseException, argv: Sequence[str]) -> int:
     path = crash_report(e, argv)
     if path is None:
-        _say("".join(traceback.format_exception(e)).rstrip())
+        try:
+            print("".join(traceback.format_exception(e)).rstrip(), file=sys.stderr, flush=True)
+        except (OSError, ValueError, AttributeError):
+            pass
         _say(f"fslab: internal error: {_one_line(e)}; the traceback above could not be written to a file")
     else:
         _say(f"fslab: internal error: {_one_line(e)}; full traceback in {path} (please report it)")
