@@ -1,5 +1,5 @@
-"""The `fslab` commands for exact images and reproductions (part of the command line, like cli.py:
-these print for the user; cli.py registers them and turns FslabError into one line and exit 2).
+"""The `fslab image` commands and `fslab reproduce` (part of the command line, like main.py:
+these print for the user; main.py registers them, toplevel.py turns FslabError into one line and exit 2).
 
     fslab image build NAME --check-reproducible     two cold builds, same digests or what differs
     fslab image lock NAME                           images/NAME/packages.lock from packages.txt
@@ -171,3 +171,30 @@ def _comparison(a: Path, b: Path) -> None:
             print(outcome.text, end="")
             return
     print(reproduce.plain_table(read_jsonl(a / "results.jsonl"), read_jsonl(b / "results.jsonl")))
+
+
+def cmd_image(args: argparse.Namespace) -> int:
+    if args.image_cmd in ("lock", "rebuild", "export", "import"):
+        return cmd_image_extra(args)
+    if args.image_cmd == "build" and args.check_reproducible:
+        return cmd_check_reproducible(args)
+    if args.image_cmd == "build":
+        image = images.build(args.name, accelerator=args.accel, force=args.force)
+        print(f"{image.manifest['name']}: {image.digest} ({image.dir})")
+    elif args.image_cmd == "list":
+        found = images.list_images()
+        for im in found:
+            m = im.manifest
+            print(f"{m['name']:<18} {m['input_hash'][:16]}  {m['digest'][:23]}  {m.get('kernel')}  "
+                  f"{m.get('built_at')}  {im.dir}")
+        if not found:
+            print(f"no images built yet in {images.store_dir()}; run `fslab image build debian-12`")
+    elif args.image_cmd == "verify":
+        target = args.name
+        image = images.load(target) if os.path.sep in target or Path(target).exists() else images.find(target)
+        images.verify(image)
+        print(f"{image.manifest['name']}: ok, {image.digest} matches its manifest")
+    elif args.image_cmd == "validate":
+        for line in images.validate_templates():
+            print(line)
+    return 0

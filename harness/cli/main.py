@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Sequence
 from dataclasses import replace
@@ -95,9 +94,13 @@ def _hosts(args: argparse.Namespace, p: Plan) -> tuple[Plan, list[hosts.Host]]:
     return p, out
 
 
-def cmd_run(args: argparse.Namespace) -> int:
+def _check_boots(args: argparse.Namespace) -> None:
     if args.boots < 1:
         raise FslabError(f"--boots: {args.boots} is not allowed; allowed: 1 or more")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    _check_boots(args)
     p, host_list = _hosts(args, _resolve(args))
     results_root = before_boot.output_dir(args.results_dir, "--results-dir")
     scratch_root = before_boot.output_dir(args.scratch_dir, "--scratch-dir") if args.scratch_dir else None
@@ -162,6 +165,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     outcomes = []
     chosen = ([(args.suite, args.vmconfig)] if args.vmconfig != DEFAULT_VMCONFIG and not args.suites
               else bench.selection(args.suites, Path.cwd()))
+    _check_boots(args)
     results_root = before_boot.output_dir(args.results_dir, "--results-dir")
     plans = []
     for suite, vmconfig in chosen:  # every plan is checked before the first boot
@@ -253,33 +257,6 @@ def cmd_claims(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_image(args: argparse.Namespace) -> int:
-    if args.image_cmd in ("lock", "rebuild", "export", "import"):
-        return cli_images.cmd_image_extra(args)
-    if args.image_cmd == "build" and args.check_reproducible:
-        return cli_images.cmd_check_reproducible(args)
-    if args.image_cmd == "build":
-        image = images.build(args.name, accelerator=args.accel, force=args.force)
-        print(f"{image.manifest['name']}: {image.digest} ({image.dir})")
-    elif args.image_cmd == "list":
-        found = images.list_images()
-        for im in found:
-            m = im.manifest
-            print(f"{m['name']:<18} {m['input_hash'][:16]}  {m['digest'][:23]}  {m.get('kernel')}  "
-                  f"{m.get('built_at')}  {im.dir}")
-        if not found:
-            print(f"no images built yet in {images.store_dir()}; run `fslab image build debian-12`")
-    elif args.image_cmd == "verify":
-        target = args.name
-        image = images.load(target) if os.path.sep in target or Path(target).exists() else images.find(target)
-        images.verify(image)
-        print(f"{image.manifest['name']}: ok, {image.digest} matches its manifest")
-    elif args.image_cmd == "validate":
-        for line in images.validate_templates():
-            print(line)
-    return 0
-
-
 def cmd_list(args: argparse.Namespace) -> int:
     if args.what == "suites":
         for s in suites.registry().values():
@@ -368,7 +345,7 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("name", nargs="?", default="debian-12", help="image name or directory")
     isub.add_parser("validate", help="packer fmt -check and packer validate every template")
     cli_images.add_image_parsers(isub)
-    p.set_defaults(func=cmd_image)
+    p.set_defaults(func=cli_images.cmd_image)
 
     cli_images.add_reproduce_parser(sub).set_defaults(func=cli_images.cmd_reproduce)
 
