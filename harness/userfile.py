@@ -15,7 +15,7 @@ def read(path: str, what: str, max_bytes: int) -> bytes:
     >>> read("/dev/zero", "fio job file", 1024)
     Traceback (most recent call last):
     ...
-    harness.errors.FslabError: /dev/zero: not a regular file (a character device); allowed: a fio job file
+    harness.errors.FslabError: /dev/zero: not a fio job file: it is a character device; allowed: a regular file
     """
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below anyway
@@ -29,7 +29,7 @@ def read(path: str, what: str, max_bytes: int) -> bytes:
             kind = ("a directory" if stat.S_ISDIR(mode) else "a character device" if stat.S_ISCHR(mode)
                     else "a block device" if stat.S_ISBLK(mode) else "a FIFO" if stat.S_ISFIFO(mode)
                     else "a socket" if stat.S_ISSOCK(mode) else "not a file")
-            raise FslabError(f"{path}: not a regular file ({kind}); allowed: a {what}")
+            raise FslabError(f"{path}: not a {what}: it is {kind}; allowed: a regular file")
         chunks, size = [], 0
         while size <= max_bytes:
             chunk = os.read(fd, 1 << 16)
@@ -38,7 +38,7 @@ def read(path: str, what: str, max_bytes: int) -> bytes:
             chunks.append(chunk)
             size += len(chunk)
         if size > max_bytes:
-            raise FslabError(f"{path}: more than {max_bytes} bytes; allowed: a {what} of at most {max_bytes} bytes")
+            raise FslabError(f"{path}: not a {what}: more than {max_bytes} bytes; allowed: at most {max_bytes} bytes")
         return b"".join(chunks)
     except OSError as e:
         raise FslabError(f"{path}: cannot read {what}: {e.strerror}") from None

@@ -82,10 +82,10 @@ def test_binary_fio_job_is_one_line(tmp_path):
 def test_devices_and_fifos_as_input_files_are_refused_not_read(tmp_path):
     """/dev/zero as a vmconfig or job file was read until memory ran out."""
     assert one_error_line(fslab("show-config", "/dev/zero")) == \
-        "fslab: error: /dev/zero: not a regular file (a character device); allowed: a vmconfig file"
+        "fslab: error: /dev/zero: not a vmconfig file: it is a character device; allowed: a regular file"
     os.mkfifo(tmp_path / "fifo")
     line = one_error_line(fslab("show-config", "vmconfigs/smoke.yaml", "--fio-job", str(tmp_path / "fifo")))
-    assert line.endswith("not a regular file (a FIFO); allowed: a fio job file")
+    assert line.endswith("fifo: not a fio job file: it is a FIFO; allowed: a regular file")
 
 
 @pytest.mark.parametrize("args", [("show-config", "vmconfigs/smoke.yaml"), ("list", "suites")])

@@ -28,7 +28,7 @@ from harness.vm import accel, owner, runner, salvage, spread
 ROOT = Path(__file__).resolve().parent.parent
 FAKEVM = str(ROOT / "tests" / "fakevm.py")
 # Long enough to be caught running, short enough for a test; fio's null engine moves no data.
-JOB = "[global]\nioengine=null\nsize=16m\ntime_based\nruntime=4\n[hold]\nrw=read\n"
+JOB = "[global]\nioengine=null\nsize=16m\ntime_based\nruntime=3\n[hold]\nrw=read\n"
 
 
 def start(tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
@@ -60,7 +60,8 @@ def wait_for_case(tmp_path: Path, fs: str, timeout: float = 60, old: tuple[Path,
     raise AssertionError(f"no case started on {fs} within {timeout} s")
 
 
-def guests_alive() -> list[int]:
+def guests_alive(under: Path) -> list[int]:
+    """Fake guests of the runs under `under` still alive (tests run in parallel: only this test's)."""
     pids = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -68,7 +69,7 @@ def guests_alive() -> list[int]:
             state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if GUEST_MARK.encode() in cmd and state not in "ZX":
+        if GUEST_MARK.encode() in cmd and str(under).encode() in cmd and state not in "ZX":
             pids.append(int(pid))
     return pids
 
@@ -98,7 +99,7 @@ def test_sigterm_mid_case_behaves_like_ctrl_c(tmp_path):
     assert not recs["xfs"]["ok"]
     assert recs["xfs"]["error"].startswith("interrupted (SIGTERM) after ") and \
         recs["xfs"]["error"].endswith(" s of this case"), recs["xfs"]["error"]
-    assert not (run_dir / "scratch").exists() and not guests_alive()
+    assert not (run_dir / "scratch").exists() and not guests_alive(tmp_path)
 
 
 def test_sigkill_mid_case_then_report_salvages(tmp_path):
@@ -110,7 +111,7 @@ def test_sigkill_mid_case_then_report_salvages(tmp_path):
     proc.kill()
     proc.communicate(timeout=30)
     time.sleep(0.5)
-    assert not guests_alive()
+    assert not guests_alive(tmp_path)
     m = manifest(run_dir)
     assert m["status"] == "running" and m["owner"]["pid"] == pid and not (run_dir / "results.jsonl").exists()
     assert (run_dir / "scratch" / "results.tar").stat().st_size > 0
@@ -293,7 +294,7 @@ def test_killed_at_the_deadline_says_so_for_the_running_case(tmp_path, monkeypat
     assert running.startswith("killed at the deadline after ") and running.endswith(" s"), running
     assert 2 <= int(running.split()[-2]) <= 10
     assert errors[(first_fs, "after")] == "not run: the VM was killed at its deadline (8 s) before this case"
-    assert not guests_alive()
+    assert not guests_alive(tmp_path)
 
 
 def test_an_internal_error_in_a_run_marks_it_failed_and_names_its_run_directory(tmp_path, monkeypatch):
