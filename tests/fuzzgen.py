@@ -205,3 +205,42 @@ def argv(rng: random.Random, parser: argparse.ArgumentParser, files: list[str]) 
     if rng.random() < 0.05:
         out.insert(rng.randrange(len(out) + 1), rng.choice(["--bogus", "-x", "--help=no", "--results-dir"]))
     return [str(x) for x in out]
+
+
+RUN = ROOT / "tests" / "data" / "runs" / "smoke-tcg"
+RUN_VALUES: list[Any] = [None, 0, -1, 1.5, "", "x", [], {}, True, 10**30, "ext4", "iops"]
+
+
+def damage(obj: Any, rng: random.Random, depth: int = 0) -> None:
+    """Delete a key, or replace a value (at any depth) with one of another type: a hand-edited or
+    damaged manifest or record."""
+    if isinstance(obj, dict) and obj and rng.random() < 0.7:
+        k = rng.choice(list(obj))
+        r = rng.random()
+        if r < 0.3:
+            del obj[k]
+        elif r < 0.7 and depth < 6:
+            damage(obj[k], rng, depth + 1)
+        else:
+            obj[k] = rng.choice(RUN_VALUES)
+    elif isinstance(obj, list) and obj and rng.random() < 0.7:
+        i = rng.randrange(len(obj))
+        if rng.random() < 0.5 and depth < 6:
+            damage(obj[i], rng, depth + 1)
+        else:
+            obj[i] = rng.choice(RUN_VALUES)
+
+
+def run_directory(rng: random.Random, dest: Path) -> None:
+    """A copy of tests/data/runs/smoke-tcg at `dest` with its manifest or records damaged."""
+    import json
+    import shutil
+
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(RUN, dest)
+    manifest = json.loads((RUN / "manifest.json").read_text())
+    records = [json.loads(x) for x in (RUN / "results.jsonl").read_text().splitlines()]
+    for _ in range(rng.randint(1, 3)):
+        damage(manifest if rng.random() < 0.5 else records, rng)
+    (dest / "manifest.json").write_text(json.dumps(manifest))
+    (dest / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))

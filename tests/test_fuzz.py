@@ -3,9 +3,9 @@
 traceback; the CLI never exits 70 (an internal error) and leaves no crash file.
 
 The default run throws 3,000 inputs (1,200 vmconfigs, 1,200 fio jobs, 600 argument lists), a few
-seconds per test; FSLAB_FUZZ=K multiplies each count by K (FSLAB_FUZZ=4: 12,000 inputs; issue 12
-asks for at least 10,000), FSLAB_FUZZ_SEED changes the seeds. A failure names the seed of its
-input, so it can be replayed alone.
+seconds per test, and 100 damaged run directories at report, compare and claims. FSLAB_FUZZ=K
+multiplies each count by K (FSLAB_FUZZ=4: 12,400 inputs; issue 12 asks for at least 10,000),
+FSLAB_FUZZ_SEED changes the seeds. A failure names the seed of its input, so it can be replayed.
 """
 
 from __future__ import annotations
@@ -172,3 +172,24 @@ def test_fuzz_cli_arguments(sandbox):
             assert "error" in last and last.startswith("fslab"), f"argv {argv} (seed {seed}): {text[-2000:]}"
     assert not (tmp_path / "cache" / "fslab" / "crash").exists()
     assert codes.get(0, 0) > n // 50 and codes.get(2, 0) > n // 50, codes
+
+
+def test_fuzz_run_directories(tmp_path, monkeypatch):
+    """Run directories with a damaged manifest or records (a key gone, a value of another type)
+    through compare, claims and (one in 25) report: a result or one error line, never exit 70."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    n = 100 * SCALE
+    for i in range(n):
+        seed = SEED * 4_000_003 + i
+        rng = random.Random(seed)
+        d = tmp_path / "run"
+        fuzzgen.run_directory(rng, d)
+        argv = rng.choice([["compare", str(d), "--baseline", "ext4"], ["claims", str(d)],
+                           ["compare", str(d), str(fuzzgen.RUN), "--force"]])
+        if i % 25 == 0:  # matplotlib: slow
+            argv = ["report", str(d), "--out", str(tmp_path / "report")]
+        err = io.StringIO()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            rc = cli.main(argv)
+        assert rc in (0, 1, 2), f"{argv[0]} of a damaged run (seed {seed}): exit {rc}: {err.getvalue()[-2000:]}"
+    assert not (tmp_path / "cache" / "fslab" / "crash").exists()
