@@ -48,6 +48,11 @@ test *args="": lint (unit args)
 unit *args="":
     {{pytest}} -m "not vm" -n auto {{args}}
 
+# the fuzz test with k times its 3,100 inputs: vmconfigs, fio jobs, fslab argument lists, run dirs
+# (`just fuzz` = 12,400; `just fuzz 10` = 31,000); 0 tracebacks or it fails naming the seed
+fuzz k="4" *args="":
+    FSLAB_FUZZ={{k}} {{pytest}} tests/test_fuzz.py -n auto {{args}}
+
 # ruff and mypy on the Python, shellcheck on the shell, packer fmt on the templates
 lint:
     .venv/bin/ruff check harness tests

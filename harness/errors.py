@@ -30,3 +30,23 @@ class CommandError(FslabError):
         if tail:
             msg += f": {tail}"
         super().__init__(msg, hint=hint)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would raise KeyboardInterrupt: the same unwinding (QEMU ended,
+    what came back collected, the run marked interrupted), but the run says which signal it was."""
+
+    def __init__(self, signo: int = 15):
+        import signal
+
+        self.signo = signo
+        super().__init__(signal.Signals(signo).name)
+
+
+def interruption(e: BaseException) -> str:
+    """How a KeyboardInterrupt came: 'SIGTERM' or 'Ctrl-C'.
+
+    >>> interruption(KeyboardInterrupt()), interruption(Terminated())
+    ('Ctrl-C', 'SIGTERM')
+    """
+    return str(e) if isinstance(e, Terminated) else "Ctrl-C"

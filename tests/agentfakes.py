@@ -31,6 +31,7 @@ def faked_agent(name: str, tmp_path: Path, monkeypatch, fstype: str):
     monkeypatch.setattr(mod, "mount_line", lambda mnt: f"/dev/fake {mnt} {fstype} rw 0 0")
     monkeypatch.setattr(mod, "drop_caches", lambda: None)
     monkeypatch.setattr(mod, "poweroff", lambda: None)
+    monkeypatch.setattr(mod, "kmsg_mark", lambda: None)  # the host's kernel log is not the guest's
     return mod
 
 

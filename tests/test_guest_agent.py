@@ -64,6 +64,8 @@ def agent(tmp_path, monkeypatch):
     mod.calls = {"mount": [], "umount": [], "poweroff": 0}
     monkeypatch.setattr(mod, "MNT_ROOT", str(tmp_path / "mnt"))
     monkeypatch.setattr(mod, "find_devices", lambda serials, wait_s=0: [f"/dev/fake-{s}" for s in serials])
+    (tmp_path / "kmsg").touch()  # the kernel's log: a file the tests append records to
+    monkeypatch.setattr(mod, "KMSG", str(tmp_path / "kmsg"))
 
     def mount_fs(fstype, options, dev, mnt):
         mod.calls["mount"].append((fstype, options, dev, mnt))
@@ -197,6 +199,56 @@ def test_failed_mount_fails_cases(agent, tmp_path, monkeypatch):
     assert rc == 1
     case = json.loads((run_dir / "raw/ext4/randrw-4k/case.json").read_text())
     assert case["error"] == "mount failed with exit code 32: wrong fs type"
+
+
+def test_failed_mount_carries_the_kernels_reason(agent, tmp_path, monkeypatch):
+    """ext4 with data=bogus next to a good filesystem: the bad one's records hold the kernel's
+    words (logged after the attempt began), the good one's are fine (issue 12)."""
+    kmsg = tmp_path / "kmsg"
+    kmsg.write_text("3,10,100,-;EXT4-fs (vdb): logged before the attempt: not ours\n")
+
+    def mount_fs(fstype, options, dev, mnt):
+        if "data=bogus" not in options:
+            return ["mount", dev, mnt], 0, ""
+        with open(kmsg, "a") as f:
+            f.write("3,11,200,-;ext4: Bad value for 'data'\n"
+                    " SUBSYSTEM=block\n"  # a continuation line: not a message
+                    "6,12,201,-;EXT4-fs (vdc): mounted filesystem (info: not a reason)\n"
+                    "14,13,202,-;systemd[1]: a program's line, not the kernel's\n")
+        return ["mount", "-o", options, dev, mnt], 32, ("mount: /mnt/fslab/bad: wrong fs type, bad option, bad "
+                                                        "superblock on /dev/vdb, missing codepage or helper program")
+
+    monkeypatch.setattr(agent, "mount_fs", mount_fs)
+    plan = make_plan([fio_case()], fs_names=("bad", "good"))
+    plan["filesystems"][0]["mount_options"] = "noatime,data=bogus"
+    rc, _, run_dir, _ = run_agent(agent, tmp_path, plan)
+    assert rc == 1
+    info = json.loads((run_dir / "raw/bad/fs.json").read_text())
+    assert info["kernel"] == ["ext4: Bad value for 'data'"]
+    assert info["error"].startswith("mount failed with exit code 32: mount: /mnt/fslab/bad: wrong fs type")
+    assert info["error"].endswith("; kernel: ext4: Bad value for 'data'")
+    recs = records_for_run(run_dir, typed(plan), "tcg")
+    bad = [r for r in recs if r["fs"] == "bad"]
+    assert bad and all(not r["ok"] and r["error"].endswith("kernel: ext4: Bad value for 'data'") for r in bad)
+    assert all(r["ok"] for r in recs if r["fs"] == "good")
+    assert "kernel" not in json.loads((run_dir / "raw/good/fs.json").read_text())
+    table = format_table(recs)
+    assert "[1] mount failed with exit code 32" in table and "kernel: ext4: Bad value for 'data'" in table
+
+
+def test_kmsg_reads_the_real_kernel_log_without_blocking(agent, monkeypatch):
+    """On the host's own /dev/kmsg (when readable): nothing new is [] at once, and a line a program
+    writes there (facility user, as every line written from user space) is not the kernel's."""
+    if not os.access("/dev/kmsg", os.R_OK | os.W_OK):
+        pytest.skip("/dev/kmsg is not readable and writable here")
+    monkeypatch.setattr(agent, "KMSG", "/dev/kmsg")
+    mark = agent.kmsg_mark()
+    assert mark is not None
+    with open("/dev/kmsg", "w") as f:
+        f.write("<3>fslab test: a program's line\n")
+    t0 = time.monotonic()
+    assert "fslab test: a program's line" not in agent.kmsg_since(mark)
+    assert time.monotonic() - t0 < 2
 
 
 def live_processes_mentioning(text: str) -> list[int]:

@@ -75,10 +75,11 @@ def test_smoke_run_end_to_end(image, smoke_run):
 def test_hung_guest_is_killed_at_its_deadline(image, tmp_path):
     """A case that never ends: the VM is killed at the deadline and what came back is kept.
 
-    The agent stops each case at its own timeout (here its smallest, 60 s, as an hour of fio does
-    not fit), so 130 s cannot hold boot and both filesystems' cases (2 x 60 s): the deadline acts."""
+    The agent stops each case at its own timeout (here its smallest, 60 s, as 100,000 loops of
+    16 MiB do not fit), so 130 s cannot hold boot and both filesystems' cases (2 x 60 s): the
+    deadline acts. (A time_based job of an hour would be refused before the boot: it cannot fit.)"""
     job = tmp_path / "forever.fio"
-    job.write_text("[forever]\nrw=randread\nbs=4k\nsize=16m\ntime_based\nruntime=3600\nioengine=psync\n")
+    job.write_text("[forever]\nrw=randread\nbs=4k\nsize=16m\nloops=100000\nioengine=psync\n")
     cp = fslab("run", "vmconfigs/smoke.yaml", "--accel", "tcg", "--fio-job", str(job), "--deadline", "130s",
                "--results-dir", str(tmp_path / "runs"))
     assert cp.returncode == 1, cp.stdout + cp.stderr
@@ -95,6 +96,9 @@ def test_hung_guest_is_killed_at_its_deadline(image, tmp_path):
     recs = read_records(run_dir)
     assert {(r["fs"], r["case"]) for r in recs} == {("ext4", "forever"), ("xfs", "forever")}
     assert not any(r["ok"] for r in recs) and all(r["error"] for r in recs)
+    for r in recs:  # stopped by the agent, killed at the deadline while running, or never run
+        assert r["error"].startswith(("stopped at the case timeout after ", "killed at the deadline after ",
+                                      "not run: the VM was killed at its deadline (130 s)")), r["error"]
     assert no_qemu_left(manifest["run_id"])
 
 

@@ -224,8 +224,8 @@ def compare_paths(run_a: str, run_b: str | None = None, baseline: str | None = N
         b = load_run(run_b)
         diffs = differences(a.manifest, b.manifest)
         if diffs and not force:
-            raise FslabError(f"runs {a.run_id} (A) and {b.run_id} (B) are not comparable; they differ in:\n  "
-                             + "\n  ".join(diffs) + "\nuse --force to compare them anyway")
+            raise FslabError(f"runs {a.run_id} (A) and {b.run_id} (B) are not comparable; they differ in: "
+                             + "; ".join(diffs), hint="use --force to compare them anyway")
         if diffs:
             warnings.append(f"runs {a.run_id} (A) and {b.run_id} (B) are NOT comparable; compared anyway "
                             "(--force). They differ in:\n  " + "\n  ".join(diffs))

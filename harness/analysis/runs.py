@@ -88,6 +88,44 @@ class Run:
             return {}
 
 
+# The parts of a manifest the analysis reads, and their shapes (None is always allowed: not there).
+_SHAPES: dict[str, type] = {"plan": dict, "image": dict, "accelerator": dict, "qemu": dict, "host": dict,
+                            "guest": dict, "git": dict, "timings": dict, "done": dict, "libvirt": dict,
+                            "disks": dict,
+                            "boots": list, "vms": list, "hosts": list}
+_PLAN_SHAPES: dict[str, type] = {"vm": dict, "suite": dict, "repeat": dict, "image": dict, "disks": list,
+                                 "filesystems": list, "cases": list}
+
+
+def check_manifest(m: object, where: str) -> dict:
+    """`m` if the parts of a run's manifest that reports and comparisons read have their shapes
+    (a hand-edited or damaged manifest is one FslabError line, not a traceback in the report).
+
+    >>> check_manifest({"plan": {"filesystems": ["ext4"]}}, "m.json")
+    Traceback (most recent call last):
+    ...
+    harness.errors.FslabError: m.json: plan.filesystems[0]: 'ext4' is not allowed; allowed: an object
+    """
+    def check(obj: dict, shapes: dict[str, type], prefix: str) -> None:
+        for key, shape in shapes.items():
+            v = obj.get(key)
+            if v is not None and not isinstance(v, shape):
+                raise FslabError(f"{where}: {prefix}{key}: {v!r:.60} is not allowed; allowed: "
+                                 f"{'an object' if shape is dict else 'a list'}")
+            if isinstance(v, list):
+                for i, item in enumerate(v):
+                    if not isinstance(item, dict):
+                        raise FslabError(f"{where}: {prefix}{key}[{i}]: {item!r:.60} is not allowed; "
+                                         "allowed: an object")
+
+    if not isinstance(m, dict):
+        raise FslabError(f"{where}: not a run's manifest; allowed: a JSON object")
+    check(m, _SHAPES, "")
+    check(m.get("plan") or {}, _PLAN_SHAPES, "plan.")
+    check(m.get("disks") or {}, {k: dict for k in m.get("disks") or {}}, "disks.")  # qemu-img info by disk
+    return m
+
+
 def load_run(path: str | Path) -> Run:
     """Read a run directory; a directory without results.jsonl or manifest.json is an error."""
     d = Path(path)
@@ -98,6 +136,9 @@ def load_run(path: str | Path) -> Run:
         manifest = json.loads((d / "manifest.json").read_text())
     except ValueError as e:
         raise FslabError(f"{d / 'manifest.json'}: not valid JSON: {e}") from None
+    except OSError as e:
+        raise FslabError(f"{d / 'manifest.json'}: cannot read: {e.strerror}") from None
+    check_manifest(manifest, str(d / "manifest.json"))
     return Run(dir=d, manifest=manifest, records=read_jsonl(d / "results.jsonl"))
 
 

@@ -1,5 +1,5 @@
-"""The `fslab` commands for exact images and reproductions (part of the command line, like cli.py:
-these print for the user; cli.py registers them and turns FslabError into one line and exit 2).
+"""The `fslab image` commands and `fslab reproduce` (part of the command line, like main.py:
+these print for the user; main.py registers them, toplevel.py turns FslabError into one line and exit 2).
 
     fslab image build NAME --check-reproducible     two cold builds, same digests or what differs
     fslab image lock NAME                           images/NAME/packages.lock from packages.txt
@@ -128,21 +128,24 @@ def _import(args: argparse.Namespace, bundle) -> int:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
+    from harness.cli import before_boot, recover
     from harness.vm import reproduce, runner
 
     original = Path(args.run_dir)
-    results_root = Path(args.results_dir).resolve() if args.results_dir else original.resolve().parent
+    recover.finished([args.run_dir])
+    results_root = before_boot.output_dir(args.results_dir, "--results-dir") if args.results_dir \
+        else original.resolve().parent
+    scratch_root = before_boot.output_dir(args.scratch_dir, "--scratch-dir") if args.scratch_dir else None
     recorded, p, image, choice, verdict = reproduce.prepare(
         original, Path(args.bundle) if args.bundle else None, results_root, _err)
     for w in verdict.warnings:
         _err(f"fslab: WARNING: differs from the recorded run (measurements may too): {w}")
     if verdict.refusals:
-        raise FslabError(f"reproduce {recorded.get('run_id')}: refused, these change what is measured:\n  "
-                         + "\n  ".join(verdict.refusals))
+        raise FslabError(f"reproduce {recorded.get('run_id')}: refused, these change what is measured: "
+                         + "; ".join(verdict.refusals))
     if choice.warning:
         _err(f"fslab: WARNING: {choice.warning}")
-    out = runner.run(p, image, choice, results_root,
-                     scratch_root=Path(args.scratch_dir) if args.scratch_dir else None)
+    out = runner.run(p, image, choice, results_root, scratch_root=scratch_root)
     reproduce.mark(out.run_dir, original, recorded, verdict)
     print(f"status: {out.status} ({out.reason})")
     print(f"A = {original} (recorded), B = {out.run_dir} (reproduction)")
@@ -168,3 +171,30 @@ def _comparison(a: Path, b: Path) -> None:
             print(outcome.text, end="")
             return
     print(reproduce.plain_table(read_jsonl(a / "results.jsonl"), read_jsonl(b / "results.jsonl")))
+
+
+def cmd_image(args: argparse.Namespace) -> int:
+    if args.image_cmd in ("lock", "rebuild", "export", "import"):
+        return cmd_image_extra(args)
+    if args.image_cmd == "build" and args.check_reproducible:
+        return cmd_check_reproducible(args)
+    if args.image_cmd == "build":
+        image = images.build(args.name, accelerator=args.accel, force=args.force)
+        print(f"{image.manifest['name']}: {image.digest} ({image.dir})")
+    elif args.image_cmd == "list":
+        found = images.list_images()
+        for im in found:
+            m = im.manifest
+            print(f"{m['name']:<18} {m['input_hash'][:16]}  {m['digest'][:23]}  {m.get('kernel')}  "
+                  f"{m.get('built_at')}  {im.dir}")
+        if not found:
+            print(f"no images built yet in {images.store_dir()}; run `fslab image build debian-12`")
+    elif args.image_cmd == "verify":
+        target = args.name
+        image = images.load(target) if os.path.sep in target or Path(target).exists() else images.find(target)
+        images.verify(image)
+        print(f"{image.manifest['name']}: ok, {image.digest} matches its manifest")
+    elif args.image_cmd == "validate":
+        for line in images.validate_templates():
+            print(line)
+    return 0

@@ -1,19 +1,21 @@
 """The `fslab` command line: the only place that prints for the user and exits.
 
-Every FslabError becomes one line on stderr and exit code 2; a run whose guest failed exits 1.
+How every command ends (one line per error, exit codes, crash files, broken pipes) is decided in
+one place, harness/cli/toplevel.py: a user error is one line and exit 2, a run whose guest failed
+exits 1, a bug exits 70 naming the file that holds its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import signal
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from harness import suites
+from harness.cli import before_boot, recover, toplevel
 from harness.cli import images as cli_images
 from harness.errors import FslabError
 from harness.image import store as images
@@ -21,7 +23,6 @@ from harness.results.tables import format_table
 from harness.spec import config, filesystems, resolve
 from harness.spec.config import ACCELERATORS, BACKENDS
 from harness.spec.plan import Plan
-from harness.units import parse_duration
 from harness.vm import accel, hosts, runner
 
 DEFAULT_VMCONFIG = "vmconfigs/default.yaml"
@@ -43,6 +44,9 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cv", type=float, default=3.0, metavar="PCT",
                    help="run more repetitions while a case's coefficient of variation exceeds PCT %% (default 3)")
     p.add_argument("--max-reps", type=int, help="cap on repetitions of a case (default 4 x reps)")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse to boot when the fio work may not fit the deadline or the disks at the "
+                   "accelerator's slowest plausible rate (by default only when it cannot possibly fit)")
     p.add_argument("--boots", type=int, default=1, metavar="K",
                    help="repeat the whole run in K VM boots, one after another, pooling their repetitions "
                    "(boot-to-boot variance); each boot's own run directory is kept under boots/")
@@ -53,9 +57,9 @@ def _resolve(args: argparse.Namespace) -> Plan:
     deadline = None
     if args.deadline:
         try:
-            deadline = parse_duration(args.deadline)
+            deadline = config.duration(args.deadline)
         except ValueError as e:
-            raise FslabError(f"--deadline: {args.deadline!r} is not allowed; allowed: {e}") from None
+            raise FslabError(f"--deadline: {e}") from None
     return resolve.resolve(cfg, suite=args.suite, profile=args.profile, fio_job=args.fio_job,
                         deadline=deadline, accelerator=args.accel, backend=args.backend, reps=args.reps,
                         warmup=args.warmup,
@@ -90,23 +94,39 @@ def _hosts(args: argparse.Namespace, p: Plan) -> tuple[Plan, list[hosts.Host]]:
     return p, out
 
 
+def _check_boots(args: argparse.Namespace) -> None:
+    if args.boots < 1:
+        raise FslabError(f"--boots: {args.boots} is not allowed; allowed: 1 or more")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    _check_boots(args)
     p, host_list = _hosts(args, _resolve(args))
+    results_root = before_boot.output_dir(args.results_dir, "--results-dir")
+    scratch_root = before_boot.output_dir(args.scratch_dir, "--scratch-dir") if args.scratch_dir else None
+    if args.fio_job:
+        before_boot.user_job(args.fio_job)
+    before_boot.refuse_impossible(p, args.fio_job)
+    where: list[hosts.Host | None] = [*host_list] or [None]  # None: this machine
+    for h in where:
+        before_boot.host_can_give(p, h)
     image = _image_for(p, args.image_dir)
-    results_root = Path(args.results_dir).resolve()
     if len(host_list) > 1:
         if args.boots != 1 or args.show_command or args.dry_run:
             raise FslabError("--boots, --show-command and --dry-run take one host, not several")
+        before_boot.fit(p, p.vm.accelerator, args.strict, args.fio_job)  # each host probes its own later
         from harness.vm import spread
 
+        before_boot.salvage_stale(results_root)
         out = spread.run(p, image, host_list, results_root, retry=args.retry)
         return _report(out)
     host = host_list[0] if host_list else None
     if args.show_command or args.dry_run:
         choice = accel.choose(p.vm.accelerator, image.kernel) if not (host and host.remote) else \
             accel.Choice(p.vm.accelerator, "tcg" if p.vm.accelerator == "tcg" else "kvm", "not probed")
+        before_boot.fit(p, choice.used, args.strict, args.fio_job)
         run_dir = results_root / p.run_id
-        scratch = Path(args.scratch_dir) / p.run_id if args.scratch_dir else run_dir / "scratch"
+        scratch = scratch_root / p.run_id if scratch_root else run_dir / "scratch"
         vm = runner.vm_for(p, image, choice.used, run_dir, scratch, host, place=False)
         print(vm.command_text(), end="\n" if p.vm.backend == "qemu" else "")
         return 0
@@ -114,8 +134,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         accel.choose(p.vm.accelerator, image.kernel)
     if choice.warning:
         print(f"fslab: WARNING: {choice.warning}", file=sys.stderr)
+    before_boot.fit(p, choice.used, args.strict, args.fio_job)
+    before_boot.salvage_stale(results_root)
     out = _execute(p, image, choice, results_root, args.boots, host=host,
-                   scratch_root=Path(args.scratch_dir) if args.scratch_dir else None, keep_scratch=args.keep_scratch)
+                   scratch_root=scratch_root, keep_scratch=args.keep_scratch)
     return _report(out)
 
 
@@ -143,15 +165,26 @@ def cmd_bench(args: argparse.Namespace) -> int:
     outcomes = []
     chosen = ([(args.suite, args.vmconfig)] if args.vmconfig != DEFAULT_VMCONFIG and not args.suites
               else bench.selection(args.suites, Path.cwd()))
-    for suite, vmconfig in chosen:
+    _check_boots(args)
+    results_root = before_boot.output_dir(args.results_dir, "--results-dir")
+    plans = []
+    for suite, vmconfig in chosen:  # every plan is checked before the first boot
         args.vmconfig, args.suite = vmconfig, suite
         p = _resolve(args)
+        before_boot.refuse_impossible(p, args.fio_job)
+        before_boot.host_can_give(p)
+        plans.append(p)
+    if args.fio_job:
+        before_boot.user_job(args.fio_job)
+    before_boot.salvage_stale(results_root)
+    for p in plans:
         images.build(p.image, accelerator="auto")  # build or reuse: the inputs decide
         image = _image_for(p, None)
         choice = accel.choose(p.vm.accelerator, image.kernel)
         if choice.warning:
             print(f"fslab: WARNING: {choice.warning}", file=sys.stderr)
-        out = _execute(p, image, choice, Path(args.results_dir).resolve(), args.boots)
+        before_boot.fit(p, choice.used, args.strict, args.fio_job)
+        out = _execute(p, image, choice, results_root, args.boots)
         print(f"== {p.suite.name} ({p.suite.profile}) on {p.vm.name}: {out.status}")
         print(format_table(out.records))
         outcomes.append(out)
@@ -165,6 +198,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     # matplotlib and scipy load only for the commands that use them
     from harness.analysis import report, report_warnings
 
+    recover.finished(args.run_dirs)
     rep = report.build(args.run_dirs, args.out, baseline=args.baseline)
     for run in rep.runs:
         m = run.manifest
@@ -185,6 +219,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     """Two runs, or one run's filesystems against --baseline: % change, CI, p, verdict."""
     from harness.analysis import compare
 
+    recover.finished([args.run_a, *([args.run_b] if args.run_b else [])])
     out = compare.compare_paths(args.run_a, args.run_b, baseline=args.baseline, metrics=args.metric,
                                 test=args.test, force=args.force)
     for w in out.warnings:
@@ -203,6 +238,7 @@ def cmd_claims(args: argparse.Namespace) -> int:
         return 0
     if not args.run_dirs:
         raise FslabError("claims: give one or more run directories, or --list")
+    recover.finished(args.run_dirs)
     runs = [load_run(d) for d in args.run_dirs]
     label_runs(runs)
     rows = claims.evaluate(runs, test=args.test)
@@ -221,33 +257,6 @@ def cmd_claims(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_image(args: argparse.Namespace) -> int:
-    if args.image_cmd in ("lock", "rebuild", "export", "import"):
-        return cli_images.cmd_image_extra(args)
-    if args.image_cmd == "build" and args.check_reproducible:
-        return cli_images.cmd_check_reproducible(args)
-    if args.image_cmd == "build":
-        image = images.build(args.name, accelerator=args.accel, force=args.force)
-        print(f"{image.manifest['name']}: {image.digest} ({image.dir})")
-    elif args.image_cmd == "list":
-        found = images.list_images()
-        for im in found:
-            m = im.manifest
-            print(f"{m['name']:<18} {m['input_hash'][:16]}  {m['digest'][:23]}  {m.get('kernel')}  "
-                  f"{m.get('built_at')}  {im.dir}")
-        if not found:
-            print(f"no images built yet in {images.store_dir()}; run `fslab image build debian-12`")
-    elif args.image_cmd == "verify":
-        target = args.name
-        image = images.load(target) if os.path.sep in target or Path(target).exists() else images.find(target)
-        images.verify(image)
-        print(f"{image.manifest['name']}: ok, {image.digest} matches its manifest")
-    elif args.image_cmd == "validate":
-        for line in images.validate_templates():
-            print(line)
-    return 0
-
-
 def cmd_list(args: argparse.Namespace) -> int:
     if args.what == "suites":
         for s in suites.registry().values():
@@ -261,7 +270,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="fslab", description="Reproducible filesystem comparisons in QEMU VMs.")
+    ap = toplevel.Parser(prog="fslab", description="Reproducible filesystem comparisons in QEMU VMs.")
     sub = ap.add_subparsers(dest="cmd", required=True)
 
     p = sub.add_parser("run", help="boot a VM and run a suite on each of its filesystems")
@@ -316,6 +325,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="list every claim, its source and whether TCG can judge it")
     p.set_defaults(func=cmd_claims)
 
+    p = sub.add_parser("recover", help="salvage runs an fslab left half-done (killed, crashed): collect what "
+                       "the guest sent, fail the unfinished cases, mark them interrupted, remove their disks")
+    p.add_argument("paths", nargs="+", metavar="DIR", help="run directories, or results directories to search")
+    p.add_argument("--force", action="store_true",
+                   help="also runs marked running by an fslab on another host (only if it is gone)")
+    p.set_defaults(func=recover.cmd_recover)
+
     p = sub.add_parser("image", help="build, list, verify, lock, rebuild, export and import guest images")
     isub = p.add_subparsers(dest="image_cmd", required=True)
     b = isub.add_parser("build", help="build (or reuse) an image")
@@ -329,31 +345,40 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("name", nargs="?", default="debian-12", help="image name or directory")
     isub.add_parser("validate", help="packer fmt -check and packer validate every template")
     cli_images.add_image_parsers(isub)
-    p.set_defaults(func=cmd_image)
+    p.set_defaults(func=cli_images.cmd_image)
 
     cli_images.add_reproduce_parser(sub).set_defaults(func=cli_images.cmd_reproduce)
 
     p = sub.add_parser("list", help="list suites or filesystems")
     p.add_argument("what", choices=("suites", "filesystems"))
     p.set_defaults(func=cmd_list)
+    _name_commands(ap)
     return ap
 
 
-def _sigterm(_signo: int, _frame: object) -> None:
-    raise KeyboardInterrupt  # unwinds through Machine.__exit__, so QEMU is ended and results kept
+def _name_commands(ap: argparse.ArgumentParser) -> None:
+    """Each (sub)command's parser puts its own name in the namespace (`prog`), for errors."""
+    for action in ap._subparsers._group_actions if ap._subparsers else ():
+        for sub in getattr(action, "choices", {}).values():
+            sub.set_defaults(prog=sub.prog)
+            _name_commands(sub)
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """argv parsed; an unknown argument is blamed on its command ("fslab run: error: ..."), not
+    on `fslab` (argparse reports a subcommand's leftovers from the top parser)."""
+    ap = parser()
+    if any("\0" in a for a in argv):  # not from a shell (C strings), but from a caller in Python
+        raise toplevel.UsageError(ap.prog, "an argument holds a NUL byte")
+    args, extra = ap.parse_known_args(argv)
+    if extra:
+        raise toplevel.UsageError(getattr(args, "prog", ap.prog), f"unrecognized arguments: {' '.join(extra)}")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
-    signal.signal(signal.SIGTERM, _sigterm)
-    args = parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except FslabError as e:
-        print(f"fslab: error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("fslab: interrupted; QEMU stopped, partial results kept", file=sys.stderr)
-        return 130
+    """The command line; the exit code (harness/cli/toplevel.py lists them)."""
+    return toplevel.run_command(sys.argv[1:] if argv is None else argv, parse_args)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ PROGRESS_PORT = "/dev/virtio-ports/org.fslab.progress"
 MNT_ROOT = "/mnt/fslab"
 DEVICE_WAIT_S = 10.0
 MKFS_TIMEOUT_S = 900
+KMSG = "/dev/kmsg"  # the kernel's log, read for the reason of a failed mkfs or mount
 # The results stream's format (harness/results/stream.py STREAM_FORMATS reads every one).
 STREAM_FORMAT = 2
 PROBE_SIZE = 512 * 1024**2  # above every filesystem's minimum (xfs 300 MiB)
@@ -192,6 +193,53 @@ def find_devices(serials: list[str], wait_s: float = DEVICE_WAIT_S) -> list[str]
             raise AgentError(f"disk serial(s) {', '.join(missing)} not found after {wait_s:g} s "
                              f"(seen: {', '.join(sorted(found)) or 'none'})")
         time.sleep(0.5)
+
+
+def kmsg_mark() -> int | None:
+    """A marker in the kernel's log: KMSG opened at its end (None when it cannot be read);
+    kmsg_since(marker) gives what the kernel logged after it."""
+    try:
+        fd = os.open(KMSG, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        os.lseek(fd, 0, os.SEEK_END)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def kmsg_since(mark: int | None, limit: int = 5) -> list[str]:
+    """The kernel's own messages of level warning or worse logged since `mark` (kmsg_mark), the
+    last `limit` of them; closes the marker. A /dev/kmsg record is "PRIO,SEQ,USEC,FLAGS;text",
+    PRIO = facility * 8 + level (facility 0: the kernel, not a program writing to /dev/kmsg);
+    continuation lines start with a space.
+
+    E.g. a mount with data=bogus on ext4 gives ["ext4: Bad value for 'data'"]: the reason that
+    mount(8) only calls "wrong fs type, bad option, bad superblock ...".
+    """
+    if mark is None:
+        return []
+    out: list[str] = []
+    try:
+        while True:
+            try:
+                data = os.read(mark, 8192)  # /dev/kmsg: one record per read
+            except BlockingIOError:
+                break  # nothing more logged
+            except BrokenPipeError:
+                continue  # records were overwritten before we read them; the next read goes on
+            if not data:
+                break
+            for line in data.decode("utf-8", "replace").splitlines():
+                head, sep, text = line.partition(";")
+                prio = head.split(",")[0]
+                if sep and not line.startswith(" ") and prio.isdigit() and int(prio) <= 4:
+                    out.append(text.strip())
+    finally:
+        os.close(mark)
+    return out[-limit:]
 
 
 def mount_fs(fstype: str, options: str, dev: str, mnt: str) -> tuple[list[str], int, str]:
@@ -675,6 +723,7 @@ def prepare_fs(fs: dict, disks: dict, ctx: dict, out: TarWriter) -> None:
                   "mount_argv": None, "mount_options": fs.get("mount_options", ""), "mount_line": None,
                   "mount_rc": None, "ok": False, "error": None}
     mkfs_out, geo_out = "", ""
+    mark = kmsg_mark()  # the kernel's reason for a failed setup, mkfs or mount is logged after this
     try:
         devs = ctx["devs"] = find_devices([disks[d]["serial"] for d in fs.get("disks", [])])
         vals = ctx["vals"] = placeholders(fs, devs, mnt)
@@ -708,8 +757,13 @@ def prepare_fs(fs: dict, disks: dict, ctx: dict, out: TarWriter) -> None:
         info["ok"] = True
     except Exception as e:
         info["error"] = str(e) if isinstance(e, AgentError) else f"{type(e).__name__}: {e}"
+        info["kernel"], mark = kmsg_since(mark), None
+        if info["kernel"]:
+            info["error"] += f"; kernel: {' | '.join(info['kernel'])}"
         raise AgentError(info["error"]) from e
     finally:
+        if mark is not None:
+            os.close(mark)
         out.add_json(f"raw/{name}/fs.json", info)
         out.add(f"raw/{name}/mkfs.txt", mkfs_out)
         out.add(f"raw/{name}/geometry.txt", geo_out)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import proc
+from harness.cachedir import cache_dir
 from harness.errors import FslabError
 from harness.spec import filesystems
 
@@ -147,8 +148,7 @@ def store_dir() -> Path:
     """$FSLAB_IMAGE_STORE, else ${XDG_CACHE_HOME:-~/.cache}/fslab/images."""
     if os.environ.get("FSLAB_IMAGE_STORE"):
         return Path(os.environ["FSLAB_IMAGE_STORE"]).expanduser()
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache).expanduser() / "fslab" / "images"
+    return cache_dir() / "images"
 
 
 def sha256_file(path: Path) -> str:

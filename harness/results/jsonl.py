@@ -18,18 +18,57 @@ def write_jsonl(path: str | Path, records: list[dict]) -> None:
     os.replace(tmp, path)
 
 
+# The fields every reader relies on, when a record has them (docs/contracts.md), and what they hold.
+FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "suite": ((str,), "a string"), "case": ((str,), "a string"), "fs": ((str,), "a string"),
+    "metric": ((str,), "a string"), "unit": ((str,), "a string"), "rep": ((int,), "a whole number"),
+    "ok": ((bool,), "true or false"), "value": ((int, float, type(None)), "a number or null"),
+}
+
+
+REQUIRED = ("case", "fs", "metric")  # what names a measured quantity
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def check_record(rec: object, where: str) -> dict:
+    """`rec` if it is a record whose known fields hold what they should; else one FslabError line.
+
+    >>> check_record({"case": "c", "fs": "ext4", "metric": "iops", "rep": "x"}, "r.jsonl:3")
+    Traceback (most recent call last):
+    ...
+    harness.errors.FslabError: r.jsonl:3: rep: 'x' is not allowed; allowed: a whole number
+    """
+    if not isinstance(rec, dict):
+        raise FslabError(f"{where}: not a JSON object; allowed: one record (an object) a line")
+    missing = [k for k in REQUIRED if k not in rec]
+    if missing:
+        raise FslabError(f"{where}: {missing[0]}: missing; allowed: a record with {', '.join(REQUIRED)}")
+    for key, (types, allowed) in FIELDS.items():
+        v = rec.get(key)
+        if key in rec and (not isinstance(v, types) or (isinstance(v, bool) and bool not in types)):
+            raise FslabError(f"{where}: {key}: {v!r:.60} is not allowed; allowed: {allowed}")
+    return rec
+
+
 def read_jsonl(path: str | Path) -> list[dict]:
-    """Records of a results.jsonl; a line that is not a JSON object is an error naming the line."""
+    """Records of a results.jsonl; a line that is not a record (check_record) is an error naming
+    the line, and so are NaN and Infinity (not JSON) and text that is not UTF-8."""
     out: list[dict] = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError as e:
-                raise FslabError(f"{path}:{n}: not a JSON record: {e}") from None
-            if not isinstance(rec, dict):
-                raise FslabError(f"{path}:{n}: not a JSON object")
-            out.append(rec)
+    try:
+        with open(path, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    rec = json.loads(line, parse_constant=_refuse_constant)
+                except ValueError as e:
+                    raise FslabError(f"{path}:{n}: not a JSON record: {e}") from None
+                out.append(check_record(rec, f"{path}:{n}"))
+    except UnicodeDecodeError as e:
+        raise FslabError(f"{path}: not UTF-8 text (byte {e.start}); allowed: JSON records, one a line") from None
+    except OSError as e:
+        raise FslabError(f"{path}: cannot read: {e.strerror}") from None
     return out

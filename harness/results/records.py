@@ -13,6 +13,7 @@ from pathlib import Path
 from harness.errors import FslabError
 from harness.results.fio import finished_groups, fio_records, load_fio_json, record_sets
 from harness.results.steps import steps_records
+from harness.results.unfinished import NoResult
 from harness.spec.fiojob import groups, parse
 from harness.spec.plan import Case, Plan
 
@@ -93,11 +94,12 @@ def _fio_records(raw: Path, base: dict, case_plan: Case, case: dict) -> list[dic
     return out
 
 
-def _case_records(raw: Path, base: dict, case_plan: Case) -> list[dict]:
-    """Records of one case directory, or raise ValueError with the reason it failed."""
+def _case_records(raw: Path, base: dict, case_plan: Case, missing: str = NO_RESULT) -> list[dict]:
+    """Records of one case directory, or raise ValueError with the reason it failed (`missing`
+    when the guest sent nothing for it)."""
     kind = case_plan.kind
     if not (raw / "case.json").is_file():
-        raise ValueError(NO_RESULT)
+        raise ValueError(missing)
     case = json.loads((raw / "case.json").read_text())
     stopped = kind == "fio" and case.get("stopped") and (raw / "fio.json").is_file()
     if not case.get("ok") and not stopped:
@@ -117,7 +119,8 @@ def _case_records(raw: Path, base: dict, case_plan: Case) -> list[dict]:
         raise ValueError(f"{case.get('error')}; fio's output is unreadable ({e})") from None
 
 
-def records_for_run(run_dir: str | Path, plan: Plan, accel: str, error: str | None = None) -> list[dict]:
+def records_for_run(run_dir: str | Path, plan: Plan, accel: str, error: str | None = None,
+                    no_result: NoResult | None = None) -> list[dict]:
     """results.jsonl records for every (filesystem, case) pair of the plan, in plan order.
 
     Every repetition the plan asks for (`repeat.n` from the case's first rep), plus every other
@@ -126,6 +129,8 @@ def records_for_run(run_dir: str | Path, plan: Plan, accel: str, error: str | No
     {"metric": "iops", "value": None, "ok": False, "error": ...}: never a gap. Case params are
     flattened into fields (nested dicts as "a.b"); they never overwrite the fixed fields.
     `error` (e.g. a results stream this host cannot read) fails every repetition with it.
+    `no_result` says why a repetition the guest sent nothing for has no result (how the VM ended,
+    harness/results/unfinished.py); by default NO_RESULT.
     """
     run_dir = Path(run_dir)
     out: list[dict] = []
@@ -137,12 +142,12 @@ def records_for_run(run_dir: str | Path, plan: Plan, accel: str, error: str | No
             found = set() if error else reps_on_disk(run_dir / "raw" / fs.name, cid)
             expected = {r for c in entries for r in plan.repeat.expected(c.rep)}
             for rep in sorted(expected | found):  # warm-ups first, then every rep that ran
-                out.extend(_rep_records(run_dir, plan, fs.name, entries[0], rep, accel, error))
+                out.extend(_rep_records(run_dir, plan, fs.name, entries[0], rep, accel, error, no_result))
     return out
 
 
 def _rep_records(run_dir: Path, plan: Plan, fs: str, case: Case, rep: int, accel: str,
-                 error: str | None = None) -> list[dict]:
+                 error: str | None = None, no_result: NoResult | None = None) -> list[dict]:
     """Records of one repetition of one case on one filesystem (a failed record if need be)."""
     base = {"suite": plan.suite.name, "case": case.id, "fs": fs, "rep": rep, "ok": True, "accel": accel}
     if rep < 0:
@@ -153,7 +158,7 @@ def _rep_records(run_dir: Path, plan: Plan, fs: str, case: Case, rep: int, accel
     try:
         if error:
             raise ValueError(error)
-        recs = _case_records(raw, base, case)
+        recs = _case_records(raw, base, case, no_result(fs, case.id, rep) if no_result else NO_RESULT)
     except (OSError, ValueError, KeyError, TypeError) as e:
         err = str(e) if isinstance(e, ValueError) and not isinstance(e, json.JSONDecodeError) \
             else f"unreadable result in {raw}: {type(e).__name__}: {e}"

@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from harness import userfile
 from harness.errors import FslabError
 from harness.spec import disk as disk_mod
 from harness.spec import filesystems, layouts, variants
@@ -31,6 +32,7 @@ BACKENDS = ("qemu", "libvirt")
 MIN_MEMORY = 256 * 1024**2  # the image's kernel, initramfs and agent do not boot in less
 MAX_MEMORY = 4 * 1024**4
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+MAX_BYTES = 1 << 20  # a vmconfig is a page of YAML; a larger file is not one
 MAX_DEADLINE = 7 * 86400  # a week: anything longer is a typo (99999999999h), not a plan
 
 
@@ -99,7 +101,8 @@ def _memory(v: Any) -> int:
     return n
 
 
-def _duration(v: Any) -> int:
+def duration(v: Any) -> int:
+    """Seconds of a deadline ('20m', '12h', 900), at most MAX_DEADLINE; _Bad (a ValueError) else."""
     try:
         n = parse_duration(v)
     except ValueError as e:
@@ -119,6 +122,8 @@ def _argv(v: Any) -> tuple[str, ...]:
 
 def _mount_options(v: Any) -> str:
     if isinstance(v, list):
+        if not all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in v):
+            raise _Bad("a list of lists or mappings is not allowed; allowed: a string or a list of options")
         v = ",".join(str(x) for x in v)
     s = _text(v)
     if any(c.isspace() for c in s):
@@ -166,7 +171,7 @@ VM_KEYS: dict[str, tuple[Callable[[Any], Any] | None, Any, str]] = {
     "backend": (_choice(BACKENDS), "qemu", "qemu (a child process) or libvirt (a transient domain)"),
     "hosts": (_hosts, (), "libvirt hosts the VMs run on (backend libvirt; default qemu:///system)"),
     "image": (_name, "debian-12", "image definition under images/"),
-    "deadline": (_duration, 1800, "the VM is killed after this long, e.g. 30m"),
+    "deadline": (duration, 1800, "the VM is killed after this long, e.g. 30m"),
     "suite": (_name, "fio-basic", "workload suite"),
     "profile": (_name, "default", "profile of the suite"),
     "disks": (None, _REQUIRED, "virtual disks under test"),
@@ -187,13 +192,24 @@ FS_KEYS: dict[str, tuple[Callable[[Any], Any] | None, Any, str]] = {
 }
 
 
+def _shown(key: Any) -> str:
+    """A key as it can stand in a one-line error: plain if it is a plain word, else its repr, cut.
+
+    >>> _shown("vcpus"), _shown("a\\nb"), _shown(1)
+    ('vcpus', "'a\\\\nb'", '1')
+    """
+    text = key if isinstance(key, str) and key.isprintable() and key.strip() == key else repr(key)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _fields(src: str, path: str, data: Any, table: dict) -> dict[str, Any]:
     """Parse one mapping against its table of keys; one clear error on the first problem."""
     if not isinstance(data, dict):
         raise FslabError(f"{src}: {path or 'top level'}: expected a mapping of keys")
     unknown = [k for k in data if k not in table]
     if unknown:
-        where = f"{path}.{unknown[0]}" if path else str(unknown[0])
+        key = _shown(unknown[0])
+        where = f"{path}.{key}" if path else key
         raise FslabError(f"{src}: {where}: unknown key; allowed: {', '.join(table)}")
     out: dict[str, Any] = {}
     for key, (parse, default, _help) in table.items():
@@ -303,14 +319,39 @@ def _filesystem(src: str, i: int, fdata: Any, disks: list[Disk], used: dict[str,
     return FsEntry(name, fstype, var.name if var else None, tuple(ids), layout_name, mkfs, mount)
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """YAML's safe loader, but a key given twice in one mapping is an error naming its line
-    (the default takes the last one silently: `vcpus: 2` then `vcpus: 4` would run with 4)."""
+def check_host(vm_source: str, vcpus: int, memory: int, host: str, host_cpus: int | None,
+               host_memory: int | None) -> None:
+    """Refuse, once the host is known (before a boot), vCPUs or memory it cannot give: more vCPUs
+    than its CPUs (an oversubscribed guest measures the host's scheduler, not the filesystem) or
+    more memory than it has.
+
+    >>> check_host("v.yaml", 4, 2**30, "h", 2, 8 * 2**30)
+    Traceback (most recent call last):
+    ...
+    harness.errors.FslabError: v.yaml: vcpus: 4 is not allowed; allowed: 1 to 2, the CPUs of host h (hint: \
+lower vcpus in a copy of the vmconfig, or run on a host with more CPUs)
+    """
+    if host_cpus and vcpus > host_cpus:
+        raise FslabError(f"{vm_source}: vcpus: {vcpus} is not allowed; allowed: 1 to {host_cpus}, the CPUs of "
+                         f"host {host}", hint="lower vcpus in a copy of the vmconfig, or run on a host with more CPUs")
+    if host_memory and memory > host_memory:
+        raise FslabError(f"{vm_source}: memory: {format_size(memory)} is not allowed; allowed: "
+                         f"{format_size(MIN_MEMORY)} to {format_size(host_memory)}, the memory of host {host}",
+                         hint="lower memory in a copy of the vmconfig, or run on a host with more memory")
+
+
+class _StrictLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """YAML's safe loader (libyaml's when PyYAML has it: ten times faster), but a key given twice
+    in one mapping is an error naming its line (the default takes the last one silently:
+    `vcpus: 2` then `vcpus: 4` would run with 4), and so is a key that is a list or mapping."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, (str, int, float, bool)) and key is not None:
+                raise yaml.constructor.ConstructorError(
+                    None, None, "a key must be a plain word, not a list or mapping", key_node.start_mark)
             if key in seen:
                 raise yaml.constructor.ConstructorError(
                     None, None, f"key '{key}' is given twice (lines {seen[key]} and "
@@ -323,19 +364,22 @@ def load(path: str | Path) -> VMConfig:
     """Load and validate a vmconfig file."""
     p = Path(path)
     src = str(path)
+    if not p.exists() and not p.is_symlink():
+        raise FslabError(f"{src}: no such vmconfig file", hint="see vmconfigs/ for examples")
+    data = userfile.read(src, "vmconfig file", MAX_BYTES)  # never /dev/zero for ever
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise FslabError(f"{src}: no such vmconfig file", hint="see vmconfigs/ for examples") from None
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise FslabError(f"{src}: not a text (UTF-8) file: byte {e.start} is {e.object[e.start:e.start + 1]!r}",
                          hint="a vmconfig is YAML text; see vmconfigs/ for examples") from None
-    except OSError as e:
-        raise FslabError(f"{src}: cannot read: {e.strerror}") from None
     try:
         data = yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader that refuses duplicate keys
+        return parse(data, src)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else "?"
-        raise FslabError(f"{src}: {where}: not valid YAML: {getattr(e, 'problem', e)}") from None
-    return parse(data, src)
+        problem = " ".join(str(getattr(e, "problem", None) or e).split())
+        raise FslabError(f"{src}: {where}: not valid YAML: {problem}") from None
+    except RecursionError:
+        raise FslabError(f"{src}: nested too deeply; allowed: a vmconfig's few levels of mappings and lists",
+                         hint="see vmconfigs/ for examples") from None

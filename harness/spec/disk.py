@@ -55,8 +55,10 @@ def choice(allowed: tuple[str, ...]) -> Callable[[Any], str]:
         if v is False and "off" in allowed:
             return "off"
         if not isinstance(v, str) or v not in allowed:
-            shown = "true" if v is True else repr(v)
-            raise Bad(f"{shown} is not allowed; allowed: {', '.join(allowed)}")
+            if isinstance(v, bool):  # YAML 1.1: unquoted on/off, yes/no, true/false
+                raise Bad(f"{str(v).lower()} is not allowed; allowed: {', '.join(allowed)} (hint: YAML reads an "
+                          "unquoted on/off/yes/no as true/false: quote the value)")
+            raise Bad(f"{v!r} is not allowed; allowed: {', '.join(allowed)}")
         return v
     return parse
 

@@ -65,6 +65,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from harness import userfile
 from harness.errors import FslabError
 
 MNT = "${FSLAB_MNT}"
@@ -417,10 +418,7 @@ class UserJob:
 def load_user_job(path: str) -> UserJob:
     """The job file of `fslab run --fio-job FILE`, or FslabError in one line."""
     p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise FslabError(f"{path}: cannot read fio job file: {e.strerror}") from None
+    data = userfile.read(path, "fio job file", MAX_BYTES)  # never /dev/zero for ever
     original = _decode(data, path)
     confined, changes, warnings = confine(parse(original, path), path)
     cid = _UNSAFE_ID.sub("-", p.stem).lstrip(".-+") or "job"

@@ -26,6 +26,24 @@ class Layout:
     geometry: tuple[Argv, ...] = ()
     description: str = ""
     package: str = ""  # the Debian package its tools come from (the image installs it)
+    # How the member disks' sizes make the device's (fit before boot, spec/planfit.py): "sum"
+    # (concatenated, or md raid0 over unequal disks), "striped" (n x the smallest: LVM stripes),
+    # "mirror" (the smallest), "btrfs-raid1" (two copies on different disks).
+    usable: str = "sum"
+
+    def capacity(self, sizes: list[int]) -> int:
+        """Bytes of the device made of disks of `sizes`, before the filesystem's own metadata.
+
+        >>> [LAYOUTS[x].capacity([4, 4, 8]) for x in ("md-raid1", "lvm-striped", "btrfs-raid1", "md-raid0")]
+        [4, 12, 8, 16]
+        """
+        if self.usable == "mirror":
+            return min(sizes)
+        if self.usable == "striped":
+            return len(sizes) * min(sizes)
+        if self.usable == "btrfs-raid1":
+            return min(sum(sizes) // 2, sum(sizes) - max(sizes))
+        return sum(sizes)
 
 
 _MD = "/dev/md/fslab-{name}"
@@ -33,7 +51,7 @@ _MD_GEOMETRY = (("mdadm", "--detail", _MD), ("cat", "/proc/mdstat"))
 
 
 def _md(level: str, extra: Argv = ()) -> Layout:
-    return Layout(
+    return Layout(usable="mirror" if level == "1" else "sum",  # md raid0 uses all of unequal disks (zones)
         name=f"md-raid{level}", min_disks=2, max_disks=32, device=_MD,
         # --assume-clean: the members are fresh zeroed disks, so a RAID1 resync would only add
         # background I/O to the first measurements.
@@ -50,7 +68,7 @@ _ZPOOL = "fslab-{name}"
 
 
 def _zfs(name: str, vdev: Argv, lo: int, hi: int, description: str) -> Layout:
-    return Layout(
+    return Layout(usable="mirror" if "mirror" in vdev else "sum",
         name=name, min_disks=lo, max_disks=hi, device=_ZPOOL,
         setup=(("zpool", "create", "-f", "-o", "ashift=12", "-O", "mountpoint={mnt}", "{opts}", _ZPOOL,
                 *vdev, "{devs}"),),
@@ -64,7 +82,7 @@ LAYOUTS: dict[str, Layout] = {x.name: x for x in (
     _md("0"),
     _md("1", ("--assume-clean",)),
     Layout(
-        name="lvm-striped", min_disks=2, max_disks=32, device="/dev/" + _VG + "/lv",
+        name="lvm-striped", usable="striped", min_disks=2, max_disks=32, device="/dev/" + _VG + "/lv",
         setup=(("pvcreate", "-q", "-ff", "-y", "{devs}"), ("vgcreate", "-q", _VG, "{devs}"),
                ("lvcreate", "-q", "-y", "-W", "y", "-Z", "y", "-i", "{ndisks}", "-I", "64k", "-l", "100%FREE",
                 "-n", "lv", _VG)),
@@ -74,7 +92,7 @@ LAYOUTS: dict[str, Layout] = {x.name: x for x in (
     ),
     Layout("btrfs-raid0", 2, 32, fs_types=("btrfs",), mkfs_extra=("-d", "raid0", "-m", "raid1"),
            description="one btrfs over the disks, data raid0, metadata raid1"),
-    Layout("btrfs-raid1", 2, 32, fs_types=("btrfs",), mkfs_extra=("-d", "raid1", "-m", "raid1"),
+    Layout("btrfs-raid1", 2, 32, usable="btrfs-raid1", fs_types=("btrfs",), mkfs_extra=("-d", "raid1", "-m", "raid1"),
            description="one btrfs over the disks, data and metadata raid1"),
     _zfs("zfs-single", (), 1, 1, "a ZFS pool on one disk"),
     _zfs("zfs-stripe", (), 2, 32, "a ZFS pool striped over the disks"),

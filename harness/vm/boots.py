@@ -23,12 +23,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness.errors import FslabError
+from harness.errors import FslabError, interruption
 from harness.image import store as images
 from harness.results.jsonl import read_jsonl, write_jsonl
+from harness.results.records import records_for_run
+from harness.results.unfinished import NoResult
 from harness.spec.plan import Plan
 from harness.vm import accel as accel_mod
-from harness.vm import runner
+from harness.vm import owner, runner
 from harness.vm.runner import RUN_FORMAT
 
 Log = Callable[[str], None]
@@ -47,8 +49,13 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
         raise FslabError(f"--boots: {boots} is not allowed; allowed: 1 or more")
     plan = plan.with_repeat(boots=boots)
     top = results_root / plan.run_id
-    top.mkdir(parents=True)
+    runner.make_dirs(top, top / "boots")
+    # Until the merge below: a run in progress, whose owner a later fslab checks (vm/salvage.py).
+    runner.write_manifest(top, {"fslab_run": RUN_FORMAT, "run_id": plan.run_id, "status": "running",
+                                "started": runner.now(), "pid": os.getpid(), "owner": owner.owner(),
+                                "accel": choice.used, "plan": plan.to_json()})
     outcomes: list[runner.Outcome] = []
+    how: str | None = None  # Ctrl-C or SIGTERM
     try:
         for k in range(1, boots + 1):
             log(f"fslab: boot {k} of {boots}")
@@ -56,25 +63,42 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
                                        scratch_root=scratch_root / plan.run_id if scratch_root else None,
                                        keep_scratch=keep_scratch, log=log, host=host,
                                        name=f"fslab-{plan.run_id}-b{k}", history_dir=results_root))
+    except KeyboardInterrupt as e:
+        how = interruption(e)
+        raise
     finally:  # Ctrl-C or a failed boot: whatever the finished boots measured is merged and kept
-        merged = merge(top, plan, boots)
+        merged = merge(top, plan, boots, accel=choice.used,
+                       not_run=_not_run(f"the run was interrupted ({how})") if how else None)
+        if how:
+            finish_manifest(top, "interrupted", f"interrupted by {how} in boot {len(outcomes) + 1} of {boots}")
     bad = [o for o in outcomes if o.status != "ok"]
     status = "ok" if len(outcomes) == boots and not bad else "failed"
     reason = (f"{boots} boots, all ok" if status == "ok" else
               f"{len(outcomes) - len(bad)} of {boots} boots ok" + (f"; {bad[0].run_dir.name}: {bad[0].reason}"
                                                                   if bad else ""))
-    _finish_manifest(top, status, reason)
+    finish_manifest(top, status, reason)
     return runner.Outcome(top, status, reason, merged)
 
 
-def merge(top: Path, plan: Plan, boots: int) -> list[dict[str, Any]]:
-    """Make `top` a run directory of everything under top/boots/; returns the merged records."""
+def _not_run(why: str) -> NoResult:
+    return lambda fs, case, rep: f"not run: {why} before this boot"
+
+
+def merge(top: Path, plan: Plan, boots: int, not_run: NoResult | None = None,
+          accel: str = "unknown") -> list[dict[str, Any]]:
+    """Make `top` a run directory of everything under top/boots/; returns the merged records.
+
+    A boot that never started has no records, unless `not_run` says why: then each of its cases
+    gets a failed record with that reason (an interrupted or salvaged run keeps every case)."""
     records: list[dict[str, Any]] = []
     summary: list[dict[str, Any]] = []
     manifest: dict[str, Any] | None = None
     for k in range(1, boots + 1):
         d = top / "boots" / f"b{k}"
         if not (d / "manifest.json").is_file():
+            if not_run is not None:
+                missing = records_for_run(d, boot_plan(plan, k), accel, no_result=not_run)
+                records += [{**r, "boot": k} for r in missing]
             continue
         m = json.loads((d / "manifest.json").read_text())
         manifest = manifest or m
@@ -85,7 +109,8 @@ def merge(top: Path, plan: Plan, boots: int) -> list[dict[str, Any]]:
             records += [{**r, "boot": k} for r in read_jsonl(d / "results.jsonl")]
         link_tree(d / "raw", top / "raw", warmups=False)
     write_jsonl(top / "results.jsonl", records)
-    out = dict(manifest or {"fslab_run": RUN_FORMAT})
+    before = top / "manifest.json"
+    out = dict(manifest or (json.loads(before.read_text()) if before.is_file() else {"fslab_run": RUN_FORMAT}))
     out.update(run_id=plan.run_id, plan=plan.to_json(), boots=summary, records=len(records),
                records_ok=sum(1 for r in records if r.get("ok")),
                # until run() says how it ended: an interrupted run is not ok, even if boot 1 was
@@ -94,7 +119,7 @@ def merge(top: Path, plan: Plan, boots: int) -> list[dict[str, Any]]:
     return records
 
 
-def _finish_manifest(top: Path, status: str, reason: str) -> None:
+def finish_manifest(top: Path, status: str, reason: str) -> None:
     m = json.loads((top / "manifest.json").read_text())
     m.update(status=status, reason=reason)
     (top / "manifest.json").write_text(json.dumps(m, indent=2) + "\n")

@@ -25,14 +25,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import FslabError
+from harness.errors import FslabError, interruption
 from harness.image import store as images
+from harness.results import unfinished
 from harness.results.jsonl import write_jsonl
 from harness.results.records import records_for_run
 from harness.results.stream import read_stream, stream_format_of
 from harness.spec.plan import Plan
 from harness.vm import accel as accel_mod
-from harness.vm import hosts, provenance, timings
+from harness.vm import hosts, owner, provenance, timings
 from harness.vm.argv import RunPaths
 from harness.vm.backend import Backend
 from harness.vm.libvirt import HostLost
@@ -46,10 +47,13 @@ RUN_FORMAT = 1  # manifest.json's "fslab_run"
 
 
 def _stderr(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+    try:
+        print(msg, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass  # a closed stderr must not cut a run short: its results still go to the run directory
 
 
-def _now() -> str:
+def now() -> str:
     return _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -88,15 +92,18 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
     scratch = (scratch_root / plan.run_id) if scratch_root else run_dir / "scratch"
     vm = vm_for(plan, image, choice.used, run_dir, scratch, host, name)
     vm.check_space()
-    run_dir.mkdir(parents=True)
-    scratch.mkdir(parents=True, exist_ok=True)
+    make_dirs(run_dir, scratch)
 
     manifest: dict[str, Any] = {
         "fslab_run": RUN_FORMAT,
         "run_id": plan.run_id,
         "status": "running",
-        "started": _now(),
-        "pid": os.getpid(),  # a later fslab that finds this run still "running" checks it is gone
+        "started": now(),
+        "pid": os.getpid(),
+        # a later fslab that finds this run still "running" checks its owner is gone, then salvages it
+        "owner": owner.owner(),
+        "scratch": str(scratch),
+        "keep_scratch": keep_scratch,
         "plan": plan.to_json(),
         "image": {k: image.manifest.get(k) for k in ("name", "digest", "input_hash", "kernel", "os",
                                                       "built_at", "filesystems", "kernel_cmdline")},
@@ -105,14 +112,16 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
         "accel": choice.used,
         "backend": vm.backend,
     }
+    write_manifest(run_dir, manifest)  # at once: an fslab killed from here on leaves a run to salvage
     status, reason, host_failed = "failed", "did not start", False
+    ending: unfinished.Ending | None = None  # how the VM ended early, for the cases without a result
     outcome_records: list[dict[str, Any]] = []
     try:
         manifest.update(vm.provenance())
         manifest["git"] = provenance.git_revision()
-        _write_manifest(run_dir, manifest)
+        write_manifest(run_dir, manifest)
         manifest["host_commands"], manifest["disks"] = vm.create()
-        _write_manifest(run_dir, manifest)
+        write_manifest(run_dir, manifest)
 
         log(f"fslab: booting {plan.vm.name} ({choice.used}, {len(plan.filesystems)} filesystems, "
             f"{len(plan.cases)} cases each, deadline {plan.vm.deadline_s} s)")
@@ -134,6 +143,7 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
             progress.close()
         if rc is None:
             status, reason = "failed", f"deadline of {plan.vm.deadline_s} s passed; VM killed"
+            ending = unfinished.deadline(plan.vm.deadline_s, time.time())
             log(f"fslab: {reason}")
         elif rc != 0:
             status, reason = "failed", getattr(m, "stop_reason", None) or f"qemu exited with code {rc}"
@@ -151,8 +161,17 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
     except HostLost as e:
         status, reason, host_failed = "failed", str(e), True
         log(f"fslab: {reason}")
-    except KeyboardInterrupt:
-        status, reason = "interrupted", "interrupted by the user; VM killed"
+    except KeyboardInterrupt as e:
+        how = interruption(e)
+        status, reason = "interrupted", f"interrupted by {how}; VM killed"
+        ending = unfinished.interrupted(how, time.time())
+        raise
+    except FslabError as e:
+        status, reason = "failed", str(e)
+        raise
+    except Exception as e:
+        status, reason = "failed", f"fslab internal error: {type(e).__name__}: {e} (traceback: crash-*.txt here)"
+        e.fslab_run_dir = str(run_dir)  # type: ignore[attr-defined]  # where the CLI writes the crash file
         raise
     finally:
         try:
@@ -161,7 +180,8 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
             if not host_failed:
                 status, reason, host_failed = "failed", str(e), True
                 log(f"fslab: {reason}")
-        outcome_records = _collect(plan, run_dir, vm.local, choice.used, manifest, status, reason, log)
+        outcome_records = collect(plan, run_dir, vm.local, choice.used, manifest, status, reason, log,
+                                  unfinished.no_result(vm.local.progress, ending) if ending else None)
         qerr = scratch / "qemu.stderr"
         if qerr.exists() and qerr.stat().st_size:
             (run_dir / "qemu.stderr").write_bytes(qerr.read_bytes())
@@ -173,9 +193,28 @@ def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 1)
 
 
-def _collect(plan: Plan, run_dir: Path, paths: RunPaths, accel: str,
-             manifest: dict[str, Any], status: str, reason: str, log: Log) -> list[dict[str, Any]]:
-    """Everything the guest sent, whatever state it ended in; the manifest gets the verdict."""
+def make_dirs(run_dir: Path, scratch: Path) -> None:
+    """The run directory and its scratch, or one FslabError naming the one that cannot be made;
+    nothing is left behind then (no empty run directory)."""
+    try:
+        run_dir.mkdir(parents=True)
+    except FileExistsError:
+        raise FslabError(f"{run_dir}: a run directory of that id exists already; allowed: a new run id") from None
+    except OSError as e:
+        raise FslabError(f"results directory: cannot create {e.filename or run_dir}: {e.strerror}; "
+                         f"allowed: a directory fslab can create and write") from None
+    try:
+        scratch.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise FslabError(f"scratch directory: cannot create {e.filename or scratch}: {e.strerror}; "
+                         f"allowed: a directory fslab can create and write") from None
+
+
+def collect(plan: Plan, run_dir: Path, paths: RunPaths, accel: str, manifest: dict[str, Any], status: str,
+            reason: str, log: Log, no_result: unfinished.NoResult | None = None) -> list[dict[str, Any]]:
+    """Everything the guest sent, whatever state it ended in; the manifest gets the verdict.
+    `no_result` says why a case without a result has none (how the VM ended)."""
     collected = None
     if paths.results_stream.exists():
         collected = read_stream(paths.results_stream, run_dir)
@@ -192,18 +231,18 @@ def _collect(plan: Plan, run_dir: Path, paths: RunPaths, accel: str,
             status, reason = "failed", "guest powered off without its success marker (DONE.json)"
         elif done.get("status") != "ok":
             status, reason = "failed", f"guest reported failures: {done.get('cases_ok')}/{done.get('cases')} cases ok"
-    records = records_for_run(run_dir, plan, accel, error=None if stream_format else reason)
+    records = records_for_run(run_dir, plan, accel, error=None if stream_format else reason, no_result=no_result)
     write_jsonl(run_dir / "results.jsonl", records)
     info = run_dir / "guest" / "info.json"
     if info.exists():
         manifest["guest"] = json.loads(info.read_text())
-    manifest.update(status=status, reason=reason, finished=_now(), done=done, stream_format=stream_format,
+    manifest.update(status=status, reason=reason, finished=now(), done=done, stream_format=stream_format,
                     records=len(records), records_ok=sum(1 for r in records if r.get("ok")))
-    _write_manifest(run_dir, manifest)
+    write_manifest(run_dir, manifest)
     return records
 
 
-def _write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
+def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
     tmp = run_dir / "manifest.json.tmp"
     tmp.write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
     tmp.replace(run_dir / "manifest.json")

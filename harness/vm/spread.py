@@ -19,6 +19,7 @@ the queue. Nothing already gathered is lost, and the run always finishes:
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections import deque
 from collections.abc import Callable
@@ -30,8 +31,9 @@ from harness.errors import FslabError
 from harness.image import store as images
 from harness.results.jsonl import read_jsonl, write_jsonl
 from harness.results.records import records_for_run
+from harness.results.unfinished import NoResult
 from harness.spec.plan import Plan
-from harness.vm import hosts, runner
+from harness.vm import hosts, owner, runner
 from harness.vm.boots import link_tree
 
 Log = Callable[[str], None]
@@ -177,7 +179,11 @@ def run(plan: Plan, image: images.Image, host_list: list[hosts.Host], results_ro
     if not host_list:
         raise FslabError("no libvirt hosts given", hint="--host qemu:///system")
     top = results_root / plan.run_id
-    (top / "vms").mkdir(parents=True)
+    runner.make_dirs(top, top / "vms")
+    # Until _merge: a run in progress, whose owner a later fslab checks (vm/salvage.py).
+    runner.write_manifest(top, {"fslab_run": runner.RUN_FORMAT, "run_id": plan.run_id, "status": "running",
+                                "started": runner.now(), "pid": os.getpid(), "owner": owner.owner(),
+                                "backend": "libvirt", "plan": plan.to_json()})
     s = _Spread(plan, image, host_list, top, retry, log)
     slots = sum(h.slots for h in host_list)
     log(f"fslab: {len(s.vms)} VMs ({', '.join(v.plan.run_id for v in s.vms)}) over {len(host_list)} hosts "
@@ -238,3 +244,27 @@ def _merge(s: _Spread) -> runner.Outcome:
                records=len(records), records_ok=sum(1 for r in records if r.get("ok")))
     (s.top / "manifest.json").write_text(json.dumps(out, indent=2) + "\n")
     return runner.Outcome(s.top, status, reason, records)
+
+
+def merge_found(top: Path, plan: Plan, status: str, reason: str, not_run: NoResult) -> runner.Outcome:
+    """The top run directory from what its VM directories hold, without the run's own state (a
+    run salvaged after its fslab died, vm/salvage.py): each VM's records with the host named in
+    its manifest; a VM that never started gets failed records saying why (`not_run`)."""
+    records: list[dict[str, Any]] = []
+    summary = []
+    manifest: dict[str, Any] = json.loads((top / "manifest.json").read_text())
+    for p in split(plan):
+        d = top / "vms" / p.run_id
+        m = json.loads((d / "manifest.json").read_text()) if (d / "manifest.json").is_file() else {}
+        host = (m.get("libvirt") or {}).get("uri")
+        recs = read_jsonl(d / "results.jsonl") if (d / "results.jsonl").is_file() else \
+            records_for_run(d, p, str(manifest.get("accel", "unknown")), no_result=not_run)
+        records += [{**r, "host": host} for r in recs]
+        link_tree(d / "raw", top / "raw")
+        summary.append({"vm": p.run_id, "host": host, "status": m.get("status", "not started"),
+                        "reason": m.get("reason"), "run_id": f"{plan.run_id}/vms/{p.run_id}"})
+    write_jsonl(top / "results.jsonl", records)
+    manifest.update(status=status, reason=reason, vms=summary, records=len(records),
+                    records_ok=sum(1 for r in records if r.get("ok")))
+    (top / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    return runner.Outcome(top, status, reason, records)

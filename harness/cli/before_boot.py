@@ -1,0 +1,110 @@
+"""What `fslab run` and `fslab bench` check and say before anything boots.
+
+- the output directories: --results-dir and --scratch-dir can be created and written (checked by
+  making and removing them, so a refused path leaves nothing behind);
+- runs an earlier fslab left half-done in the same results directory are salvaged first
+  (harness/vm/salvage.py);
+- a user's fio job: every rewrite fslab made to it and every warning (harness/spec/fiojob.py);
+- fit: each fio section's needs against the deadline and the filesystems, refused when the plan
+  cannot possibly fit (or, with --strict, when it may not) (harness/spec/planfit.py).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from harness.errors import FslabError
+from harness.spec import config, fiojob, planfit
+from harness.spec.plan import Plan
+from harness.vm import hosts, provenance, salvage
+
+ALLOWED_DIR = "allowed: a directory fslab can create and write"
+
+
+def say(line: str) -> None:
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except (OSError, ValueError):
+        pass
+
+
+def output_dir(value: str, option: str) -> Path:
+    """`value` of `option` (--results-dir, --scratch-dir) as an absolute path that fslab can
+    create and write, or one FslabError line; whatever this check made, it removes again."""
+    path = Path(value).expanduser().absolute()
+    missing: list[Path] = []
+    probe = path
+    while not os.path.lexists(probe):
+        missing.append(probe)
+        probe = probe.parent
+    if not probe.is_dir():
+        kind = "a regular file" if probe.is_file() else "not a directory"
+        raise FslabError(f"{option} {value}: {probe} is {kind}; {ALLOWED_DIR}",
+                         hint="give a directory, or a path under one")
+    made: list[Path] = []
+    try:
+        for d in reversed(missing):
+            d.mkdir()
+            made.append(d)
+        fd, name = tempfile.mkstemp(dir=path, prefix=".fslab-write-check-")
+        os.close(fd)
+        os.unlink(name)
+    except OSError as e:
+        what = "create" if len(made) < len(missing) else "write in"
+        hint = "it is on a read-only filesystem" if e.strerror and "Read-only" in e.strerror else None
+        raise FslabError(f"{option} {value}: cannot {what} {e.filename or path}: {e.strerror}; {ALLOWED_DIR}",
+                         hint=hint) from None
+    finally:
+        for d in reversed(made):
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+    return path.resolve() if path.exists() else path
+
+
+def salvage_stale(results_root: Path) -> None:
+    """Salvage the runs that an fslab left half-done in `results_root` (a new run goes there)."""
+    for run_dir in salvage.stale_under(results_root):
+        salvage.salvage(run_dir, say)
+
+
+def user_job(path: str) -> None:
+    """Say what fslab changed in a user's fio job and what it warns about."""
+    job = fiojob.load_user_job(path)
+    for change in job.changes:
+        say(f"fslab: fio job {path}: {change}")
+    for warning in job.warnings:
+        say(f"fslab: WARNING: fio job: {warning}")
+
+
+def host_can_give(plan: Plan, host: hosts.Host | None = None) -> None:
+    """Refuse vCPUs or memory the host the VM runs on cannot give (this machine by default)."""
+    info = hosts.describe(host) if host is not None else provenance.host()
+    config.check_host(plan.vm.source, plan.vm.vcpus, plan.vm.memory_mib * 2**20,
+                      host.label if host is not None and host.remote else str(info.get("hostname") or "this host"),
+                      info.get("cpus"), info.get("memory_bytes"))
+
+
+def refuse_impossible(plan: Plan, label: str | None = None) -> None:
+    """Refuse a plan that cannot possibly fit, before anything slow (image build, KVM probe):
+    the least time and the bytes on disk do not depend on the accelerator."""
+    refusal = planfit.check(plan, "tcg", label).refusal(strict=False)
+    if refusal is not None:
+        raise refusal
+
+
+def fit(plan: Plan, accel: str, strict: bool, label: str | None = None) -> None:
+    """Each fio section's needs against the deadline and the disks (stderr); refuse (FslabError)
+    a plan that cannot possibly fit, or with `strict` one that may not."""
+    f = planfit.check(plan, accel, label)
+    refusal = f.refusal(strict)
+    if refusal is not None:
+        raise refusal
+    for line in f.needs:
+        say(f"fslab: fit: {line}")
+    for line in f.problems:
+        say(f"fslab: WARNING: fit: {line}")
