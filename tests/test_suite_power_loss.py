@@ -198,3 +198,13 @@ def test_a_case_runs_through_the_agent_into_records_evidence_and_the_report(tmp_
     assert fig.name == "power-loss-durability" and fig.groups == ["maildir", "control"]
     assert [pn.ylabel for pn in fig.panels] == list(figures.POWER_LOSS_PANELS.values())
     assert json.loads((run / "raw/ext4/maildir/case.json").read_text())["ok"]
+
+
+def test_only_the_data_disk_must_hold_the_filesystem(tmp_path):
+    """log-writes: the filesystem's minimum size applies to its data disk, not to the log."""
+    small_log = "\n  - {id: d0, size: 512MiB}\n  - {id: l0, size: 4MiB}"
+    plan = resolve.resolve(config.load(_cfg(tmp_path, "{name: xfs, disks: [d0, l0], layout: log-writes}", small_log)))
+    assert plan.filesystems[0].disks == ("d0", "l0")
+    small_data = "\n  - {id: d0, size: 200MiB}\n  - {id: l0, size: 1GiB}"
+    with pytest.raises(FslabError, match=r"xfs needs a disk of at least 300MiB; disk 'd0' has 200MiB"):
+        config.load(_cfg(tmp_path, "{name: xfs, disks: [d0, l0], layout: log-writes}", small_data))

@@ -151,6 +151,11 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{fmt(x)} %"
 
 
+def _repair(d: FsDurability) -> str:
+    """The share needing repair; "no checker" where points were checked but no checker ran."""
+    return "no checker" if d.points and d.points == d.no_checker else _pct(d.repair_pct)
+
+
 def _kinds(ds: list[FsDurability]) -> list[str]:
     return sorted({k for d in ds for k in d.kinds}, key=lambda k: (k in UNPROMISED, k))
 
@@ -163,8 +168,7 @@ def table(ds: list[FsDurability]) -> tuple[list[str], list[list[str]]]:
     rows = []
     for d in ds:
         b, c = d.broken()
-        repair = _pct(d.repair_pct) if d.points - d.no_checker else "no checker"
-        rows.append([d.fs, str(d.points), _pct(d.unmountable_pct), repair, f"{b} of {c}",
+        rows.append([d.fs, str(d.points), _pct(d.unmountable_pct), _repair(d), f"{b} of {c}",
                      *(f"{d.kinds[k][2]} of {d.kinds[k][1]}" if k in d.kinds else "-" for k in kinds),
                      f"{d.unsynced_lost} / {d.unsynced_present}", d.control, "; ".join(d.failed) or "-"])
     return head, rows
@@ -196,8 +200,7 @@ def beside_speed(runs: list[Run], ds: list[FsDurability]) -> tuple[list[str], li
         cells = [f"{fmt(per[fs])} ({ranked.index(fs) + 1} of {len(ranked)})" if per.get(fs) is not None else "-"
                  for _, per, ranked in scores]
         b, c = d.broken()
-        rows.append([fs, *cells, f"{b} of {c}", _pct(d.unmountable_pct),
-                     _pct(d.repair_pct) if d.points - d.no_checker else "no checker", d.control])
+        rows.append([fs, *cells, f"{b} of {c}", _pct(d.unmountable_pct), _repair(d), d.control])
     return (head, rows) if rows else None
 
 

@@ -28,6 +28,7 @@ class Layout:
     geometry: tuple[Argv, ...] = ()
     description: str = ""
     package: str = ""  # the Debian package its tools come from (the image installs it)
+    only_first: bool = False  # the filesystem lives on the first disk alone (the others serve it: a log)
 
 
 _MD = "/dev/md/fslab-{name}"
@@ -79,7 +80,7 @@ LAYOUTS: dict[str, Layout] = {x.name: x for x in (
     # Suite power-loss: the filesystem on the first disk; the second holds dm-log-writes' log of
     # every write to the first ({disk1} in the suite's steps). The log needs the bytes written plus
     # a sector per write: about twice the data disk, sparse.
-    Layout("log-writes", 2, 2, fs_types=_BLOCK_FILESYSTEMS,
+    Layout("log-writes", 2, 2, fs_types=_BLOCK_FILESYSTEMS, only_first=True,
            description="the filesystem on the first disk, a dm-log-writes log of its writes on the second "
                        "(suite power-loss)"),
     Layout("btrfs-raid0", 2, 32, fs_types=("btrfs",), mkfs_extra=("-d", "raid0", "-m", "raid1"),
