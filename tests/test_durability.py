@@ -116,3 +116,15 @@ def test_fslab_report_places_the_section_with_the_answer(tmp_path):
     assert "Checker sensitivity" in html and (run_dir / "report/figures/power-loss-durability.svg").is_file()
     md = (run_dir / "report" / "summary.md").read_text()
     assert "## Durability at power loss" in md and "| ext2 | 40 | 5 % | 37.5 % | 1 of 9 |" in md
+
+
+def test_a_filesystem_without_checker_says_why_instead_of_zero(tmp_path):
+    recs = pl_records("nilfs2", "maildir", 12, 0, 0, {}, no_checker=12)
+    for r in recs:
+        if r["metric"] == "points_without_checker":
+            r["note"] = "no checker for nilfs2"
+    run = load_run(synthetic.make_run(tmp_path / "n", "power-loss", recs))
+    label_runs([run])
+    (d,) = durability.collect(run)
+    head, rows = durability.table([d])
+    assert d.repair_pct is None and dict(zip(head, rows[0], strict=True))["needing repair"] == "no checker for nilfs2"

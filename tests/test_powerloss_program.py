@@ -708,6 +708,9 @@ def fake_log(a: bytes, b: bytes, c: bytes) -> LogBuilder:
     return lb
 
 
+NOTES: dict = {}  # the notes of the last fake_case's metric lines
+
+
 def fake_case(tmp_path, monkeypatch, fault=None, fail_mount_at=frozenset(), check=("fsck.fake", "{dev}"),
               log=fake_log):
     a, b, c = pl.blob("a", 2048), pl.blob("b", 1536), pl.blob("c", 512)
@@ -731,6 +734,8 @@ def fake_case(tmp_path, monkeypatch, fault=None, fail_mount_at=frozenset(), chec
     metrics = []
     tot = pl.check_all(cfg, acks, str(out), lambda m, v, u="", **kw: metrics.append({"metric": m, "value": v, **kw}))
     pl.report(acks, tot, lambda m, v, u="", **kw: metrics.append({"metric": m, "value": v, **kw}))
+    NOTES.clear()
+    NOTES.update({(m["metric"], m.get("kind")): m["note"] for m in metrics if "note" in m})
     points = [json.loads(x) for x in (out / "points.jsonl").read_text().splitlines()]
     return points, {(m["metric"], m.get("kind")): m["value"] for m in metrics}, out, fake
 
@@ -773,12 +778,14 @@ def test_check_loop_with_a_dropped_flushed_write_breaks_the_promise_and_keeps_ev
 
 def test_check_loop_goes_on_after_a_mount_failure_and_without_a_checker(tmp_path, monkeypatch):
     points, m, _, _ = fake_case(tmp_path, monkeypatch, fail_mount_at={2}, check=("fsck.missing", "{dev}"))
+    notes = NOTES
     assert [p["mounted"] for p in points] == [True, True, False, True]
     assert points[2]["mount"]["rc"] == 32 and "bad superblock" in points[2]["mount"]["output"][0]
     assert m[("points_unmountable", None)] == 1 and m[("promise_checks_unmountable", None)] == 1
     assert m[("points_checked", None)] == 4 and m[("promises_broken", None)] == 0
     assert all(p["check"] == {"ran": False, "note": "checker missing from the image: fsck.missing"} for p in points)
     assert m[("points_without_checker", None)] == 4
+    assert notes[("points_without_checker", None)] == "checker missing from the image: fsck.missing"
 
 
 def test_check_loop_says_when_a_filesystem_has_no_checker(tmp_path, monkeypatch):

@@ -52,6 +52,7 @@ class FsDurability:
     kinds: dict[str, list[int]] = field(default_factory=dict)  # kind -> [made, checked, broken]
     unsynced_lost: int = 0
     unsynced_present: int = 0
+    no_checker_why: str = ""  # the program's note: "no checker for nilfs2", "checker missing from the image: X"
     control: str = "missing"  # yes | no | not run: <why> | failed: <error> | missing
     failed: list[str] = field(default_factory=list)  # "<case>: <error>"
 
@@ -112,6 +113,8 @@ def collect(run: Run) -> list[FsDurability]:
             slot = ("promises_made", "promises_checked", "promises_broken").index(metric)
             d.kinds.setdefault(str(kind), [0, 0, 0])[slot] += _num(r)
             continue
+        if metric == "points_without_checker" and r.get("note") and not d.no_checker_why:
+            d.no_checker_why = str(r["note"])
         attr = {"points_checked": "points", "points_unmountable": "unmountable", "points_needing_repair": "repair",
                 "points_without_checker": "no_checker", "unsynced_lost": "unsynced_lost",
                 "unsynced_present": "unsynced_present"}.get(metric)
@@ -152,8 +155,11 @@ def _pct(x: float | None) -> str:
 
 
 def _repair(d: FsDurability) -> str:
-    """The share needing repair; "no checker" where points were checked but no checker ran."""
-    return "no checker" if d.points and d.points == d.no_checker else _pct(d.repair_pct)
+    """The share needing repair; where points were checked but no checker ran, why (the catalog has
+    none, or the image lacks it)."""
+    if d.points and d.points == d.no_checker:
+        return d.no_checker_why or "no checker ran"
+    return _pct(d.repair_pct) + (f" ({d.no_checker} points without checker)" if d.no_checker else "")
 
 
 def _kinds(ds: list[FsDurability]) -> list[str]:

@@ -1277,6 +1277,8 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
                     tot["unmountable"] += not rec["mounted"]
                     tot["repair"] += rec["check"]["ran"] and not rec["check"]["clean"]
                     tot["no_checker"] += not rec["check"]["ran"]
+                    if not rec["check"]["ran"]:  # why: none in the catalog, or missing from the image
+                        tot.setdefault("no_checker_why", rec["check"]["note"])
                     if rec["check"]["ran"] and not rec["check"]["clean"]:
                         with open(os.path.join(out, "checker", f"point-{pt.index}.txt"), "w") as f:
                             c = rec["check"]
@@ -1499,7 +1501,7 @@ def report(acks: Acks, tot: dict, emit: Callable) -> None:
     emit("points_checked", tot["points"])
     emit("points_unmountable", tot["unmountable"])
     emit("points_needing_repair", tot["repair"])
-    emit("points_without_checker", tot["no_checker"])
+    emit("points_without_checker", tot["no_checker"], **({"note": tot["no_checker_why"]} if tot["no_checker"] else {}))
     emit("points_unmountable_pct", pct(tot["unmountable"], tot["points"]), "%",
          derived="100 * points_unmountable / points_checked")
     emit("points_needing_repair_pct", pct(tot["repair"], checked_by_fsck), "%",
