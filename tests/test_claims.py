@@ -101,6 +101,8 @@ def test_every_study_suite_has_the_issues_claims():
         "file-ops": ["s5-cp-linux-2x", "s5-cp-portage-2x", "s5-cp-video-1.5x", "s5-cp-dvd-1.5x",
                      "s5-unpack-portage-2x"],
         "small-files": ["mongo-reiserfs-small-fastest", "mongo-reiserfs-large-slowest"],
+        "power-loss": ["pl-ext2-needs-fsck", "pl-jfs-cannot-continue", "pl-jfs-needs-repair", "pl-barriers-keep-data",
+                       "pl-ext3-modes-order"],
     }
     for suite, names in wanted.items():
         assert set(names) <= ids, set(names) - ids
@@ -150,7 +152,7 @@ def _study_vmconfigs() -> dict[str, list[Path]]:
     return out
 
 
-@pytest.mark.parametrize("suite", ["fio-matrix", "maildir", "kernel-tree", "random-io", "file-ops"])
+@pytest.mark.parametrize("suite", ["fio-matrix", "maildir", "kernel-tree", "random-io", "file-ops", "power-loss"])
 def test_the_studys_vmconfig_has_every_claims_filesystems(suite):
     """A bench run of the study's own vmconfig can evaluate every claim: each Fs finds a
     filesystem, and distinct Fs find distinct filesystems."""

@@ -682,3 +682,86 @@ def test_step_fields_and_rep_placeholder(agent, tmp_path):
     assert (tmp_path / "run/raw/ext4/ops.rep1/dd.stdout").read_text().strip() == "rep=1 env=1"
     recs = records_for_run(tmp_path / "run", typed(plan), "tcg")
     assert all(r["file_mb"] == 500 for r in recs if r["step"] == "dd")
+
+
+def test_every_disk_has_its_placeholder(agent):
+    """{disk1} and on: suite power-loss's log disk is {disk1}; {disk1} never eats into {disk10}."""
+    devs = [f"/dev/vd{c}" for c in "bcdefghijkl"]
+    vals = agent.placeholders({"name": "pl"}, devs, "/m")
+    assert agent.substitute(["{disk0}", "{disk1}", "x{disk10}y", "{ndisks}"], vals, devs) == [
+        "/dev/vdb", "/dev/vdc", "x/dev/vdly", "11"]
+
+
+def test_a_filesystem_its_cases_make_is_neither_made_nor_mounted(agent, tmp_path):
+    """`"prepare": false` (suite power-loss): the agent finds the disks and fills the placeholders,
+    and runs no setup, mkfs, mount, geometry, remount or teardown; a cold start drops caches."""
+    log = tmp_path / "steps.log"
+    drops = []
+    agent.drop_caches = lambda: drops.append(1)
+    plan = make_plan([steps_case([{"name": "who", "argv": ["echo", "{name}", "{disk0}", "{disk1}", "{mnt}"]},
+                                  {"name": "cold", "builtin": "cold-start"}])])
+    plan["filesystems"][0].update(name="pl", disks=["d0", "d1"], prepare=False, setup=[logged(log, "setup")],
+                                  mkfs=logged(log, "mkfs"), teardown=[logged(log, "teardown")],
+                                  geometry=[logged(log, "geometry")])
+    rc, col, run_dir, _ = run_agent(agent, tmp_path, plan)
+    assert rc == 0, col.done
+    assert not log.exists() and agent.calls["mount"] == [] and agent.calls["umount"] == []
+    assert len(drops) == 2  # the case's cold start and the builtin: caches only
+    mnt = tmp_path / "mnt" / "pl"
+    assert (run_dir / "raw/pl/ops/who.stdout").read_text().split() == [
+        "pl", "/dev/fake-fslab-d0", "/dev/fake-fslab-d1", str(mnt)]
+    info = json.loads((run_dir / "raw/pl/fs.json").read_text())
+    assert info["ok"] and info["prepare"] is False and info["mkfs_argv"] is None and info["mount_line"] is None
+    assert info["devices"] == ["/dev/fake-fslab-d0", "/dev/fake-fslab-d1"] and mnt.is_dir()
+
+
+def test_a_collecting_step_streams_the_files_it_left(agent, tmp_path):
+    """`collect`: {out} is an empty directory of the step's own; its files come back under
+    <case>/<step>/, also when the step fails; the directory is gone afterwards."""
+    script = "mkdir -p $1/evidence && echo p3 > $1/evidence/p3.json && echo pts > $1/points.jsonl && echo $1"
+    plan = make_plan([steps_case([
+        {"name": "run", "argv": ["sh", "-c", script, "sh", "{out}"], "collect": True},
+        {"name": "boom", "argv": ["sh", "-c", "echo half > $1/half.txt; echo 'boom: log disk too small' >&2; exit 1",
+                                  "sh", "{out}"], "collect": True}])])
+    rc, col, run_dir, _ = run_agent(agent, tmp_path, plan)
+    case = run_dir / "raw/ext4/ops"
+    assert (case / "run/evidence/p3.json").read_text() == "p3\n" and (case / "run/points.jsonl").is_file()
+    assert (case / "boom/half.txt").read_text() == "half\n"
+    out_dir = (case / "run.stdout").read_text().strip()
+    assert out_dir and not os.path.exists(out_dir)
+    # a failed step's error carries its own last words, not only its argv
+    info = json.loads((case / "case.json").read_text())
+    assert info["error"] == "step boom failed with exit code 1: boom: log disk too small"
+
+
+def test_out_without_collect_is_refused_when_the_plan_is_made():
+    from harness.errors import FslabError
+    from harness.spec.plan import Step
+
+    with pytest.raises(FslabError, match=r"step s: uses \{out\}, which only a step with `collect: true` gets"):
+        Step.from_dict({"name": "s", "argv": ["x", "--out", "{out}"]}, "suite x: case c")
+    assert Step.from_dict({"name": "s", "argv": ["x", "{out}"], "collect": True}, "w").to_json()["collect"] is True
+
+
+def test_a_step_at_its_timeout_gets_sigterm_and_time_to_clean_up(agent, tmp_path):
+    """At the case timeout the step's group gets SIGTERM; a program that cleans up in its handler
+    ends on its own (not killed), and what it wrote on the way out is kept."""
+    script = ("import signal, sys, time\n"
+              "def bye(*_):\n    time.sleep(0.5); print('cleaned up', flush=True); sys.exit(3)\n"
+              "signal.signal(signal.SIGTERM, bye)\ntime.sleep(60)\n")
+    plan = make_plan([steps_case([{"name": "slow", "argv": [sys.executable, "-c", script]}], timeout_s=2)])
+    t = time.monotonic()
+    rc, col, run_dir, _ = run_agent(agent, tmp_path, plan)
+    assert time.monotonic() - t < 30
+    (step,) = json.loads((run_dir / "raw/ext4/ops/steps.json").read_text())
+    assert step["timed_out"] and step["killed"] is False and step["rc"] == 3
+    assert (run_dir / "raw/ext4/ops/slow.stdout").read_text() == "cleaned up\n"
+    case = json.loads((run_dir / "raw/ext4/ops/case.json").read_text())
+    assert case["error"] == "step slow timed out (case timeout 2 s); stopped by SIGTERM"
+
+
+def test_a_step_that_ignores_sigterm_is_killed_after_the_grace(agent, tmp_path):
+    script = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(60)\n"
+    res = agent.run_timed([sys.executable, "-c", script], str(tmp_path), dict(os.environ), subprocess.DEVNULL,
+                          subprocess.DEVNULL, timeout=1.5, grace=1.0)
+    assert res["timed_out"] and res["killed"] and res["real_s"] < 20

@@ -708,9 +708,13 @@ def fake_log(a: bytes, b: bytes, c: bytes) -> LogBuilder:
     return lb
 
 
-def fake_case(tmp_path, monkeypatch, fault=None, fail_mount_at=frozenset(), check=("fsck.fake", "{dev}")):
+NOTES: dict = {}  # the notes of the last fake_case's metric lines
+
+
+def fake_case(tmp_path, monkeypatch, fault=None, fail_mount_at=frozenset(), check=("fsck.fake", "{dev}"),
+              log=fake_log):
     a, b, c = pl.blob("a", 2048), pl.blob("b", 1536), pl.blob("c", 512)
-    logp = _file(tmp_path, fake_log(a, b, c).build())
+    logp = _file(tmp_path, log(a, b, c).build())
     data = tmp_path / "data.img"
     data.write_bytes(os.urandom(5 * SLOT))
     mnt, out = tmp_path / "mnt", tmp_path / "out"
@@ -730,6 +734,8 @@ def fake_case(tmp_path, monkeypatch, fault=None, fail_mount_at=frozenset(), chec
     metrics = []
     tot = pl.check_all(cfg, acks, str(out), lambda m, v, u="", **kw: metrics.append({"metric": m, "value": v, **kw}))
     pl.report(acks, tot, lambda m, v, u="", **kw: metrics.append({"metric": m, "value": v, **kw}))
+    NOTES.clear()
+    NOTES.update({(m["metric"], m.get("kind")): m["note"] for m in metrics if "note" in m})
     points = [json.loads(x) for x in (out / "points.jsonl").read_text().splitlines()]
     return points, {(m["metric"], m.get("kind")): m["value"] for m in metrics}, out, fake
 
@@ -772,12 +778,14 @@ def test_check_loop_with_a_dropped_flushed_write_breaks_the_promise_and_keeps_ev
 
 def test_check_loop_goes_on_after_a_mount_failure_and_without_a_checker(tmp_path, monkeypatch):
     points, m, _, _ = fake_case(tmp_path, monkeypatch, fail_mount_at={2}, check=("fsck.missing", "{dev}"))
+    notes = NOTES
     assert [p["mounted"] for p in points] == [True, True, False, True]
     assert points[2]["mount"]["rc"] == 32 and "bad superblock" in points[2]["mount"]["output"][0]
     assert m[("points_unmountable", None)] == 1 and m[("promise_checks_unmountable", None)] == 1
     assert m[("points_checked", None)] == 4 and m[("promises_broken", None)] == 0
     assert all(p["check"] == {"ran": False, "note": "checker missing from the image: fsck.missing"} for p in points)
     assert m[("points_without_checker", None)] == 4
+    assert notes[("points_without_checker", None)] == "checker missing from the image: fsck.missing"
 
 
 def test_check_loop_says_when_a_filesystem_has_no_checker(tmp_path, monkeypatch):
@@ -943,3 +951,51 @@ def test_a_log_written_by_qemu_blklogwrites_replays_to_the_disk_it_recorded(tmp_
     assert states[-1] == disk.read_bytes()
     for p, got in zip(points, states, strict=True):
         assert got == reference_state(raw, log, p.t, bytes(size))
+
+
+def test_the_report_derives_both_shares_and_the_controls_verdict(tmp_path, monkeypatch):
+    _, m, _, _ = fake_case(tmp_path, monkeypatch, fault="drop-flushed-write")
+    assert m[("points_unmountable_pct", None)] == 0 and m[("points_needing_repair_pct", None)] == 50.0  # 2 of 4
+    assert m[("fault_replayed", None)] == 1 and m[("fault_promise_broken", None)] == 1
+    (tmp_path / "intact").mkdir()
+    _, m, _, _ = fake_case(tmp_path / "intact", monkeypatch)
+    assert ("fault_replayed", None) not in m  # no control, no verdict
+    (tmp_path / "nochecker").mkdir()
+    _, m, _, _ = fake_case(tmp_path / "nochecker", monkeypatch, check=None)
+    assert m[("points_needing_repair_pct", None)] is None  # no checker ran: no share, not 0
+
+
+def no_flush_after_mkfs(a: bytes, b: bytes, c: bytes) -> LogBuilder:
+    """What a filesystem mounted with barrier=0 leaves: nothing after mkfs is behind a barrier
+    (dm-log-writes appends the unflushed writes when the target is removed)."""
+    lb = LogBuilder()
+    lb.write(0, fake_header({"fakefs": 1}))
+    lb.flush()
+    lb.mark("mkfs")
+    lb.write(SLOT // 512 + 1, a)
+    lb.write(SLOT // 512, fake_header({"path": "a", "size": len(a)}))
+    lb.mark("p1")
+    lb.mark("p2")
+    lb.mark("dm-log-writes-end")
+    return lb
+
+
+def test_a_control_whose_write_no_crash_state_holds_says_so_and_does_not_fail(tmp_path, monkeypatch):
+    points, m, out, _ = fake_case(tmp_path, monkeypatch, fault="drop-flushed-write", log=no_flush_after_mkfs)
+    assert m[("fault_replayed", None)] == 0 and m[("fault_promise_broken", None)] == 1
+    assert len(points) == 1 and points[0]["broken"] == ["p1", "p2"]  # nothing survived: every promise broken
+    assert m[("promises_broken", None)] == 2
+
+
+def test_a_data_disk_without_a_volatile_write_cache_is_refused(tmp_path):
+    dev = tmp_path / "disk"
+    dev.write_bytes(b"")
+    st = os.stat(dev)
+    queue = tmp_path / "sys" / f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}" / "queue"
+    queue.mkdir(parents=True)
+    (queue / "write_cache").write_text("write through\n")
+    with pytest.raises(pl.PowerlossError, match="has no volatile write cache .* no flush would reach the write log"):
+        pl.check_write_cache(str(dev), str(tmp_path / "sys"))
+    (queue / "write_cache").write_text("write back\n")
+    pl.check_write_cache(str(dev), str(tmp_path / "sys"))
+    pl.check_write_cache(str(dev), str(tmp_path / "nowhere"))  # nothing to read: nothing refused

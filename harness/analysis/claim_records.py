@@ -11,7 +11,7 @@ from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
 from harness.analysis import stats
-from harness.analysis.runs import Run, measured
+from harness.analysis.runs import Run, key_of, measured
 
 if TYPE_CHECKING:
     from harness.analysis.claims import Fs, Measure
@@ -98,7 +98,8 @@ def resolve(sels: list[Fs], fss: list[dict]) -> list[str | None]:
 
 def _selected(run: Run, suite: str, m: Measure) -> list[dict]:
     return [r for r in run.records if measured(r) and r.get("suite") == suite and r.get("metric") == m.metric
-            and str(r.get("step") or "") in m.steps and any(fnmatchcase(str(r.get("case")), p) for p in m.cases)]
+            and str(r.get("step") or "") in m.steps and any(fnmatchcase(str(r.get("case")), p) for p in m.cases)
+            and (m.detail is None or key_of(r).detail == m.detail)]
 
 
 def _value(r: dict, m: Measure) -> float | None:

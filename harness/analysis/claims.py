@@ -29,7 +29,8 @@ Fs's `layout`); `with_option` / `without_option` then check its mount options (R
 tails is `reiserfs` without `notail`). Several candidates: a name match before a variant match
 before a type match, then the run's order; one filesystem serves one Fs only (sides that name
 the same Fs, e.g. one filesystem at 1 and at 16 writers, share it). A Measure
-selects records by metric, case-id patterns (fnmatch) and step names ("" for fio cases), and
+selects records by metric, case-id patterns (fnmatch), step names ("" for fio cases) and, when
+it says `detail`, that detail only ("": a metric's total line, not its per-kind lines), and
 forms the side's sample:
   pool     every matching record is one value (the repetitions of one case and step; or, for
            maildir, its three runs, which are cases w1-run1, w1-run2, w1-run3);
@@ -146,6 +147,7 @@ class Measure:
     replicate: tuple[str, ...] = ("rep",)
     rate_of: str | None = None
     unit: str = ""
+    detail: str | None = None  # only records of this detail (runs.key_of), "" = none; None = any
 
     def where(self) -> str:
         """'iops of read-*-buffered-many-small' or 'real_s of compile/cp'."""

@@ -94,7 +94,8 @@ def _bars(ax: Any, sp: Spec, panel: Panel, groups: list, color: dict, labels: li
             ax.errorbar(err[0], err[1], yerr=[err[2], err[3]], fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
         for x, text in notes:
             ax.annotate(text, (x, 0), xytext=(0, 3), textcoords="offset points", ha="center", va="bottom",
-                        fontsize=7, color=NOTE_COLOR.get(text, "red"), rotation=90,
+                        fontsize=7, color="green" if text == "0" and panel.zero_good else NOTE_COLOR.get(text, "red"),
+                        rotation=90,
                         xycoords=("data", "axes fraction"))  # the axis bottom, also on a log scale
 
 

@@ -12,6 +12,9 @@ Each suite gets the figures of its study:
 - maildir (S2): ms per message delivered and ms per message read against the number of
   writers, one line per filesystem; each point pools the three runs (and their repetitions), as
   the article plots the mean of its three runs.
+- power-loss: per case (workload, and the positive control) one bar per filesystem in three
+  panels: promises broken, % of crash points unmountable, % needing repair (after the journal
+  replay; a filesystem without a checker has no bar there).
 - step suites (kernel-tree, file-ops, random-io; records with a `step`): real and CPU seconds
   per step, one bar per filesystem; random-io also its dd write rate (MiB/s) per file size.
 - anything else: the headline metric per case, one bar per filesystem.
@@ -33,6 +36,8 @@ from harness.analysis.runs import Run, failures, fio_latency, samples
 __all__ = ["Panel", "Spec", "figures_for", "render"]
 
 FIO_PATTERNS = ("read", "write", "rw", "randread", "randwrite", "randrw")
+POWER_LOSS_PANELS = {"promises_broken": "promises broken", "points_unmountable_pct": "% crash points unmountable",
+                     "points_needing_repair_pct": "% crash points needing repair"}
 FIO_PANELS = (("iops", "IOPS", "IO/s"), ("lat_mean", "mean latency (µs)", "us"), ("lat_p99", "p99 latency (µs)", "us"))
 
 
@@ -45,6 +50,7 @@ class Panel:
     higher: bool | None = None
     cells: dict = field(default_factory=dict)
     states: dict = field(default_factory=dict)
+    zero_good: bool = False  # a zero is the best result (nothing lost): its "0" is drawn green, not red
 
     @property
     def label(self) -> str:
@@ -138,6 +144,12 @@ def _suite_figures(suite: str, runs: list[Run], multi: bool) -> list[Spec]:
                 sp = spec(f"maildir-{k.metric}", f"maildir: ms per message {what} (study S2)",
                           [Panel(f"ms per message {what}", False)], kind="lines", xlabel="writers")
                 sp.add(int(f["writers"]), k.fs, label, s.values)
+            elif suite == "power-loss":
+                if k.metric in POWER_LOSS_PANELS and not k.detail:
+                    sp = spec("power-loss-durability", "power-loss: what each filesystem lost, per workload",
+                              [Panel(y, False, zero_good=True) for y in POWER_LOSS_PANELS.values()])
+                    sp.group_case[k.case] = (label, k.case)
+                    sp.add(k.case, k.fs, label, s.values, list(POWER_LOSS_PANELS).index(k.metric))
             elif suite != "maildir" and k.step and not k.detail and k.metric in ("real_s", "cpu_s", "mib_per_s"):
                 many = len({r.get("case") for r in recs}) > 1
                 group = k.step if not many else f"{k.case}\n{k.step}"

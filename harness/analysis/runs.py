@@ -5,8 +5,9 @@ Shared by `compare` and `report`, so that both group the repetitions of a measur
 way. A measured quantity is identified by its `Key` = (suite, case, fs, metric, step, detail):
 `step` is the step of a `steps` case ("" for fio), `detail` tells apart the several values one
 repetition can report for one metric (fslab-maildir's `writer_ms_per_delivery` once per writer,
-fslab-random's per-file metrics, a fio job's sections: one record set per reporting group), e.g.
-"writer=3" or "section=seq-read"; "" otherwise.
+fslab-random's per-file metrics, a fio job's sections: one record set per reporting group,
+fslab-powerloss's promises per kind), e.g. "writer=3", "section=seq-read" or "kind=append-fdatasync";
+"" otherwise.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from typing import NamedTuple
 from harness.errors import FslabError
 from harness.results.jsonl import read_jsonl
 
-# fields that tell apart several values of one metric in one rep (`section`: one fio stonewall group)
-DETAIL_FIELDS = ("writer", "file", "section")
+# fields that tell apart several values of one metric in one rep (`section`: one fio stonewall group;
+# `kind`: power-loss's per promise kind lines beside the total)
+DETAIL_FIELDS = ("writer", "file", "section", "kind")
 # Metrics shown beside a suite's headline: maildir's article plots delivery and read times; the
 # step suites (kernel-tree, file-ops, random-io) report real and CPU seconds.
 COMPANIONS = {"ms_per_delivery": ["ms_per_read"], "real_s": ["cpu_s"]}

@@ -20,6 +20,7 @@ STUDY_VMS = {
     "random-io": "vmconfigs/random-io.yaml",
     "file-ops": "vmconfigs/file-ops.yaml",
     "small-files": "vmconfigs/small-files.yaml",
+    "power-loss": "vmconfigs/power-loss.yaml",  # seeds 001, 003, 004 on crashes; every debian-12 variant
 }
 
 

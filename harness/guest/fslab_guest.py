@@ -43,6 +43,9 @@ PROBE_SIZE = 512 * 1024**2  # above every filesystem's minimum (xfs 300 MiB)
 # At its case timeout fio gets SIGTERM: it stops its jobs and still writes its JSON for what ran
 # (verified with fio 3.33: SIGINT and SIGTERM both do, exit code 128); SIGKILL after this long.
 FIO_STOP_GRACE_S = 30.0
+# At its case timeout a step's process group gets SIGTERM, then SIGKILL after this long (a program
+# owning dm targets, loop devices and a mount undoes them in that time; see run_timed).
+STEP_STOP_GRACE_S = 60.0
 SBIN_PATH = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+-]*$")
 
@@ -277,12 +280,14 @@ def poweroff() -> None:
 def placeholders(fs: dict, devs: list[str], mnt: str) -> dict[str, str]:
     """Values of the argv placeholders for one filesystem.
 
-    {disk0} first disk, {ndisks}, {name} the filesystem (variant) name, {mnt} its mount point and
-    {dev} the device it is made on: the plan's `device` template (a layout's md/LVM/pool device,
-    or "tmpfs"), by default the first disk. {devs} (every disk) is handled by `substitute`.
+    {disk0} first disk, {disk1} the second and so on (suite power-loss: data and log disk),
+    {ndisks}, {name} the filesystem (variant) name, {mnt} its mount point and {dev} the device it
+    is made on: the plan's `device` template (a layout's md/LVM/pool device, or "tmpfs"), by
+    default the first disk. {devs} (every disk) is handled by `substitute`.
     """
     vals = {"{disk0}": devs[0] if devs else "", "{ndisks}": str(len(devs)), "{name}": fs["name"],
             "{mnt}": mnt}
+    vals.update({f"{{disk{i}}}": d for i, d in enumerate(devs) if i})
     vals["{dev}"] = substitute([fs.get("device") or "{disk0}"], vals, devs)[0]
     return vals
 
@@ -423,10 +428,14 @@ def cold_start(fs: dict, ctx: dict) -> None:
     By default that is umount + mount with the same options (what a reboot would give, without
     one); a plan can give its own `remount` steps instead (ZFS: export + import, which also
     empties the ARC that drop_caches cannot reach), or `[]` for none (tmpfs: a remount would
-    destroy its contents).
+    destroy its contents). A filesystem its cases make (`"prepare": false`) is not mounted
+    between cases: only the caches are dropped.
     """
     vals, devs, mnt = ctx["vals"], ctx["devs"], ctx["mnt"]
     os.sync()
+    if fs.get("prepare", True) is False:
+        drop_caches()
+        return
     steps = fs.get("remount")
     if steps is not None:
         for argv in steps:
@@ -522,28 +531,47 @@ def run_fio(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter) -
         shutil.rmtree(work, ignore_errors=True)
 
 
-def run_timed(argv: list[str], cwd: str, env: dict, stdout, stderr, timeout: float | None) -> dict:
+def run_timed(argv: list[str], cwd: str, env: dict, stdout, stderr, timeout: float | None,
+              grace: float = STEP_STOP_GRACE_S) -> dict:
     """Run one step and measure it like `/usr/bin/time`: real seconds from a monotonic clock,
-    user and system CPU seconds of the step and all its children (os.wait4's rusage)."""
+    user and system CPU seconds of the step and all its children (os.wait4's rusage).
+
+    At `timeout` the step's process group gets SIGTERM, so that a program that owns devices
+    (fslab-powerloss: its dm targets, loop device and mount) can undo them; whatever is left
+    after `grace` seconds is killed with its whole tree (`killed` in the result)."""
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=stdout,
                             stderr=stderr, start_new_session=True)
-    timed_out = False
+    timed_out = killed = False
     deadline = None if timeout is None else t0 + timeout
     while True:
         pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
         if pid:
             break
-        if deadline is not None and time.monotonic() > deadline:
+        now = time.monotonic()
+        if deadline is not None and now > deadline and not timed_out:
+            timed_out = True
+            _signal_group(proc.pid, signal.SIGTERM)
+            deadline = now + grace
+        elif deadline is not None and now > deadline:
             kill_tree(proc.pid)
             pid, status, ru = os.wait4(proc.pid, 0)
-            timed_out = True
+            killed = True
             break
         time.sleep(0.02)
+    if timed_out:
+        _signal_group(proc.pid, signal.SIGKILL)  # what the step left behind in its group
     proc.returncode = os.waitstatus_to_exitcode(status)
     return {"rc": proc.returncode, "real_s": round(time.monotonic() - t0, 4),
             "user_s": round(ru.ru_utime, 4), "sys_s": round(ru.ru_stime, 4),
-            "maxrss_kib": ru.ru_maxrss, "timed_out": timed_out}
+            "maxrss_kib": ru.ru_maxrss, "timed_out": timed_out, **({"killed": killed} if timed_out else {})}
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter) -> dict:
@@ -555,7 +583,9 @@ def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter)
     earlier step left out because it did not fit),
     "builtin": "drop-caches" (sync and drop caches instead of a command) or "cold-start" (the
     case's cold start again: remount, or the plan's remount steps, then drop caches; e.g. after
-    a step made the inputs of the timed steps)}.
+    a step made the inputs of the timed steps), "collect" (true: the step gets an empty directory
+    as {out}; every file it leaves there is streamed as <case>/<step>/<path>, also after a
+    failure or a timeout: suite power-loss's evidence)}.
     Placeholders as in setup/mkfs, plus {ncpu} and {rep} (also FSLAB_REP in the environment).
     A step that fails ends the case (the remaining steps are recorded as not run); steps.json
     lists what happened to each.
@@ -596,10 +626,15 @@ def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter)
                                 "reason": f"does not fit: needs {need} bytes, {free} free"})
                 rep.log(f"  step {name}: skipped, needs {need} bytes, {free} free")
                 continue
-        cwd = substitute([step.get("cwd") or "{mnt}"], vals, ctx["devs"])[0]
-        extra = {k: substitute([v], vals, ctx["devs"])[0] for k, v in (step.get("env") or {}).items()}
-        env = {**os.environ, "FSLAB_MNT": ctx["mnt"], "FSLAB_REP": vals["{rep}"], **extra}
+        svals = vals
         work = tempfile.mkdtemp(prefix="fslab-step-")
+        if step.get("collect"):  # {out}: a directory of its own, streamed after the step
+            svals = {**vals, "{out}": os.path.join(work, "collect")}
+            os.mkdir(svals["{out}"])
+            res["argv"] = argv = substitute(step.get("argv") or [], svals, ctx["devs"])
+        cwd = substitute([step.get("cwd") or "{mnt}"], svals, ctx["devs"])[0]
+        extra = {k: substitute([v], svals, ctx["devs"])[0] for k, v in (step.get("env") or {}).items()}
+        env = {**os.environ, "FSLAB_MNT": ctx["mnt"], "FSLAB_REP": vals["{rep}"], **extra}
         try:
             with open(os.path.join(work, "out"), "wb") as so, open(os.path.join(work, "err"), "wb") as se:
                 try:
@@ -608,14 +643,20 @@ def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter)
                     res.update(rc=127, error=f"{argv[0]}: {e.strerror}")
             for stream in ("out", "err"):
                 with open(os.path.join(work, stream), "rb") as f:
-                    out.add(f"{prefix}/{name}.std{stream}", f.read())
+                    data = f.read()
+                out.add(f"{prefix}/{name}.std{stream}", data)
+            why = last_line(data)  # stderr's last line: a program's own words for its failure
+            if step.get("collect"):
+                stream_dir(os.path.join(work, "collect"), f"{prefix}/{name}", out)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         results.append(res)
         if res.get("timed_out"):
-            error = f"step {name} timed out (case timeout {case.get('timeout_s')} s)"
+            error = f"step {name} timed out (case timeout {case.get('timeout_s')} s)" + (
+                f"; killed {STEP_STOP_GRACE_S:.0f} s after SIGTERM" if res.get("killed") else "; stopped by SIGTERM")
         elif res["rc"] != 0:
-            error = f"step {name} failed with exit code {res['rc']}: {shlex.join(argv)[:200]}"
+            error = f"step {name} failed with exit code {res['rc']}: " + (
+                why[:400] if why else shlex.join(argv)[:200])
         rep.log(f"  step {name}: rc {res['rc']} real {res.get('real_s')} s")
     out.add_json(f"{prefix}/steps.json", results)
     # The headline for the repetition rule: the named step's real time, else all timed steps'.
@@ -624,6 +665,27 @@ def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter)
              and (head is None or r["name"] == head) and "real_s" in r]
     return {"argv": None, "rc": 0 if error is None else 1, "error": error,
             "value": round(sum(timed), 4) if timed else None}
+
+
+def last_line(data: bytes) -> str:
+    """The last non-empty line of a program's output, stripped ("" for none).
+
+    >>> last_line(b"progress\\nfslab-powerloss: log device /dev/vdc is too small\\n\\n")
+    'fslab-powerloss: log device /dev/vdc is too small'
+    """
+    lines = [ln.strip() for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def stream_dir(path: str, member: str, out: TarWriter) -> None:
+    """Every regular file under `path` as `member`/<its path below `path`> (links are not followed)."""
+    for root, dirs, files in os.walk(path):
+        dirs.sort()
+        for f in sorted(files):
+            full = os.path.join(root, f)
+            if os.path.isfile(full) and not os.path.islink(full):
+                with open(full, "rb") as fh:
+                    out.add(f"{member}/{os.path.relpath(full, path)}", fh.read())
 
 
 def run_case(case: dict, fs: dict, ctx: dict, fs_error: str | None, out: TarWriter,
@@ -716,7 +778,9 @@ def prepare_fs(fs: dict, disks: dict, ctx: dict, out: TarWriter) -> None:
     """Find disks, run layout setup, mkfs, mount, record /proc/mounts and geometry.
 
     Writes raw/<fs>/fs.json, mkfs.txt (setup + mkfs output), geometry.txt whatever happens; fills
-    `ctx` as it goes so that `finish_fs` can undo exactly what was done.
+    `ctx` as it goes so that `finish_fs` can undo exactly what was done. A filesystem with
+    `"prepare": false` is made by its cases (suite power-loss records every write from mkfs on):
+    only its disks are found; fs.json says `"prepare": false`.
     """
     name, mnt = fs["name"], ctx["mnt"]
     info: dict = {"device": None, "devices": None, "setup": [], "mkfs_argv": None, "mkfs_rc": None,
@@ -729,6 +793,9 @@ def prepare_fs(fs: dict, disks: dict, ctx: dict, out: TarWriter) -> None:
         vals = ctx["vals"] = placeholders(fs, devs, mnt)
         info["device"], info["devices"] = vals["{dev}"], devs
         os.makedirs(mnt, exist_ok=True)
+        if fs.get("prepare", True) is False:
+            info["prepare"], info["ok"] = False, True
+            return
         for argv in fs.get("setup") or []:  # a layout's md/LVM/zpool creation
             info["setup"].append(substitute(argv, vals, devs))
             rc, text = run_cmd(info["setup"][-1], timeout=MKFS_TIMEOUT_S)
@@ -775,7 +842,7 @@ def finish_fs(fs: dict, ctx: dict, rep: Reporter) -> None:
         rc, text = umount_fs(ctx["mnt"])
         if rc != 0:
             rep.log(f"{fs['name']}: umount {ctx['mnt']} failed ({rc}): {text.strip()}")
-    if "vals" in ctx:
+    if "vals" in ctx and fs.get("prepare", True) is not False:  # nothing was set up for a case-made one
         for argv in fs.get("teardown") or []:
             argv = substitute(argv, ctx["vals"], ctx["devs"])
             rc, text = run_cmd(argv, timeout=300)

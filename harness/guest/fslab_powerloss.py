@@ -13,7 +13,9 @@ log format, the crash model, the workloads, the checks and the device plumbing m
         any dm-log-writes log, e.g. one QEMU's blklogwrites wrote, which has no marks)
 
 One run owns the filesystem's whole life, because every write from mkfs on must be recorded:
-1. Record. DATA is zeroed (BLKZEROOUT), so the state before the first logged write is known. A
+1. Record. DATA is zeroed, so the state before the first logged write is known (by plain writes:
+   a BLKZEROOUT write-zeroes request to a sparse raw disk once never completed in QEMU 7.2 under
+   TCG, `x-query-virtio-queue-status` showing it in use for minutes, and hung the case). A
    dm `log-writes` target over DATA logs every write that reaches it on LOG; mkfs runs on it, then
    `mark mkfs`, mount, the workload, umount, `dmsetup remove` (which appends the mark
    `dm-log-writes-end`). Why dm-log-writes and not QEMU's blklogwrites: marks, FUA and order. The
@@ -78,10 +80,14 @@ Positive control: --fault drop-flushed-write leaves out one write a promise depe
 through the promises in order, the first stating file content of at least 2 sectors whose first
 64 bytes a write logged before the promise's mark holds at a sector boundary (the file's first
 data block); the first such write is dropped. That promise must then break where its mark falls;
-the run fails with one line if no such write exists (e.g. every file inline in metadata).
+the run fails with one line if no such write exists (e.g. every file inline in metadata). The
+metrics fault_replayed (was the dropped write in any crash state checked? not when no flush or
+FUA followed it, e.g. barrier=0) and fault_promise_broken (did its promise break?) say whether
+the control showed its loss.
 
 Output: JSON lines on stdout, one metric each ({"metric", "value", "unit", "fs", "workload",
-"seed", "ops", ...}); files under --out: points.jsonl (one line per checked point),
+"seed", "ops", ...}; per promise kind with "kind"; points_unmountable_pct and
+points_needing_repair_pct derived from the counts); files under --out: points.jsonl (one line per checked point),
 promises.jsonl (the acknowledgement log), log.json (the log's summary), record.txt (mkfs and
 mount output), evidence/<promise>.json for each broken promise (the points, the checker's
 output, expected vs found: size, sha256, first bytes) with evidence/<promise>.found (the wrong
@@ -121,7 +127,6 @@ ENTRY = struct.Struct("<QQQQ")  # sector, nr_sectors, flags, data_len
 END_MARK = "dm-log-writes-end"
 MKFS_MARK = "mkfs"
 PROMISE_MARK = re.compile(r"^p([1-9][0-9]*)$")
-BLKZEROOUT = 0x127F  # _IO(0x12, 127): zero a byte range of a block device, in the kernel
 BLKFLSBUF = 0x1261  # _IO(0x12, 97): write back and drop a block device's page cache
 LW, SNAP = "fslab-pl-lw", "fslab-pl-snap"  # device-mapper names (one run at a time per guest)
 TORN = 512  # the unit of a torn in-place overwrite: one disk sector
@@ -342,11 +347,8 @@ class Extents:
         return list(zip(self.starts, self.ends, strict=True))
 
 
-def zero_range(fd: int, offset: int, length: int, bulk: bool = False) -> None:
-    """Write zeros; `bulk` on a block device asks the kernel instead (BLKZEROOUT: write-zeroes)."""
-    if bulk and stat.S_ISBLK(os.fstat(fd).st_mode):
-        fcntl.ioctl(fd, BLKZEROOUT, struct.pack("QQ", offset, length))
-        return
+def zero_range(fd: int, offset: int, length: int) -> None:
+    """Write zeros, as plain writes (not BLKZEROOUT: see "Record" at the top)."""
     zeros = bytes(min(length, CHUNK))
     while length > 0:
         n = os.pwrite(fd, zeros[:min(length, CHUNK)], offset)
@@ -375,7 +377,7 @@ class Replayer:
             if e.length and not e.has(MARK):
                 touched.add(e.offset, e.offset + e.length)
         for start, end in touched.ranges():
-            zero_range(self.dev_fd, start, end - start, bulk=True)
+            zero_range(self.dev_fd, start, end - start)
         self.prefix, self.fua_to, self.t, self.dirty = 0, -1, -1, Extents()
 
     def apply(self, e: Entry) -> None:
@@ -1041,6 +1043,22 @@ def check_free_device(path: str, what: str) -> None:
                              "the agent must not mkfs or mount the power-loss disks itself") from None
 
 
+def check_write_cache(path: str, sys_block: str = "/sys/dev/block") -> None:
+    """The data disk must show a volatile write cache: without one the block layer drops every
+    flush and FUA before dm-log-writes sees it, the log holds no barrier, and every promise
+    would look broken (QEMU: disk cache writethrough or directsync)."""
+    st = os.stat(path)
+    where = os.path.join(sys_block, f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}", "queue", "write_cache")
+    try:
+        with open(where) as f:
+            mode = f.read().strip()
+    except OSError:
+        return  # a partition or an unusual device: nothing to read, nothing to refuse
+    if mode != "write back":
+        raise PowerlossError(f"--data {path} has no volatile write cache ({where}: {mode!r}): no flush would "
+                             "reach the write log; give the disk a cache mode with one (QEMU: none, writeback)")
+
+
 # --- record --------------------------------------------------------------------------------------
 
 def substitute(argv: list[str], dev: str, mnt: str, name: str, what: str) -> list[str]:
@@ -1064,7 +1082,7 @@ def record(cfg: argparse.Namespace, out: str, emit: Callable) -> tuple[Acks, flo
     t0 = time.monotonic()
     fd = os.open(cfg.data, os.O_RDWR)
     try:
-        zero_range(fd, 0, size, bulk=True)
+        zero_range(fd, 0, size)
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -1259,6 +1277,8 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
                     tot["unmountable"] += not rec["mounted"]
                     tot["repair"] += rec["check"]["ran"] and not rec["check"]["clean"]
                     tot["no_checker"] += not rec["check"]["ran"]
+                    if not rec["check"]["ran"]:  # why: none in the catalog, or missing from the image
+                        tot.setdefault("no_checker_why", rec["check"]["note"])
                     if rec["check"]["ran"] and not rec["check"]["clean"]:
                         with open(os.path.join(out, "checker", f"point-{pt.index}.txt"), "w") as f:
                             c = rec["check"]
@@ -1291,9 +1311,9 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
         _write_json(os.path.join(out, "evidence", f"{pid}.json"), ev)
     tot.update(replay_s=time.monotonic() - t0, checked=checked,
                broken={p: e["promise"]["kind"] for p, e in evidence.items()})
-    if cfg.fault and (rp is None or not rp.dropped):
-        raise PowerlossError(f"fault: entry {fault['entry'] if fault else '?'} was never replayed (no checked point "
-                             "reaches it), so the control checked nothing")
+    if fault is not None:  # did the control show its loss? (see "Positive control" at the top)
+        tot["fault"] = {"replayed": bool(rp is not None and rp.dropped), "promise": fault["promise"],
+                        "broken": fault["promise"] in evidence}
     return tot
 
 
@@ -1443,6 +1463,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"fslab-powerloss: left by an earlier run: {what}", file=sys.stderr, flush=True)
         check_free_device(cfg.data, "data")
         check_free_device(cfg.log, "log")
+        check_write_cache(cfg.data)
         os.makedirs(cfg.out, exist_ok=True)
         for mod in ("dm_log_writes", "dm_snapshot", "loop"):  # built in or loaded: either is fine
             run_cmd(["modprobe", mod], 60)
@@ -1461,11 +1482,37 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+def pct(part: int, whole: int) -> float | None:
+    """part of whole in %, rounded to 0.01; None for an empty whole.
+
+    >>> pct(1, 3), pct(0, 0)
+    (33.33, None)
+    """
+    return round(100 * part / whole, 2) if whole else None
+
+
 def report(acks: Acks, tot: dict, emit: Callable) -> None:
+    """The metric lines of a finished run (each a record on the host). The two percentages are
+    derived here, once: of the points checked, those that did not mount; of the points where a
+    checker ran, those it did not find clean. The control's lines say whether its dropped write
+    was in any crash state checked (fault_replayed) and whether its promise broke
+    (fault_promise_broken): 1 is what a working checker must show."""
+    checked_by_fsck = tot["points"] - tot["no_checker"]
     emit("points_checked", tot["points"])
     emit("points_unmountable", tot["unmountable"])
     emit("points_needing_repair", tot["repair"])
-    emit("points_without_checker", tot["no_checker"])
+    emit("points_without_checker", tot["no_checker"], **({"note": tot["no_checker_why"]} if tot["no_checker"] else {}))
+    emit("points_unmountable_pct", pct(tot["unmountable"], tot["points"]), "%",
+         derived="100 * points_unmountable / points_checked")
+    emit("points_needing_repair_pct", pct(tot["repair"], checked_by_fsck), "%",
+         derived="100 * points_needing_repair / (points_checked - points_without_checker)",
+         **({} if checked_by_fsck else {"note": "no checker ran"}))
+    if "fault" in tot:
+        f = tot["fault"]
+        emit("fault_replayed", int(f["replayed"]), promise=f["promise"],
+             **({} if f["replayed"] else {"note": "no crash point checked holds a state after the dropped write "
+                                                  "(no flush or FUA came after it)"}))
+        emit("fault_promise_broken", int(f["broken"]), promise=f["promise"])
     emit("promises_made", len(acks.promises))
     emit("promises_checked", len(tot["checked"]))
     emit("promises_broken", len(tot["broken"]))

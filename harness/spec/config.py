@@ -310,10 +310,12 @@ def _filesystem(src: str, i: int, fdata: Any, disks: list[Disk], used: dict[str,
     if not lay.min_disks <= len(ids) <= lay.max_disks:
         raise FslabError(f"{src}: {where}.disks: layout '{layout_name}' needs {lay.min_disks} to "
                          f"{lay.max_disks} disks, got {len(ids)}")
-    size = min(by_id[d].size_bytes for d in ids)
+    members = ids[:1] if lay.only_first else ids  # log-writes: the second disk is a log, not the filesystem
+    small = min(members, key=lambda d: by_id[d].size_bytes)
+    size = by_id[small].size_bytes
     if size < fsdef.min_size:
         raise FslabError(f"{src}: {where}: {fstype} needs a disk of at least "
-                         f"{fsdef.min_size // 1024**2}MiB; disk '{ids[0]}' has {size // 1024**2}MiB")
+                         f"{fsdef.min_size // 1024**2}MiB; disk '{small}' has {size // 1024**2}MiB")
     for d in ids:
         used[d] = name
     return FsEntry(name, fstype, var.name if var else None, tuple(ids), layout_name, mkfs, mount)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.spec import filesystems
+
 Argv = tuple[str, ...]
 
 
@@ -26,9 +28,11 @@ class Layout:
     geometry: tuple[Argv, ...] = ()
     description: str = ""
     package: str = ""  # the Debian package its tools come from (the image installs it)
+    only_first: bool = False  # the filesystem lives on the first disk alone (the others serve it: a log)
     # How the member disks' sizes make the device's (fit before boot, spec/planfit.py): "sum"
     # (concatenated, or md raid0 over unequal disks), "striped" (n x the smallest: LVM stripes),
-    # "mirror" (the smallest), "btrfs-raid1" (two copies on different disks).
+    # "mirror" (the smallest), "btrfs-raid1" (two copies on different disks), "first" (the first
+    # disk alone: the others serve it, e.g. a log).
     usable: str = "sum"
 
     def capacity(self, sizes: list[int]) -> int:
@@ -37,6 +41,8 @@ class Layout:
         >>> [LAYOUTS[x].capacity([4, 4, 8]) for x in ("md-raid1", "lvm-striped", "btrfs-raid1", "md-raid0")]
         [4, 12, 8, 16]
         """
+        if self.usable == "first":
+            return sizes[0]
         if self.usable == "mirror":
             return min(sizes)
         if self.usable == "striped":
@@ -64,6 +70,8 @@ def _md(level: str, extra: Argv = ()) -> Layout:
 
 
 _VG = "fslab-{name}"
+# Made by mkfs on one block device (not ZFS, whose pool is made by setup steps; not tmpfs).
+_BLOCK_FILESYSTEMS = tuple(n for n, f in filesystems.CATALOG.items() if f.mkfs and f.needs_disk)
 _ZPOOL = "fslab-{name}"
 
 
@@ -90,6 +98,12 @@ LAYOUTS: dict[str, Layout] = {x.name: x for x in (
         geometry=(("lvs", "-o", "+stripes,stripe_size,devices", _VG),),
         description="LVM logical volume striped over the disks (64 KiB stripes)", package="lvm2",
     ),
+    # Suite power-loss: the filesystem on the first disk; the second holds dm-log-writes' log of
+    # every write to the first ({disk1} in the suite's steps). The log needs the bytes written plus
+    # a sector per write: about twice the data disk, sparse.
+    Layout("log-writes", 2, 2, fs_types=_BLOCK_FILESYSTEMS, only_first=True, usable="first",
+           description="the filesystem on the first disk, a dm-log-writes log of its writes on the second "
+                       "(suite power-loss)"),
     Layout("btrfs-raid0", 2, 32, fs_types=("btrfs",), mkfs_extra=("-d", "raid0", "-m", "raid1"),
            description="one btrfs over the disks, data raid0, metadata raid1"),
     Layout("btrfs-raid1", 2, 32, usable="btrfs-raid1", fs_types=("btrfs",), mkfs_extra=("-d", "raid1", "-m", "raid1"),

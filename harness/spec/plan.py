@@ -14,7 +14,7 @@ tests/test_twins.py.
     Traceback (most recent call last):
     ...
     harness.errors.FslabError: suite x: case c: step cp: unknown key 'needs_bytz'; allowed: name, argv, cwd, env, \
-timed, parse, fields, needs_bytes, needs_paths, builtin
+timed, parse, fields, needs_bytes, needs_paths, builtin, collect
 """
 
 from __future__ import annotations
@@ -47,8 +47,8 @@ def _names(cls: type) -> list[str]:
 class Step:
     """One step of a `steps` case, run by the agent's `run_steps` in order.
 
-    argv:        the command (no shell); placeholders {mnt} {dev} {disk0} {devs} {ndisks} {name}
-                 {ncpu} {rep} are filled by the agent.
+    argv:        the command (no shell); placeholders {mnt} {dev} {disk0} {disk1} ... {devs}
+                 {ndisks} {name} {ncpu} {rep} (and {out} with `collect`) are filled by the agent.
     cwd:         working directory (default {mnt}); env: added to the environment.
     timed:       real and CPU seconds become records real_s, cpu_s, user_s, sys_s (default true).
     parse:       "metrics": each stdout line that is a JSON object {"metric", "value", "unit", ...}
@@ -58,6 +58,8 @@ class Step:
     needs_paths: skipped (and said so) when one of these paths does not exist.
     builtin:     "cold-start" (remount or the plan's remount steps, then drop caches) or
                  "drop-caches", instead of a command.
+    collect:     the step gets an empty directory as {out}; every file it leaves there comes
+                 back under raw/<fs>/<case>/<step>/ (also when it fails or times out).
     """
 
     name: str
@@ -70,6 +72,7 @@ class Step:
     needs_bytes: int = 0
     needs_paths: tuple[str, ...] = ()
     builtin: str | None = None
+    collect: bool = False
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], where: str) -> Step:
@@ -87,6 +90,10 @@ class Step:
             raise FslabError(f"{w}: parse '{step.parse}' is not allowed; allowed: {', '.join(PARSERS)}")
         if not step.argv and step.builtin is None:
             raise FslabError(f"{w}: needs an argv or a builtin")
+        if not step.collect and any("{out}" in a for a in (*step.argv, step.cwd or "", *step.env.values())):
+            raise FslabError(f"{w}: uses {{out}}, which only a step with `collect: true` gets")
+        if step.collect and step.builtin is not None:
+            raise FslabError(f"{w}: a builtin step collects nothing; collect is for a command's files")
         return step
 
     def to_json(self) -> dict[str, Any]:
@@ -217,9 +224,11 @@ def _argvs(x: Any) -> tuple[Argv, ...]:
 class Filesystem:
     """Everything the agent needs to make, mount, describe, check and tear down one filesystem.
 
-    Placeholders ({dev}, {devs}, {disk0}, {ndisks}, {name}, {mnt}) are filled by the agent;
-    docs/contracts.md says what each means. `remount` None = umount + mount before each case.
-    `check`: the filesystem's own checker in read-only mode (empty: it has none).
+    Placeholders ({dev}, {devs}, {disk0}, {disk1}, ..., {ndisks}, {name}, {mnt}) are filled by
+    the agent; docs/contracts.md says what each means. `remount` None = umount + mount before
+    each case. `check`: the filesystem's own checker in read-only mode (empty: it has none).
+    `prepare` false: the agent only finds the disks; the cases make, mount and check the
+    filesystem themselves (suite power-loss records every write from mkfs on).
     """
 
     name: str
@@ -240,6 +249,7 @@ class Filesystem:
     tool: Argv = ()  # prints the version of its tools (recorded in guest/info.json)
     module: str = ""
     image: str = "debian-12"
+    prepare: bool = True
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)

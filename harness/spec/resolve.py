@@ -113,7 +113,7 @@ def resolve(
               accelerator=accelerator or cfg.accelerator, deadline_s=cfg.deadline, backend=backend or cfg.backend),
         image=cfg.image,
         disks=cfg.disks,
-        filesystems=tuple(render_filesystem(f) for f in cfg.filesystems),
+        filesystems=tuple(replace(render_filesystem(f), prepare=s.prepare) for f in cfg.filesystems),
         suite=SuiteRef(name=s.name, profile="custom-job" if fio_job else prof, version=s.version,
                        headline=s.headline),
         repeat=repeat,

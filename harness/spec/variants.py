@@ -25,6 +25,10 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in (
     Variant("ext3-ordered", "ext3", (), "data=ordered", "ext3, data=ordered (the default mode)"),
     Variant("ext3-writeback", "ext3", (), "data=writeback", "ext3, data=writeback"),
     Variant("ext3-journal", "ext3", (), "data=journal", "ext3, data=journal"),
+    # ext4 without write barriers, and without delayed allocation (suite power-loss: what each
+    # costs in safety; a speed suite: what it gains). XFS lost its nobarrier option in Linux 4.19.
+    Variant("ext4-nobarrier", "ext4", (), "barrier=0", "ext4, barrier=0 (no cache flushes)"),
+    Variant("ext4-nodelalloc", "ext4", (), "nodelalloc", "ext4, nodelalloc (blocks allocated at write time)"),
     # ReiserFS 3.6 with and without tail packing (seed 001 compares both).
     Variant("reiserfs-notail", "reiserfs", (), "notail", "ReiserFS 3.6 without tail packing"),
     # Study S1: mkfs defaults with 4 KiB blocks.

@@ -38,6 +38,9 @@ class Suite:
     # Refuses (FslabError), before any boot, a resolved plan (its JSON) the suite cannot run, e.g.
     # more files than the disks' inodes can hold (suite small-files).
     check: Callable[[dict[str, Any]], object] | None = field(default=None, repr=False)
+    # False: the cases make, mount and check each filesystem themselves (power-loss records every
+    # write from mkfs on); the plan's filesystems then say `"prepare": false` to the agent.
+    prepare: bool = True
 
     def default_reps(self, profile: str) -> int:
         """Repetitions of each case: the suite's own choice, else paper 5, quick 3, anything else 1."""
@@ -51,10 +54,10 @@ class Suite:
 
 
 def registry() -> dict[str, Suite]:
-    from . import file_ops, fio_basic, fio_matrix, kernel_tree, maildir, random_io, small_files
+    from . import file_ops, fio_basic, fio_matrix, kernel_tree, maildir, power_loss, random_io, small_files
 
     return {s.name: s for s in (fio_basic.SUITE, fio_matrix.SUITE, maildir.SUITE, random_io.SUITE, file_ops.SUITE,
-                                kernel_tree.SUITE, small_files.SUITE)}
+                                kernel_tree.SUITE, small_files.SUITE, power_loss.SUITE)}
 
 
 def get(name: str, src: str = "suite") -> Suite:

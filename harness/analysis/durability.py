@@ -1,0 +1,272 @@
+"""Durability at power loss: suite power-loss's records, per filesystem, as the report's section
+placed with the answer; and, when a report holds runs of both kinds, durability beside speed.
+
+Per filesystem (variant) of a power-loss run, summed over its workload cases and repetitions
+(the positive control apart), from the metric lines of fslab-powerloss
+(harness/guest/fslab_powerloss.py):
+- crash points checked; % unmountable = points that did not mount / points checked; % needing
+  repair = points whose read-only checker was not clean / points where a checker ran (after the
+  mount's journal replay; a filesystem without a checker says so instead of 0);
+- promises broken by kind, as broken / checked (a promise counts once however many crash points
+  break it); "fsynced promises broken" leaves out the kinds POSIX does not promise (UNPROMISED);
+- unsynced writes lost and present (informational: nothing promised them);
+- whether the positive control (case `control`, one flushed write dropped) broke its promise:
+  "control detected loss: yes / no". Where it did not, the filesystem's zeros mean nothing, and
+  the section says so loudly.
+A case that failed (an error of fslab) is listed with its one-line error; its points are not in
+the sums.
+
+Beside speed: for each filesystem name found in a power-loss run and in a speed run, the speed
+run's overall score (harness/analysis/ranking.py `score`) and rank beside its durability.
+Filesystems are matched by name (variant name), as a vmconfig names them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from html import escape
+
+from harness.analysis import ranking
+from harness.analysis.numbers import fmt
+from harness.analysis.runs import Run, measured
+
+SUITE = "power-loss"
+CONTROL = "control"  # harness/suites/power_loss.py's positive control
+# Kinds whose promise POSIX does not make (fslab_powerloss.py `posix: false`): rename over a file
+# whose data was never fsynced; applications expect it, the table shows it apart.
+UNPROMISED = ("replace-nofsync",)
+FIGURE = "power-loss-durability"  # harness/analysis/figures.py
+
+
+@dataclass
+class FsDurability:
+    """What one filesystem of one power-loss run kept (sums over its workload cases)."""
+
+    run: str
+    fs: str
+    cases: list[str] = field(default_factory=list)
+    points: int = 0
+    unmountable: int = 0
+    repair: int = 0
+    no_checker: int = 0
+    kinds: dict[str, list[int]] = field(default_factory=dict)  # kind -> [made, checked, broken]
+    unsynced_lost: int = 0
+    unsynced_present: int = 0
+    no_checker_why: str = ""  # the program's note: "no checker for nilfs2", "checker missing from the image: X"
+    control: str = "missing"  # yes | no | not run: <why> | failed: <error> | missing
+    failed: list[str] = field(default_factory=list)  # "<case>: <error>"
+
+    @property
+    def unmountable_pct(self) -> float | None:
+        return 100 * self.unmountable / self.points if self.points else None
+
+    @property
+    def repair_pct(self) -> float | None:
+        ran = self.points - self.no_checker
+        return 100 * self.repair / ran if ran else None
+
+    def broken(self, fsynced_only: bool = True) -> tuple[int, int]:
+        """(broken, checked) over the kinds, the unpromised ones left out by default."""
+        ks = [v for k, v in self.kinds.items() if not (fsynced_only and k in UNPROMISED)]
+        return sum(v[2] for v in ks), sum(v[1] for v in ks)
+
+
+def _num(r: dict) -> int:
+    v = r.get("value")
+    return int(v) if isinstance(v, int | float) and not isinstance(v, bool) else 0
+
+
+def collect(run: Run) -> list[FsDurability]:
+    """Every filesystem of a run's power-loss records, in the plan's order.
+
+    >>> from pathlib import Path
+    >>> recs = [{"suite": "power-loss", "case": "maildir", "fs": "ext4", "ok": True, "rep": 0, "metric": m,
+    ...          "value": v, **kw} for m, v, kw in (("points_checked", 10, {}), ("points_unmountable", 1, {}),
+    ...          ("points_needing_repair", 2, {}), ("points_without_checker", 0, {}),
+    ...          ("promises_checked", 3, {"kind": "maildir-delivery"}),
+    ...          ("promises_broken", 1, {"kind": "maildir-delivery"}))]
+    >>> d, = collect(Run(Path("r"), {}, recs)); d.points, d.unmountable_pct, d.repair_pct, d.broken()
+    (10, 10.0, 20.0, (1, 3))
+    """
+    out: dict[str, FsDurability] = {}
+    controls: dict[str, list[dict]] = {}
+    order = [f.get("name") for f in run.plan.get("filesystems") or []]
+    for r in run.records:
+        if r.get("suite") != SUITE or not measured(r):
+            continue
+        fs, case, metric = str(r.get("fs")), str(r.get("case")), str(r.get("metric"))
+        d = out.setdefault(fs, FsDurability(run.label or run.run_id, fs))
+        if not r.get("ok", False):
+            msg = f"{case}: {' '.join(str(r.get('error') or 'failed').split())}"
+            if msg not in d.failed:
+                d.failed.append(msg)
+            if case == CONTROL:
+                d.control = f"failed: {r.get('error')}"
+            continue
+        if case == CONTROL:
+            controls.setdefault(fs, []).append(r)
+            continue
+        if case not in d.cases and metric == "points_checked":
+            d.cases.append(case)
+        kind = r.get("kind")
+        if kind is not None and metric in ("promises_made", "promises_checked", "promises_broken"):
+            slot = ("promises_made", "promises_checked", "promises_broken").index(metric)
+            d.kinds.setdefault(str(kind), [0, 0, 0])[slot] += _num(r)
+            continue
+        if metric == "points_without_checker" and r.get("note") and not d.no_checker_why:
+            d.no_checker_why = str(r["note"])
+        attr = {"points_checked": "points", "points_unmountable": "unmountable", "points_needing_repair": "repair",
+                "points_without_checker": "no_checker", "unsynced_lost": "unsynced_lost",
+                "unsynced_present": "unsynced_present"}.get(metric)
+        if attr is not None:
+            setattr(d, attr, getattr(d, attr) + _num(r))
+    for fs, recs in controls.items():
+        if not out[fs].control.startswith("failed"):
+            out[fs].control = control_verdict(recs)
+    return sorted(out.values(), key=lambda d: (order.index(d.fs) if d.fs in order else len(order), d.fs))
+
+
+def control_verdict(recs: list[dict]) -> str:
+    """The control's verdict from its fault_* lines: "yes" when every repetition's dropped write
+    was in a crash state checked (fault_replayed) and broke its promise (fault_promise_broken).
+
+    >>> control_verdict([{"metric": "fault_replayed", "value": 1}, {"metric": "fault_promise_broken", "value": 1}])
+    'yes'
+    >>> control_verdict([{"metric": "fault_replayed", "value": 0, "note": "no flush after it"},
+    ...                  {"metric": "fault_promise_broken", "value": 0}])
+    'not run: no flush after it'
+    """
+    replayed = [r for r in recs if r.get("metric") == "fault_replayed"]
+    broken = [r for r in recs if r.get("metric") == "fault_promise_broken"]
+    if not replayed or not broken:
+        return "missing"
+    notrun = [r for r in replayed if not _num(r)]
+    if notrun:
+        return f"not run: {notrun[0].get('note') or 'its dropped write is in no crash state checked'}"
+    return "yes" if all(_num(r) for r in broken) else "no"
+
+
+def power_loss_runs(runs: list[Run]) -> list[Run]:
+    return [r for r in runs if any(x.get("suite") == SUITE for x in r.records)]
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{fmt(x)} %"
+
+
+def _repair(d: FsDurability) -> str:
+    """The share needing repair; where points were checked but no checker ran, why (the catalog has
+    none, or the image lacks it)."""
+    if d.points and d.points == d.no_checker:
+        return d.no_checker_why or "no checker ran"
+    return _pct(d.repair_pct) + (f" ({d.no_checker} points without checker)" if d.no_checker else "")
+
+
+def _kinds(ds: list[FsDurability]) -> list[str]:
+    return sorted({k for d in ds for k in d.kinds}, key=lambda k: (k in UNPROMISED, k))
+
+
+def table(ds: list[FsDurability]) -> tuple[list[str], list[list[str]]]:
+    """The durability table: one row per filesystem; per kind "broken/checked"."""
+    kinds = _kinds(ds)
+    head = ["fs", "points checked", "unmountable", "needing repair", "fsynced promises broken",
+            *(f"{k} broken" for k in kinds), "unsynced lost / present", "control detected loss", "failed cases"]
+    rows = []
+    for d in ds:
+        b, c = d.broken()
+        rows.append([d.fs, str(d.points), _pct(d.unmountable_pct), _repair(d), f"{b} of {c}",
+                     *(f"{d.kinds[k][2]} of {d.kinds[k][1]}" if k in d.kinds else "-" for k in kinds),
+                     f"{d.unsynced_lost} / {d.unsynced_present}", d.control, "; ".join(d.failed) or "-"])
+    return head, rows
+
+
+def blind(ds: list[FsDurability]) -> list[FsDurability]:
+    """Filesystems whose control did not show its loss (its other zeros then mean nothing)."""
+    return [d for d in ds if d.control != "yes" and not d.control.startswith("not run")]
+
+
+def beside_speed(runs: list[Run], ds: list[FsDurability]) -> tuple[list[str], list[list[str]]] | None:
+    """Durability beside speed: a row per filesystem in both kinds of run (None: no speed run)."""
+    speed = [r for r in runs if r not in power_loss_runs(runs)]
+    if not speed or not ds:
+        return None
+    scores = []
+    for r in speed:
+        s = ranking.score(r.label, ranking.rank_run(r))
+        order = sorted((v, fs) for fs, v in s.per_fs.items() if v is not None)[::-1]
+        suite = (r.plan.get("suite") or {}).get("name") or "?"
+        scores.append((f"{suite} ({r.label})", s.per_fs, [fs for _, fs in order]))
+    by_fs = {d.fs: d for d in ds}
+    names = [fs for _, per, _ in scores for fs in per if fs in by_fs]
+    head = ["fs", *(f"speed: {name} score (rank)" for name, _, _ in scores), "fsynced promises broken",
+            "unmountable", "needing repair", "control detected loss"]
+    rows = []
+    for fs in dict.fromkeys(names):
+        d = by_fs[fs]
+        cells = [f"{fmt(per[fs])} ({ranked.index(fs) + 1} of {len(ranked)})" if per.get(fs) is not None else "-"
+                 for _, per, ranked in scores]
+        b, c = d.broken()
+        rows.append([fs, *cells, f"{b} of {c}", _pct(d.unmountable_pct), _repair(d), d.control])
+    return (head, rows) if rows else None
+
+
+LEAD = ("Each case recorded every write the filesystem made from mkfs on (dm-log-writes), then rebuilt its "
+        "disk at every crash point (each flush or FUA: what a disk with a volatile cache holds when the power "
+        "goes then), mounted it (journal replay), checked every promise the workload had been told was durable, "
+        "and ran the filesystem's own checker read-only. Unmountable and needing repair are shares of the "
+        "crash points checked; a promise counts once however many points break it. Sums over the workload "
+        "cases; the positive control apart. A broken promise is a finding: its evidence is under "
+        "raw/<fs>/<case>/run/evidence/.")
+
+
+def _html_table(head: list[str], rows: list[list[str]]) -> str:
+    out = ["<table><thead><tr>", *(f"<th>{escape(h)}</th>" for h in head), "</tr></thead><tbody>"]
+    out += ["<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows]
+    return "".join(out) + "</tbody></table>"
+
+
+def _md_table(head: list[str], rows: list[list[str]]) -> list[str]:
+    def cell(x: str) -> str:
+        return x.replace("|", "\\|")
+
+    return ["| " + " | ".join(map(cell, head)) + " |", "|" + "---|" * len(head),
+            *("| " + " | ".join(map(cell, r)) + " |" for r in rows)]
+
+
+def sections(runs: list[Run]) -> list:
+    """The report's sections for these runs: durability (and beside speed), or none."""
+    from harness.analysis.report import Section
+
+    pl = power_loss_runs(runs)
+    if not pl:
+        return []
+    html, md = [f"<p>{escape(LEAD)}</p>"], [LEAD, ""]
+    all_ds: list[FsDurability] = []
+    for run in pl:
+        ds = collect(run)
+        all_ds += ds
+        profile = (run.plan.get("suite") or {}).get("profile")
+        title = f"run {run.label}: power-loss ({profile})" if len(runs) > 1 else f"power-loss ({profile})"
+        sens = ", ".join(f"{d.fs}: {d.control}" for d in ds)
+        html += [f"<h3>{escape(title)}</h3>", f"<p><b>Checker sensitivity</b> (control detected loss): "
+                 f"{escape(sens)}</p>"]
+        md += [f"### {title}", "", f"**Checker sensitivity** (control detected loss): {sens}", ""]
+        bad = blind(ds)
+        if bad:
+            text = (f"The positive control of {', '.join(d.fs for d in bad)} did not show the loss it was given: "
+                    "the checker is blind there, so its zeros (promises kept, points clean) mean nothing.")
+            html.append(f'<div class="loud"><ul><li>{escape(text)}</li></ul></div>')
+            md += [f"- **WARNING**: {text}", ""]
+        head, rows = table(ds)
+        html.append(_html_table(head, rows))
+        md += _md_table(head, rows) + [""]
+    html.append(f"<p>Figure {FIGURE} (below, with the figures): promises broken and the shares of crash "
+                "points unmountable and needing repair, per workload.</p>")
+    md += [f"Figure: figures/{FIGURE}.png", ""]
+    beside = beside_speed(runs, all_ds)
+    if beside is not None:
+        text = ("Durability beside speed: each filesystem's overall speed score in the other runs (100 = the "
+                "best in every headline quantity; see the score above) beside what it lost at power loss.")
+        html += [f"<h3>Durability beside speed</h3><p>{escape(text)}</p>", _html_table(*beside)]
+        md += ["### Durability beside speed", "", text, "", *_md_table(*beside), ""]
+    return [Section("durability", "Durability at power loss", "".join(html), "\n".join(md))]

@@ -1,0 +1,195 @@
+"""Suite `power-loss`: what each filesystem keeps of what it promised when the power goes.
+
+The studies ask it and measure nothing of it: seed 001 recommends journaling because an outage
+on ext2 costs minutes to hours of fsck; seed 003 warns that fsck.jfs may stop with "CANNOT
+CONTINUE" and the partition no longer mounts; seed 004 says XFS without write barriers lost data
+at power loss, and with them was slow. The same variants in a speed suite tell what each choice
+gains; this suite tells what it costs.
+
+Every case is one run of `fslab-powerloss` (harness/guest/fslab_powerloss.py; its docstring
+holds the log format, the crash model, the promise kinds and the evidence files), which owns the
+filesystem's whole life, because every write from mkfs on must be recorded:
+1. record: a dm `log-writes` target over the filesystem's data disk logs every write, with its
+   FLUSH and FUA flags, onto a second disk; mkfs, mount, a workload that keeps an
+   acknowledgement log (what the application was told is durable, marked in the write log the
+   moment its fsync returned), umount;
+2. replay: for each crash point (every FLUSH or FUA boundary: what a disk with a volatile write
+   cache holds when the power goes right then), rebuild the data disk as that crash left it;
+3. check: a dm-snapshot of it is mounted (the journal is replayed, on a throwaway copy), every
+   promise made before the point is verified, and the filesystem's own checker (the catalog's
+   `check`, read-only) runs on it after the umount.
+Hence the plan's filesystems carry `"prepare": false` (Suite.prepare): the agent finds the two
+disks and fills {disk0} (data) and {disk1} (log), but makes and mounts nothing itself.
+
+Choices, and why:
+- dm-log-writes in the guest, not QEMU's blklogwrites on the host. The workload names each
+  promise in the log (`dmsetup message ... mark p<N>`) the moment its fsync returns, so a crash
+  point knows exactly which promises are due; blklogwrites cannot take marks. And QEMU 7.2's
+  blklogwrites logs every write with flags 0 (seen with `qemu-io -c "write -f"`): a FUA write
+  looks like a plain one, so its crash points would be wrong. dm-log-writes also logs a write
+  once the flush after it completed, i.e. in the order data became stable.
+- The data disk must show the guest a volatile write cache (disk cache none, writeback or
+  unsafe): with writethrough or directsync the block layer drops every flush before it reaches
+  dm-log-writes, the log would hold no barrier, and every promise would look broken. The suite's
+  check refuses those before the boot; the program checks the guest's queue/write_cache too.
+- Workloads (the program's WORKLOADS, one case each): `maildir` (study S2's delivery: tmp/,
+  fsync, link into new/, fsync new/), `replace-fsync` (write a temp file, fsync it, rename it
+  over, fsync the directory), `replace-nofsync` (the same without the temp file's fsync: the
+  classic zero-length file, a promise POSIX does not make but applications assume), `append`
+  (records + fdatasync, a log or journal), `churn` (create, unlink, mkdir, rename, each made
+  durable), `mix` (churn, appends, in-place overwrites and writes never synced). Each is a
+  function of its seed: the seed is the repetition number ({rep}), so `--reps N` runs N seeds.
+- A positive control, case `control`, on every filesystem: `replace-fsync` with
+  `--fault drop-flushed-write`, i.e. the replay leaves out the write that holds the first data
+  block of a promised file. It must break that promise, or the checker is blind: the report says
+  "control detected loss: yes/no" per filesystem, and that a filesystem whose control did not
+  detect its loss has zeros that mean nothing. It checks every point (its workload is short).
+- Crash points past a profile's limit (`--max-points`): an even sample that always holds the
+  first and the last point and every point just after a promise (the program's select_points).
+- A broken promise is a finding, not a failure: the case is ok and the loss is its value, with
+  evidence under raw/<fs>/<case>/run/ (evidence/<promise>.json: the point, the checker's
+  output, expected and found; <promise>.found: the wrong file as the crash image held it).
+  Only an error of fslab itself fails a case, in one line: a log disk too small, a recording
+  that ended early, a dm target that cannot be made. A crash image that does not mount is a
+  result (counted as unmountable); a checker missing from the image is said per point.
+- Not run: ZFS. fslab-powerloss makes a filesystem with mkfs and mounts it with mount -t; a ZFS
+  pool is made by `zpool create` and brought back by `zpool import`, which scans for the pool's
+  GUID and would find it on the replayed data disk and on the snapshot over it alike: replaying
+  ZFS needs its own record and import path (and the debian-12-zfs image), not written yet. The
+  suite's check refuses zfs in one line.
+- Under this crash model a filesystem mounted without barriers (ext4 `barrier=0`) issues no
+  flush after mkfs, so nothing it wrote is ever stable: it keeps nothing, the upper bound of its
+  loss (a real disk's cache writes back within milliseconds to seconds). Its control has no
+  crash point after the dropped write and says so (`fault_replayed` 0).
+
+Profiles (ops = durability points the workload makes; points = crash points checked per case):
+  paper   ops 50 (control 5); every crash point, every workload, every variant
+  quick   ops 10 (control 4); at most 40 points a case
+  smoke   ops 3 (control 2), workload maildir only; at most 12 points (the control: all, about
+          20): a few dozen points per filesystem, minutes under TCG (tests, CI)
+Timeouts: a case may take TIMEOUT_BASE_S plus SECONDS_PER_POINT for every point it may check
+(paper: the points its ops can make, POINTS_PER_OP each); on TCG one point (snapshot, mount,
+verify, umount, checker) took 1.4-2.8 s on ext4 and xfs,
+recording 2.5-6 s. At the timeout the agent sends SIGTERM and
+the program undoes its mount, dm targets and loop device before it exits.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from harness.errors import FslabError
+from harness.vm.seed import PLAN_PATH
+
+from . import Case, Suite
+from . import steps as as_steps
+
+PROGRAM = "/usr/local/bin/fslab-powerloss"
+LAYOUT = "log-writes"  # harness/spec/layouts.py: the data disk, then the log disk
+CONTROL = "control"
+CONTROL_WORKLOAD = "replace-fsync"
+CACHED = ("none", "writeback", "unsafe")  # disk cache modes that show the guest a volatile write cache
+TIMEOUT_BASE_S = 900  # mkfs, zeroing, recording, parsing the log
+SECONDS_PER_POINT = 30  # TCG: 1.4-2.8 s measured (ext4, xfs); other checkers may take longer
+POINTS_PER_OP = 8  # paper profile, every point: an op makes 2-4 flush/FUA boundaries on ext4 and xfs
+
+_PROFILES: dict[str, dict[str, Any]] = {
+    # ops per workload, ops of the control, max points a case (0 = all), workloads (None = all)
+    "paper": {"ops": 50, "control_ops": 5, "max_points": 0, "workloads": None},
+    "quick": {"ops": 10, "control_ops": 4, "max_points": 40, "workloads": None},
+    "smoke": {"ops": 3, "control_ops": 2, "max_points": 12, "workloads": ("maildir",)},
+}
+_GUEST_PROGRAM = Path(__file__).resolve().parent.parent / "guest" / "fslab_powerloss.py"
+
+
+@functools.cache
+def program() -> ModuleType:
+    """harness/guest/fslab_powerloss.py, the program the guest runs: its WORKLOADS and FAULTS are
+    the suite's (one home for each)."""
+    spec = importlib.util.spec_from_file_location("fslab_powerloss_program", _GUEST_PROGRAM)
+    assert spec is not None and spec.loader is not None, _GUEST_PROGRAM
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # its dataclasses look their module up there
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def workloads(profile: str) -> tuple[str, ...]:
+    chosen = _PROFILES[profile]["workloads"]
+    return tuple(program().WORKLOADS) if chosen is None else tuple(chosen)
+
+
+def timeout_s(ops: int, max_points: int) -> int:
+    """What a case may take: TIMEOUT_BASE_S plus SECONDS_PER_POINT per point it may check.
+
+    >>> timeout_s(10, 40), timeout_s(50, 0)
+    (2100, 12960)
+    """
+    points = max_points if max_points else POINTS_PER_OP * ops + 2
+    return TIMEOUT_BASE_S + SECONDS_PER_POINT * points
+
+
+def _case(cid: str, workload: str, ops: int, max_points: int, fault: str | None = None) -> Case:
+    argv = [PROGRAM, "--plan", PLAN_PATH, "--fs", "{name}", "--data", "{disk0}", "--log", "{disk1}",
+            "--workload", workload, "--seed", "{rep}", "--ops", str(ops), "--max-points", str(max_points),
+            "--mnt", "{mnt}", "--out", "{out}"]
+    if fault:
+        argv += ["--fault", fault]
+    params: dict[str, Any] = {"workload": workload, "ops": ops, "max_points": max_points}
+    if fault:
+        params["fault"] = fault
+    step = {"name": "run", "argv": argv, "cwd": "/", "parse": "metrics", "collect": True}
+    return Case(id=cid, kind="steps", params=params, timeout_s=timeout_s(ops, max_points),
+                steps=as_steps([step], f"suite power-loss: case {cid}"))
+
+
+def expand(profile: str) -> list[Case]:
+    """One case per workload, then the positive control."""
+    p = _PROFILES[profile]
+    (fault,) = program().FAULTS
+    return [_case(w, w, p["ops"], p["max_points"]) for w in workloads(profile)] + [
+        _case(CONTROL, CONTROL_WORKLOAD, p["control_ops"], 0, fault)]
+
+
+def check(plan: dict[str, Any]) -> None:
+    """Refuse, before any boot, what the program cannot record: a filesystem without its two
+    disks (layout log-writes: data, then log), one made by setup steps (ZFS) or without a disk
+    (tmpfs), and a data disk that hides its write cache from the guest (no flush would reach the
+    log, and every promise would look broken)."""
+    disks = {d["id"]: d for d in plan.get("disks") or []}
+    src = (plan.get("vm") or {}).get("source") or "vmconfig"
+    for i, fs in enumerate(plan.get("filesystems") or []):
+        where = f"{src}: filesystems[{i}] ({fs.get('name')})"
+        if fs.get("type") == "zfs" or not fs.get("mkfs"):
+            raise FslabError(f"{where}: suite power-loss records a filesystem made by mkfs on one disk; "
+                             f"{fs.get('type')} is not (ZFS: see harness/suites/power_loss.py)")
+        if fs.get("layout") != LAYOUT or len(fs.get("disks") or []) != 2:
+            raise FslabError(f"{where}: suite power-loss needs two disks, the data disk and a log disk: "
+                             f"give `disks: [DATA, LOG], layout: {LAYOUT}`")
+        data = disks[fs["disks"][0]]
+        if data.get("cache") not in CACHED:
+            raise FslabError(f"{where}: disk {data['id']}: cache {data.get('cache')} hides the disk's write "
+                             f"cache from the guest, so no flush reaches the write log; allowed: {', '.join(CACHED)}")
+
+
+SUITE = Suite(
+    name="power-loss",
+    version=1,
+    description="crash consistency: every write logged (dm-log-writes), every crash point replayed, "
+                "promises checked, the filesystem's own checker run",
+    profiles={
+        "paper": "6 workloads x 50 durability points, every crash point, + the positive control",
+        "quick": "6 workloads x 10 durability points, at most 40 crash points a case, + the positive control",
+        "smoke": "maildir x 3 durability points, at most 12 crash points, + the control (tests, CI)",
+    },
+    expand=expand,
+    headline="promises_broken",
+    reps={profile: 1 for profile in _PROFILES},
+    check=check,
+    prepare=False,
+)

@@ -1,0 +1,130 @@
+"""The durability section of the report (harness/analysis/durability.py) on SYNTHETIC power-loss
+runs (tests/synthetic.py: made-up numbers shaped like fslab-powerloss's records; NOT
+measurements): the per-variant table, the control's verdict and its loud warning, durability
+beside speed, the figure, and `fslab report` putting the section after the answer."""
+
+from __future__ import annotations
+
+import pytest
+import synthetic
+from vmhelpers import fslab
+
+from harness.analysis import durability
+from harness.analysis.runs import label_runs, load_run
+
+KINDS = {"maildir": ["maildir-delivery", "mkdir-fsync"], "replace-nofsync": ["replace-nofsync", "mkdir-fsync"]}
+
+
+def pl_records(fs: str, case: str, points: int, unmountable: int, repair: int, broken: dict[str, int],
+               control: tuple[int, int] | None = None, no_checker: int = 0, rep: int = 0) -> list[dict]:
+    """The metric lines of one fslab-powerloss run, as records (step run)."""
+    f = {"step": "run", "workload": "replace-fsync" if case == "control" else case, "seed": rep, "ops": 3}
+
+    def rec(metric: str, value: object, unit: str = "", **kw: object) -> dict:
+        return synthetic.record("power-loss", case, fs, metric, value, unit, rep, **f, **kw)
+
+    kinds = KINDS.get(case, ["replace-fsync", "mkdir-fsync"])
+    out = [rec("points_checked", points), rec("points_unmountable", unmountable), rec("points_needing_repair", repair),
+           rec("points_without_checker", no_checker),
+           rec("points_unmountable_pct", round(100 * unmountable / points, 2), "%"),
+           rec("points_needing_repair_pct", round(100 * repair / (points - no_checker), 2) if points > no_checker
+               else None, "%"),
+           rec("promises_broken", sum(broken.values())), rec("unsynced_lost", 1), rec("unsynced_present", 2)]
+    for k in kinds:
+        out += [rec("promises_made", 3, kind=k), rec("promises_checked", 3, kind=k),
+                rec("promises_broken", broken.get(k, 0), kind=k)]
+    if control is not None:
+        out += [rec("fault_replayed", control[0], promise="p2"), rec("fault_promise_broken", control[1], promise="p2")]
+    return out
+
+
+def pl_run(tmp_path, name: str = "pl", ext2_control: tuple[int, int] = (1, 1)):
+    recs = (pl_records("ext4", "maildir", 20, 0, 0, {}) + pl_records("ext4", "replace-nofsync", 20, 0, 0,
+                                                                       {"replace-nofsync": 2})
+            + pl_records("ext4", "control", 15, 0, 1, {"replace-fsync": 1}, control=(1, 1))
+            + pl_records("ext2", "maildir", 20, 0, 10, {"maildir-delivery": 1})
+            + pl_records("ext2", "replace-nofsync", 20, 2, 5, {})
+            + pl_records("ext2", "control", 15, 0, 3, {}, control=ext2_control))
+    recs.append(synthetic.record("power-loss", "control", "nilfs2", "promises_broken", None, "", 0,
+                                 error="step run failed with exit code 1: fslab-powerloss: log device /dev/vdc "
+                                       "(4194304 bytes) is too small"))
+    return synthetic.make_run(tmp_path / name, "power-loss", recs, profile="quick")
+
+
+def test_the_table_sums_workloads_and_leaves_the_control_apart(tmp_path):
+    run = load_run(pl_run(tmp_path))
+    label_runs([run])
+    ext4, ext2, nilfs2 = durability.collect(run)
+    assert (ext4.fs, ext4.points, ext4.unmountable_pct, ext4.repair_pct) == ("ext4", 40, 0.0, 0.0)
+    assert ext4.broken() == (0, 9) and ext4.broken(fsynced_only=False) == (2, 12)  # replace-nofsync apart
+    assert ext4.control == "yes" and ext4.cases == ["maildir", "replace-nofsync"]
+    assert (ext2.points, ext2.unmountable_pct, ext2.repair_pct, ext2.broken()) == (40, 5.0, 37.5, (1, 9))
+    assert nilfs2.control.startswith("failed: step run failed") and "is too small" in nilfs2.failed[0]
+    head, rows = durability.table([ext4, ext2, nilfs2])
+    assert head[:5] == ["fs", "points checked", "unmountable", "needing repair", "fsynced promises broken"]
+    assert head[-4:] == ["replace-nofsync broken", "unsynced lost / present", "control detected loss", "failed cases"]
+    row = dict(zip(head, rows[1], strict=True))
+    assert row["needing repair"] == "37.5 %" and row["maildir-delivery broken"] == "1 of 3"
+    assert row["unsynced lost / present"] == "2 / 4"
+    row = dict(zip(head, rows[2], strict=True))
+    assert row["maildir-delivery broken"] == "-" and row["points checked"] == "0" and row["needing repair"] == "-"
+
+
+def test_a_control_that_saw_nothing_makes_the_zeros_mean_nothing(tmp_path):
+    run = load_run(pl_run(tmp_path, ext2_control=(1, 0)))
+    label_runs([run])
+    (sec,) = durability.sections([run])
+    assert "ext4: yes, ext2: no" in sec.html
+    assert "The positive control of ext2, nilfs2 did not show the loss it was given" in sec.html
+    assert "its zeros (promises kept, points clean) mean nothing" in sec.markdown
+    assert 'class="loud"' in sec.html and "**WARNING**" in sec.markdown
+
+
+@pytest.mark.parametrize("recs, want", [
+    ([{"metric": "fault_replayed", "value": 0, "note": "no flush after it"},
+      {"metric": "fault_promise_broken", "value": 1}], "not run: no flush after it"),
+    ([{"metric": "fault_replayed", "value": 1}, {"metric": "fault_promise_broken", "value": 1},
+      {"metric": "fault_replayed", "value": 1}, {"metric": "fault_promise_broken", "value": 0}], "no"),
+    ([{"metric": "fault_dropped_entry", "value": 12}], "missing")])
+def test_control_verdicts(recs, want):
+    assert durability.control_verdict(recs) == want
+
+
+def test_durability_beside_speed(tmp_path):
+    speed = synthetic.make_run(tmp_path / "speed", "fio-basic", synthetic.iops_records(
+        {"ext4": {"randrw": [100, 101, 99]}, "ext2": {"randrw": [200, 202, 198]}}))
+    runs = [load_run(pl_run(tmp_path)), load_run(speed)]
+    label_runs(runs)
+    (sec,) = durability.sections(runs)
+    assert "Durability beside speed" in sec.html
+    md = sec.markdown[sec.markdown.index("### Durability beside speed"):]
+    assert "| ext4 | 50 (2 of 2) | 0 of 9 | 0 % | 0 % | yes |" in md
+    assert "| ext2 | 100 (1 of 2) | 1 of 9 | 5 % | 37.5 % | yes |" in md
+
+
+def test_no_power_loss_run_no_section(tmp_path):
+    speed = load_run(synthetic.make_run(tmp_path / "s", "fio-basic", synthetic.iops_records({"ext4": {"c": [1.0]}})))
+    assert durability.sections([speed]) == []
+
+
+def test_fslab_report_places_the_section_with_the_answer(tmp_path):
+    run_dir = pl_run(tmp_path)
+    cp = fslab("report", str(run_dir), timeout=600)
+    assert cp.returncode == 0, cp.stderr[-2000:]
+    html = (run_dir / "report" / "index.html").read_text()
+    assert html.index('id="score"') < html.index('id="durability"') < html.index('id="figures"')
+    assert "Checker sensitivity" in html and (run_dir / "report/figures/power-loss-durability.svg").is_file()
+    md = (run_dir / "report" / "summary.md").read_text()
+    assert "## Durability at power loss" in md and "| ext2 | 40 | 5 % | 37.5 % | 1 of 9 |" in md
+
+
+def test_a_filesystem_without_checker_says_why_instead_of_zero(tmp_path):
+    recs = pl_records("nilfs2", "maildir", 12, 0, 0, {}, no_checker=12)
+    for r in recs:
+        if r["metric"] == "points_without_checker":
+            r["note"] = "no checker for nilfs2"
+    run = load_run(synthetic.make_run(tmp_path / "n", "power-loss", recs))
+    label_runs([run])
+    (d,) = durability.collect(run)
+    head, rows = durability.table([d])
+    assert d.repair_pct is None and dict(zip(head, rows[0], strict=True))["needing repair"] == "no checker for nilfs2"
