@@ -163,9 +163,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     """Write report/ (HTML, Markdown, CSV, figures) for one or more runs; print the run table."""
     # matplotlib and scipy load only for the commands that use them
-    from harness.analysis import report, report_warnings
+    from harness.analysis import claims_render, report, report_amplification, report_warnings
 
-    rep = report.build(args.run_dirs, args.out, baseline=args.baseline)
+    # Right after the answer: did the studies' findings hold, then what the disks really did.
+    sections: list = [claims_render.claims_section, report_amplification.amplification_section]
+    rep = report.build(args.run_dirs, args.out, baseline=args.baseline, sections=sections)
     for run in rep.runs:
         m = run.manifest
         print(f"run {run.run_id}{' (' + run.label + ')' if rep.multi else ''}: {m.get('status')} "
