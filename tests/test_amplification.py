@@ -147,6 +147,23 @@ def test_records_for_run_and_the_terminal_table(tmp_path):
     assert len(rows) == 2  # one row per case: the amplification records add none
 
 
+def test_a_job_with_a_ramp_gets_device_bytes_but_no_ratio(tmp_path):
+    """fio's io_bytes leave the ramp's I/O out while the disks count it: no ratio, said why."""
+    shutil.copytree(DATA / "ext4-loop-direct", tmp_path / "raw" / "ext4" / "ext4-loop-direct")
+    plan = _fio_plan(["ext4-loop-direct"])
+    plan["cases"][0]["job"] = plan["cases"][0]["job"].replace("[direct-4k]", "ramp_time=1\n[direct-4k]")
+    all_recs = records_for_run(tmp_path, Plan.from_json(plan), "kvm")
+    recs = by_metric(all_recs)
+    assert recs["device_write_bytes"]["value"] == (1575430 - 1509078) * 512
+    w = recs["write_amplification"]
+    assert w["value"] is None and w["ok"] and w["note"].startswith("not computable: the job's ramp_time (1 s)")
+    assert "read_amplification" not in recs
+    run = load_run(make_run(tmp_path / "run", "fio-job", all_recs))
+    sec = amplification_section([run])
+    assert sec is not None and "| ext4-loop-direct | write amplification (x) | n/a |" in sec.markdown
+    assert "n/a: not computable: the job's ramp_time" in sec.markdown
+
+
 # --- steps cases -----------------------------------------------------------------------------------------
 
 def _step(name: str, r0: int, w0: int, r1: int, w1: int, **extra: object) -> dict:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from harness.analysis import stats
 from harness.analysis.numbers import ci_text, fmt
-from harness.analysis.runs import Run, samples
+from harness.analysis.runs import Run, Sample, samples
 from harness.results.amplification import METRICS
 
 if TYPE_CHECKING:
@@ -27,7 +27,8 @@ RULE = ("Device bytes: the sectors the virtual disks (every member disk of a lay
         "window, from the guest's /sys/block/<dev>/stat (512-byte sectors). Amplification: device bytes / the "
         "bytes the workload asked to read or write (fio's io_bytes over the whole fio run; a step's own count), "
         "writes only where the window ends with the data on the disks (fio: a sync; steps that sync themselves; "
-        "file-ops and kernel-tree: over the timed steps, ended by a sync). Per operation: metadata steps (stat, "
+        "file-ops and kernel-tree: over the timed steps, ended by a sync); none for a fio job with a ramp_time "
+        "(fio's io_bytes leave the ramp out, the disks count it). Per operation: metadata steps (stat, "
         "rename, delete, rm). Below 1: reads served by the page cache, data deleted before it was written back. "
         "Lower is better.")
 assert set(SHOWN) <= set(METRICS)
@@ -38,12 +39,19 @@ class Table:
     title: str
     head: list[str]
     rows: list[list[str]]
+    notes: list[str]  # why a cell has no value ("n/a")
 
 
-def _cell(values: list[float]) -> str:
-    """'1.013 [1.004, 1.022] n=3', '1.013 n=1', '-'."""
-    if not values:
+def _cell(s: Sample | None, notes: list[str]) -> str:
+    """'1.013 [1.004, 1.022] n=3', '1.013 n=1', '-' (not measured), 'n/a' (a record said why not:
+    its note goes to `notes`)."""
+    if s is None:
         return "-"
+    values = s.values
+    if not values:
+        if s.note and s.note not in notes:
+            notes.append(s.note)
+        return "n/a" if s.note else "-"
     iv = stats.mean_ci(values)
     ci = ci_text(iv)
     return f"{fmt(iv.estimate)}{' ' + ci if ci != '-' else ''} n={len(values)}"
@@ -58,7 +66,7 @@ def tables(runs: list[Run]) -> list[Table]:
         for suite in dict.fromkeys(k.suite for k in ss):
             keys = [k for k in ss if k.suite == suite]
             fss = list(dict.fromkeys(k.fs for k in keys))
-            rows = []
+            rows, notes = [], []
             for case, step, detail in dict.fromkeys((k.case, k.step, k.detail) for k in keys):
                 mine = {(k.fs, k.metric): ss[k] for k in keys if (k.case, k.step, k.detail) == (case, step, detail)}
                 window = str(next(iter(mine.values())).fields.get("window") or "")
@@ -66,9 +74,9 @@ def tables(runs: list[Run]) -> list[Table]:
                 for metric in SHOWN:
                     cells = [mine.get((fs, metric)) for fs in fss]
                     if any(cells):
-                        rows.append([label, WORDS[metric], *(_cell(c.values) if c else "-" for c in cells)])
+                        rows.append([label, WORDS[metric], *(_cell(c, notes) for c in cells)])
             title = f"{suite}{' (' + run.label + ')' if len(runs) > 1 else ''}"
-            out.append(Table(title, ["case / step", "metric", *fss], rows))
+            out.append(Table(title, ["case / step", "metric", *fss], rows, [f"n/a: {n}" for n in notes]))
     return out
 
 
@@ -88,5 +96,6 @@ def amplification_section(runs: list[Run]) -> Section | None:
         html += ["<tr>" + "".join(f'<td{" class=num" if i > 1 else ""}>{escape(c)}</td>' for i, c in enumerate(r))
                  + "</tr>" for r in t.rows]
         html.append("</tbody></table>")
-        md += ["", f"### {t.title}", "", *md_table(t.head, t.rows)]
+        html += [f'<p class="method">{escape(n)}</p>' for n in t.notes]
+        md += ["", f"### {t.title}", "", *md_table(t.head, t.rows), *(["", *t.notes] if t.notes else [])]
     return Section("amplification", "IO amplification (lower is better)", "\n".join(html), "\n".join(md))

@@ -27,7 +27,9 @@ The windows:
 Bytes asked. fio: the `io_bytes` of every job entry, per direction, over all reporting groups
 (the counters cannot tell the groups of one fio run apart, so the ratio is the case's), leaving
 out engines that move no data (ftruncate, filecreate, ...: fio.NO_DATA) and trims; a job
-reported as `mixed` (unified_rw_reporting) cannot be split and gives no ratio. Steps: the
+reported as `mixed` (unified_rw_reporting) cannot be split and gives no ratio, and neither does
+a job with a ramp_time (fio's io_bytes leave the ramp's I/O out, the disks count it: such a
+case gets a ratio record without a value that says so). Steps: the
 suite's rule (RULES), from the step's own records (a plan field such as dd's `file_bytes`, or
 a metric line the program printed, such as fslab-smallfiles' `bytes`). Where a step has no
 logical byte count, say so in its rule (`None`): it gets device bytes only.
@@ -254,9 +256,29 @@ def window_records(window: Window | None, asked: Asked | None, base: dict, name:
     return out
 
 
-def fio_records(case: dict, fio_json: dict, base: dict) -> list[dict]:
-    """The amplification records of a fio case (its case.json and fio.json)."""
-    return window_records(case.get("disk_io"), fio_asked(fio_json), base, "fio run")
+def fio_records(case: dict, fio_json: dict, base: dict, ramp_s: float = 0.0) -> list[dict]:
+    """The amplification records of a fio case (its case.json and fio.json). `ramp_s`: the job's
+    longest ramp_time. fio leaves the ramp's I/O out of its io_bytes while the disks count it,
+    so a job with a ramp gets its device bytes and, instead of a ratio, a record without a value
+    that says why (a ratio over the whole run would be too high by the ramp's share).
+
+    >>> w = {"before": {"vdb": [0] * 7}, "after": {"vdb": [0, 0, 0, 0, 0, 0, 24]}}
+    >>> job = {"jobs": [{"write": {"io_bytes": 8192}}]}
+    >>> [(r["metric"], r["value"]) for r in fio_records({"disk_io": w}, job, {})]
+    [('device_read_bytes', 0), ('device_write_bytes', 12288), ('write_amplification', 1.5)]
+    >>> fio_records({"disk_io": w}, job, {}, ramp_s=2)[-1]["note"]
+    "not computable: the job's ramp_time (2 s) is in the disks' counters but not in fio's io_bytes"
+    """
+    asked = fio_asked(fio_json)
+    if not ramp_s:
+        return window_records(case.get("disk_io"), asked, base, "fio run")
+    out = window_records(case.get("disk_io"), None, base, "fio run")
+    why = f"not computable: the job's ramp_time ({ramp_s:g} s) is in the disks' counters but not in fio's io_bytes"
+    for d, want in (("read", asked.read), ("write", asked.write)):
+        if out and want:
+            out.append({**base, "window": "fio run", "metric": f"{d}_amplification", "value": None, "unit": "x",
+                        "note": why})
+    return out
 
 
 def steps_records(suite: str, steps: list[dict], recs: list[dict], case: dict, base: dict) -> list[dict]:

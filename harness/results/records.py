@@ -15,6 +15,7 @@ from harness.errors import FslabError
 from harness.results import amplification
 from harness.results.fio import finished_groups, fio_records, load_fio_json, record_sets
 from harness.results.steps import steps_records
+from harness.spec.fiocost import parse_time
 from harness.spec.fiojob import groups, parse
 from harness.spec.plan import Case, Plan
 
@@ -68,6 +69,15 @@ def _groups(case_plan: Case) -> list | None:
         return None
 
 
+def _ramp_s(case_plan: Case) -> float:
+    """The longest ramp_time of the case's jobs in seconds (0: none, or the job cannot be read)."""
+    try:
+        jobs = parse(case_plan.job or "", "job").jobs()
+    except FslabError:
+        return 0.0
+    return max((parse_time(o.get("ramp_time")) or 0.0 for _, o in jobs), default=0.0)
+
+
 def _fio_records(raw: Path, base: dict, case_plan: Case, case: dict) -> list[dict]:
     """Records of a fio case directory whose fio.json is there (a stopped case's too)."""
     fio = load_fio_json((raw / "fio.json").read_text(errors="replace"))
@@ -79,7 +89,7 @@ def _fio_records(raw: Path, base: dict, case_plan: Case, case: dict) -> list[dic
     user_job = bool(case_plan.params.get("job_file"))
     recs = fio_records(fio, base, names=names, sections=user_job)
     if case.get("ok"):
-        return recs + amplification.fio_records(case, fio, base)
+        return recs + amplification.fio_records(case, fio, base, _ramp_s(case_plan))
     # Stopped at the case timeout: keep the groups that had finished, fail the others.
     done = finished_groups(fio, [g.stage for g in grps] if grps is not None else None)
     why = case.get("error") or "stopped early"
