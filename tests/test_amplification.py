@@ -300,3 +300,15 @@ def test_report_shows_amplification_per_filesystem(tmp_path):
     assert "write_amplification" in (rep.out_dir / "records.csv").read_text()
     plain = make_run(tmp_path / "plain", "fio-basic", [r for r in recs if r["metric"] == "iops"])
     assert amplification_section([load_run(plain)]) is None  # older runs have no counters: no section
+
+
+def test_maildir_first_case_of_a_run_is_not_judged_on_writes():
+    """With 1 writer the untimed set-up has just made the run's tree: its directories are written
+    back inside the run's window, so only reads are judged there."""
+    steps = [{"name": "setup", "timed": False, "rc": 0}, _step("run", 0, 0, 8, 64),
+             {"name": "sync", "timed": False, "rc": 0}]
+    for writers, judged in ((1, False), (2, True)):
+        recs = [{**r, "writers": writers} for r in _recs("maildir", "run", bytes_read=4096, bytes_delivered=8192)]
+        got = {r["metric"]: r["value"] for r in amp.steps_records("maildir", steps, recs, {}, {"suite": "maildir"})}
+        assert got["read_amplification"] == 1.0
+        assert got.get("write_amplification") == (4.0 if judged else None)
