@@ -56,7 +56,6 @@ data); no read was asked, so no read_amplification.
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -88,9 +87,10 @@ def device_bytes(window: Window | None) -> tuple[int, int] | None:
         a = after[dev]
         if min(len(a), len(b)) <= WRITE_SECTORS:
             return None
-        r, w = r + a[READ_SECTORS] - b[READ_SECTORS], w + a[WRITE_SECTORS] - b[WRITE_SECTORS]
-    if r < 0 or w < 0:
-        return None
+        dr, dw = a[READ_SECTORS] - b[READ_SECTORS], a[WRITE_SECTORS] - b[WRITE_SECTORS]
+        if dr < 0 or dw < 0:  # the disk was reset in between: nothing to trust
+            return None
+        r, w = r + dr, w + dw
     return r * SECTOR, w * SECTOR
 
 
@@ -134,7 +134,7 @@ Rule = Callable[[str, Recs, dict[str, Recs]], Asked | None]
 
 
 def _metric(recs: Recs, name: str) -> float | None:
-    """The value of metric `name` among one step's records (the first without a detail)."""
+    """The value of metric `name` among one step's records (its first record of that metric)."""
     for r in recs:
         if r.get("metric") == name and isinstance(r.get("value"), int | float):
             return float(r["value"])
@@ -216,21 +216,16 @@ def _kernel_tree(step: str, own: Recs, case: dict[str, Recs]) -> Asked | None:
     return Asked(None, None, settled=False)
 
 
-RULES: dict[str, dict[str, Rule]] = {
-    "random-io": {"*": _random_io},
-    "small-files": {"*": _small_files},
-    "maildir": {"*": _maildir},
-    "file-ops": {"*": _file_ops},
-    "kernel-tree": {"*": _kernel_tree},
-}
+# suite -> its rule: (step name, the step's records, every step's records) -> Asked, or None
+# when the step asked nothing it can count (it gets device bytes only).
+RULES: dict[str, Rule] = {"random-io": _random_io, "small-files": _small_files, "maildir": _maildir,
+                          "file-ops": _file_ops, "kernel-tree": _kernel_tree}
 
 
 def step_asked(suite: str, step: str, own: Recs, case: dict[str, Recs]) -> Asked | None:
     """What timed step `step` of `suite` asked (None: no rule, nothing known)."""
-    for pattern, rule in RULES.get(suite, {}).items():
-        if fnmatch.fnmatchcase(step, pattern):
-            return rule(step, own, case)
-    return None
+    rule = RULES.get(suite)
+    return rule(step, own, case) if rule else None
 
 
 # --- records ---------------------------------------------------------------------------------------
