@@ -523,6 +523,37 @@ def test_cli_markdown_and_html(tmp_path, capsys):
         assert cells[0] == r.id + r.claim.text and cells[5] == claims_render.verdict_text(r)
 
 
+def test_report_shows_claims_right_after_the_answer(tmp_path, capsys):
+    """`fslab report`: "Paper vs this run" follows the ranking and the score, before the run's
+    warnings and figures, in index.html and summary.md, with one row per claim."""
+    vals = {fs: {"rm": SLOW if fs == "xfs" else FAST, "cp": FAST} for fs in
+            ("xfs", "reiserfs-notail", "reiserfs", "ext2", "jfs")}
+    run = kt_run(tmp_path, vals, accel="tcg")
+    out = tmp_path / "report"
+    assert cli.main(["report", str(run.dir), "--out", str(out)]) == 0
+    html = (out / "index.html").read_text()
+    order = [html.index(f'id="{x}"') for x in ("ranking", "score", "claims", "more-warnings", "figures")]
+    assert order == sorted(order) and html.count('id="claims"') == 1
+    body = html[html.index('<section id="claims">'):]
+    body = body[:body.index("</section>")]
+    parser = _Cells()
+    parser.feed(body)
+    rows = cl.evaluate([run])
+    assert parser.ids[1:] == [r.id for r in rows] and "holds (TCG)" in body
+    md = (out / "summary.md").read_text()
+    claims_at = md.index("## Paper vs this run\n\nVerdicts at alpha")
+    assert md.index("## Overall score") < claims_at < md.index("## Warnings")
+    assert sum(line.startswith("| **s3-") for line in md.splitlines()) == len(rows)
+
+
+def test_report_without_a_study_suite_has_no_claims_section(tmp_path):
+    """A fio-basic run (no study) gets no "Paper vs this run": nothing to check, nothing shown."""
+    out = tmp_path / "report"
+    assert cli.main(["report", str(REAL), "--out", str(out)]) == 0
+    assert 'id="claims"' not in (out / "index.html").read_text()
+    assert "Paper vs this run" not in (out / "summary.md").read_text()
+
+
 def test_cli_on_the_real_smoke_run(capsys):
     assert cli.main(["claims", str(REAL)]) == 0
     out = capsys.readouterr().out

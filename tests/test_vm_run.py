@@ -67,6 +67,14 @@ def test_smoke_run_end_to_end(image, smoke_run):
         assert set(opts.split(",")) <= set(mounted.split(",")), info["mount_line"]
         fio = json.loads((run_dir / "raw" / fs / "randrw-4k" / "fio.json").read_text())
         assert fio["jobs"][0]["read"]["io_bytes"] > 0
+        # The disks' counters around the measured run (the file laid out before it): direct I/O
+        # reaches the disk whole, and the 1 s ramp comes on top, so no ratio, but the reason.
+        case = json.loads((run_dir / "raw" / fs / "randrw-4k" / "case.json").read_text())
+        assert case["layout"]["rc"] == 0 and len(case["disk_io"]["before"]) == 1
+        dev = {r["metric"]: r for r in recs if r["fs"] == fs and r.get("window") == "fio run"}
+        assert dev["device_read_bytes"]["value"] >= fio["jobs"][0]["read"]["io_bytes"]
+        assert dev["device_write_bytes"]["value"] >= fio["jobs"][0]["write"]["io_bytes"]
+        assert dev["write_amplification"]["value"] is None and "ramp_time (1 s)" in dev["write_amplification"]["note"]
     assert "Filesystem volume name" in (run_dir / "raw" / "ext4" / "geometry.txt").read_text()
     assert no_qemu_left(manifest["run_id"])
     images.verify(image)  # the run left the image untouched

@@ -8,9 +8,14 @@ Every form shows, per claim: its id and one line, the paper's value, this run's 
 from __future__ import annotations
 
 import html
+from typing import TYPE_CHECKING
 
 from harness.analysis import claims as cl
 from harness.analysis import stats
+
+if TYPE_CHECKING:
+    from harness.analysis.report import Section
+    from harness.analysis.runs import Run
 
 TCG_RULE = ("Under TCG (software emulation) only directions and rankings between filesystems doing the same "
             "work are judged, marked (TCG); sizes of ratios, equalities, device speeds and absolute values "
@@ -105,7 +110,12 @@ def _md(s: str) -> str:
 def claims_markdown(rows: list[cl.ClaimRow]) -> list[str]:
     """The "Paper vs this run" section of summary.md, as lines (a heading, the rules, one table
     row per claim, the count of each verdict)."""
-    out = ["## Paper vs this run", "", RULES]
+    return ["## Paper vs this run", "", *claims_markdown_body(rows)]
+
+
+def claims_markdown_body(rows: list[cl.ClaimRow]) -> list[str]:
+    """claims_markdown without its heading (the report puts its own)."""
+    out = [RULES]
     if any(r.tcg for r in rows):
         out += ["", TCG_RULE]
     if not rows:
@@ -123,13 +133,19 @@ def claims_markdown(rows: list[cl.ClaimRow]) -> list[str]:
 def claims_html(rows: list[cl.ClaimRow]) -> str:
     """The "Paper vs this run" section of index.html: <section id="claims">, one table row per
     claim, each row's class naming its verdict (claim-holds, claim-reversed, ...)."""
+    parts = ['<section id="claims">', "<h2>Paper vs this run</h2>", claims_html_body(rows), "</section>"]
+    return "\n".join(parts) + "\n"
+
+
+def claims_html_body(rows: list[cl.ClaimRow]) -> str:
+    """claims_html without its <section> and heading (the report puts its own)."""
     e = html.escape
-    parts = ['<section id="claims">', "<h2>Paper vs this run</h2>", f"<p>{e(RULES)}</p>"]
+    parts = [f"<p>{e(RULES)}</p>"]
     if any(r.tcg for r in rows):
         parts.append(f'<p class="warning">{e(TCG_RULE)}</p>')
     if not rows:
         parts.append("<p>No claims: the runs hold no suite with published findings.</p>")
-        return "\n".join(parts + ["</section>"]) + "\n"
+        return "\n".join(parts)
     multi = len({r.run for r in rows}) > 1
     head = (["run"] if multi else []) + ["claim", "source", "paper", "this run [95% CI]", "n", "verdict", "why"]
     parts.append("<table><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr></thead><tbody>")
@@ -139,8 +155,20 @@ def claims_html(rows: list[cl.ClaimRow]) -> str:
             f"<b>{e(r.id)}</b><br>{e(r.claim.text)}", e(r.claim.source), e(paper_text(r.claim)), e(value_text(r)),
             e(r.n), f"<b>{e(verdict_text(r))}</b>", e(_why(r))]
         parts.append(f'<tr class="{cls}" data-claim="{e(r.id)}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    parts += ["</tbody></table>", f"<p>Claims: {e(counts(rows))}.</p>", "</section>"]
-    return "\n".join(parts) + "\n"
+    parts += ["</tbody></table>", f"<p>Claims: {e(counts(rows))}.</p>"]
+    return "\n".join(parts)
+
+
+def claims_section(runs: list[Run]) -> Section | None:
+    """The report's "Paper vs this run" section (placed right after the answer), or None when no
+    run holds a suite with published findings: a report of a fio-basic run or of a user's job
+    file has no study to check, and an empty section would only push the data down."""
+    from harness.analysis.report import Section
+
+    if not any(cl.claims_for(s) for run in runs for s in cl.run_suites(run)):
+        return None
+    rows = cl.evaluate(runs)
+    return Section("claims", "Paper vs this run", claims_html_body(rows), "\n".join(claims_markdown_body(rows)))
 
 
 def format_list(claims: list[cl.Claim]) -> str:

@@ -18,6 +18,8 @@ Each suite gets the figures of its study:
 - step suites (kernel-tree, file-ops, random-io; records with a `step`): real and CPU seconds
   per step, one bar per filesystem; random-io also its dd write rate (MiB/s) per file size.
 - anything else: the headline metric per case, one bar per filesystem.
+- every suite with device counters: its IO amplification (write and read: device bytes / bytes
+  asked) per case or step, and the device bytes per operation of its metadata steps.
 Every y axis says which direction is better. A cell skipped on purpose says "skipped" (grey), a
 cell with no value because its case failed says "failed" (red), a zero result says "0"; a single
 measurement is drawn pale and marked n=1 (no error bar can exist). With several runs in one
@@ -208,8 +210,41 @@ def _mark_failures(specs: object, run: Run, label: str, recs: list[dict]) -> Non
                         sp.add(group, fs, label, [], i, state="failed")
 
 
+# IO amplification (harness/results/amplification.py): two figures per suite, lower is better.
+AMPLIFICATION = (
+    ("amplification", "IO amplification: device bytes / bytes the workload asked for",
+     (("write_amplification", "write amplification (x)"), ("read_amplification", "read amplification (x)"))),
+    ("bytes-per-op", "device bytes per operation of the metadata steps",
+     (("device_write_bytes_per_op", "device bytes written per op"),
+      ("device_read_bytes_per_op", "device bytes read per op"))),
+)
+
+
+def _amplification_figures(suite: str, runs: list[Run], multi: bool) -> list[Spec]:
+    """A suite's IO amplification per case (fio) or step, and its device bytes per operation of
+    the metadata steps, one bar per filesystem; a figure or panel with nothing to draw is left out."""
+    out = []
+    for name, title, panels in AMPLIFICATION:
+        sp = Spec(f"{suite}-{name}", f"{suite}: {title}", panels=[Panel(y, False) for _, y in panels])
+        for run in runs:
+            label = run.label if multi else ""
+            recs = [r for r in run.records if r.get("suite") == suite]
+            many = len({r.get("case") for r in recs}) > 1
+            for k, s in samples(recs).items():
+                for i, (metric, _) in enumerate(panels):
+                    if k.metric == metric and s.values:
+                        where = k.step or ("" if s.fields.get("window") == "fio run" else str(s.fields.get("window")))
+                        group = k.case if not where else where if not many else f"{k.case}\n{where}"
+                        sp.add(group, k.fs, label, s.values, panel=i)
+        sp.panels = [p for p in sp.panels if p.cells]
+        if sp.panels:
+            out.append(sp)
+    return out
+
+
 def figures_for(runs: list[Run]) -> list[Spec]:
-    """Every figure of the report, suite by suite in the order the suites first appear."""
+    """Every figure of the report, suite by suite in the order the suites first appear; each
+    suite's IO amplification figures after its own."""
     suites = list(dict.fromkeys(str(r.get("suite")) for run in runs for r in run.records))
     multi = len(runs) > 1
-    return [sp for s in suites for sp in _suite_figures(s, runs, multi)]
+    return [sp for s in suites for sp in _suite_figures(s, runs, multi) + _amplification_figures(s, runs, multi)]

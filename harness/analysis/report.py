@@ -19,6 +19,7 @@ bytes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -153,12 +154,17 @@ def _deltas(runs: list[Run]) -> list[Delta]:
     return [Delta(runs[0].label, r.label, compare.compare_runs(runs[0], r, metrics)) for r in runs[1:]]
 
 
+# A section made from the runs once they are read (None: nothing to say for these runs).
+SectionMaker = Callable[[list[Run]], "Section | None"]
+
+
 def build(run_dirs: list[str | Path], out_dir: str | Path | None = None, baseline: str | None = None,
-          sections: list[Section] | None = None) -> Report:
+          sections: list[Section | SectionMaker] | None = None) -> Report:
     """Read the runs, compute everything, write report/ (default: <first run>/report).
 
     `baseline`: the filesystem the ranking's % changes and the score are against (default: the
-    best of each quantity). `sections`: extra sections placed after the ranking and score."""
+    best of each quantity). `sections`: extra sections placed after the ranking and score, in
+    this order: a Section as it is, or a function of the runs that makes one (or None)."""
     from harness.analysis.report_html import render_html
     from harness.analysis.report_md import render_markdown
 
@@ -171,7 +177,8 @@ def build(run_dirs: list[str | Path], out_dir: str | Path | None = None, baselin
                 raise FslabError(f"--baseline: '{baseline}' is not a filesystem of run {r.run_id}; "
                                  f"allowed: {', '.join(fss)}")
     out = Path(out_dir) if out_dir else runs[0].dir / "report"
-    rep = Report(runs, out, baseline, sections=list(sections or []))
+    made = [s(runs) if callable(s) else s for s in sections or []]
+    rep = Report(runs, out, baseline, sections=[s for s in made if s is not None])
     for r in runs:
         rep.rows += _rows(r, r.label, headline_only=True)
         rep.all_rows += _rows(r, r.label, headline_only=False)

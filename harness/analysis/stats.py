@@ -320,7 +320,9 @@ def pct_change(a: list[float], b: list[float], confidence: float = 0.95) -> Chan
 _HIGHER_UNITS = ("/s",)  # IO/s, MiB/s, MB/s, ops/s: a rate
 _LOWER_UNITS = {"s", "ms", "us", "ns", "µs"}  # a time
 _HIGHER_NAMES = ("iops", "bw", "throughput", "mbps", "per_s", "_rate")
-_LOWER_NAMES = ("lat", "ms_per", "seconds", "time", "_s")
+# IO amplification and device bytes per operation (harness/results/amplification.py): fewer device
+# bytes for the same work is better.
+_LOWER_NAMES = ("lat", "ms_per", "seconds", "time", "_s", "amplification", "bytes_per_op")
 # Suite power-loss: what a filesystem loses or leaves broken at a crash (promises_broken,
 # points_unmountable[_pct], points_needing_repair[_pct], unsynced_lost): less is better.
 _LOSS_NAMES = ("broken", "unmountable", "needing_repair", "_lost")
@@ -332,12 +334,14 @@ def higher_is_better(metric: str, unit: str = "") -> bool | None:
 
     The unit decides first: a unit ending in "/s" (IO/s, MiB/s) is a rate, higher is better;
     s, ms, us, ns are times, lower is better. Then the name: iops, bw, throughput, per_s ->
-    higher; lat, ms_per, seconds, time or a name ending in _s (real_s, cpu_s) -> lower; and a
-    loss at power loss (promises broken, crash points unmountable or needing repair, unsynced
-    writes lost) -> lower, whatever its unit (a count, or %).
+    higher; lat, ms_per, seconds, time, amplification, bytes_per_op or a name ending in _s
+    (real_s, cpu_s) -> lower; and a loss at power loss (promises broken, crash points
+    unmountable or needing repair, unsynced writes lost) -> lower, whatever its unit (a count, or %).
 
     >>> higher_is_better("iops", "IO/s"), higher_is_better("read_lat_p99", "us"), higher_is_better("real_s")
     (True, False, False)
+    >>> higher_is_better("write_amplification", "x"), higher_is_better("device_write_bytes_per_op", "B/op")
+    (False, False)
     >>> higher_is_better("promises_broken"), higher_is_better("points_needing_repair_pct", "%")
     (False, False)
     >>> higher_is_better("deliveries") is None, higher_is_better("points_checked") is None

@@ -456,6 +456,58 @@ def cold_start(fs: dict, ctx: dict) -> None:
     drop_caches()
 
 
+def disk_stats(devs: list[str]) -> dict[str, list[int]]:
+    """The kernel's I/O counters of each disk under test, by device name: the fields of
+    /sys/block/<name>/stat as integers, in the kernel's order (Documentation/block/stat.rst:
+    read I/Os, read merges, read sectors, read ticks, write I/Os, write merges, write sectors, ...;
+    sectors of 512 bytes whatever the device's block size). Every member disk of a layout (md,
+    LVM, a ZFS pool, btrfs over several disks) is one of `devs`. A disk whose counters cannot be
+    read is left out, so the host computes nothing from an incomplete window. The host turns two
+    of these into device bytes and IO amplification (harness/results/amplification.py)."""
+    out: dict[str, list[int]] = {}
+    for dev in devs:
+        name = os.path.basename(os.path.realpath(dev))
+        try:
+            with open(f"/sys/block/{name}/stat") as f:
+                out[name] = [int(x) for x in f.read().split()]
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def disk_window(before: dict[str, list[int]], devs: list[str]) -> dict:
+    """The `disk_io` of a measured window that is over: sync first, so that what the workload left
+    dirty in the page cache is on the disks (and counted), then the counters again."""
+    os.sync()
+    return {"before": before, "after": disk_stats(devs)}
+
+
+def lay_out_fio(work: str, env: dict, timeout: float | None) -> dict:
+    """`fio --create_only=1 job.fio`: fio makes and fills the job's files and does no I/O, so the
+    measured run that follows (after a cold start) finds them made and its disk counters hold the
+    job's own I/O, not the laying out (a read or mixed job writes its whole file first). What the
+    run does itself is unchanged: fio reuses files that exist with the size the job asks for.
+    Returns case.json's `layout`: {"rc", "seconds"} and, when fio failed, its "error"."""
+    t0 = time.monotonic()
+    with open(os.path.join(work, "layout.stderr"), "wb") as err:
+        proc = subprocess.Popen(["fio", "--create_only=1", "--output-format=json", "--output=/dev/null", "job.fio"],
+                                cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=err, stderr=err,
+                                start_new_session=True)
+        try:
+            rc: int | None = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            kill_tree(proc.pid)
+            proc.wait(timeout=60)
+            rc = None
+    out: dict = {"rc": rc, "seconds": round(time.monotonic() - t0, 3)}
+    if rc != 0:
+        with open(os.path.join(work, "layout.stderr"), encoding="utf-8", errors="replace") as f:
+            why = fio_reason(f.read())
+        out["error"] = (f"did not finish within the case timeout of {timeout:g} s" if rc is None
+                        else f"{why or 'fio failed'} (exit code {rc})")
+    return out
+
+
 def stop_fio(proc: subprocess.Popen, rep: Reporter) -> bool:
     """Stop fio at its case timeout so that it still writes its JSON: SIGTERM to fio itself (it
     stops its jobs and reports what ran), then, if it has not exited after FIO_STOP_GRACE_S,
@@ -479,10 +531,13 @@ def stop_fio(proc: subprocess.Popen, rep: Reporter) -> bool:
 def run_fio(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter) -> dict:
     """Run one fio case; stream job.fio, fio.json, fio.stderr. Returns the case.json fields.
 
-    At the case's timeout fio is stopped (stop_fio); the case then fails with "stopped at the case
-    timeout after N s" and `stopped` in case.json, and the host keeps the sections whose fio
-    reporting groups had finished (harness/results/records.py). A fio that fails gives its own
-    words (fio_reason), e.g. "forward: you need to specify size= (fio exited with code 2)".
+    fio first lays out the job's files (lay_out_fio), then the case starts cold and the measured
+    fio runs; case.json's `disk_io` holds the disks' counters before it and after it (and a sync).
+    At the case's timeout (the laying out included) fio is stopped (stop_fio); the case then fails
+    with "stopped at the case timeout after N s" and `stopped` in case.json, and the host keeps the
+    sections whose fio reporting groups had finished (harness/results/records.py). A fio that
+    fails gives its own words (fio_reason), e.g. "forward: you need to specify size= (fio exited
+    with code 2)".
     """
     mnt = ctx["mnt"]
     timeout = case.get("timeout_s")
@@ -492,25 +547,34 @@ def run_fio(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter) -
         with open(job, "w") as f:
             f.write(case["job"])
         argv = ["fio", "--output-format=json", f"--output={os.path.join(work, 'fio.json')}", "job.fio"]
-        cold_start(ctx["fs"], ctx)
+        env = {**os.environ, "FSLAB_MNT": mnt}
         keep = set(os.listdir(mnt))
-        res: dict = {"argv": argv, "rc": None, "error": None}
+        res: dict = {"argv": argv, "rc": None, "error": None, "layout": lay_out_fio(work, env, timeout)}
+        if res["layout"]["rc"] is None:  # the laying out alone took the case's time
+            clean_mount(mnt, keep)
+            res["error"] = f"laying out fio's files (fio --create_only=1) {res['layout']['error']}"
+            return res
+        # The laying out counts against the case timeout, as when fio did it at its start.
+        spent = res["layout"]["seconds"]
+        limit = None if timeout is None else max(0.1, timeout - spent)
+        cold_start(ctx["fs"], ctx)
+        before = disk_stats(ctx["devs"])
         with open(os.path.join(work, "fio.stderr"), "wb") as err:
             # Own session: fio's signals and terminal stay away from the agent (see kill_tree).
             t0 = time.monotonic()
-            proc = subprocess.Popen(argv, cwd=work, env={**os.environ, "FSLAB_MNT": mnt},
-                                    stdin=subprocess.DEVNULL, stdout=err, stderr=err,
+            proc = subprocess.Popen(argv, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=err, stderr=err,
                                     start_new_session=True)
             try:
-                res["rc"] = proc.wait(timeout=timeout)
+                res["rc"] = proc.wait(timeout=limit)
             except subprocess.TimeoutExpired:
-                secs = round(time.monotonic() - t0)
+                secs = round(spent + time.monotonic() - t0)
                 killed = stop_fio(proc, rep)
                 res["rc"] = proc.returncode
                 res["stopped"] = {"after_s": secs, "timeout_s": timeout, "killed": killed}
                 res["error"] = f"stopped at the case timeout after {secs} s" + (
                     f" (fio ignored SIGTERM for {FIO_STOP_GRACE_S:.0f} s and was killed)" if killed else "")
                 rep.log(f"  {res['error']}")
+        res["disk_io"] = disk_window(before, ctx["devs"])
         for name in ("job.fio", "fio.json", "fio.stderr"):  # out first, then the cleaning
             path = os.path.join(work, name)
             if os.path.exists(path):
@@ -589,11 +653,15 @@ def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter)
     Placeholders as in setup/mkfs, plus {ncpu} and {rep} (also FSLAB_REP in the environment).
     A step that fails ends the case (the remaining steps are recorded as not run); steps.json
     lists what happened to each.
+    Each timed step's entry has `disk_io`: the disks' counters (disk_stats) right before and
+    right after it, with no sync in between; case.json's `disk_io` spans from the first timed
+    step to the end of the case and a sync (harness/results/amplification.py says which it uses).
     """
     cold_start(ctx["fs"], ctx)
     vals = {**ctx["vals"], "{ncpu}": str(os.cpu_count() or 1), "{rep}": str(case.get("rep", 0))}
     deadline = time.monotonic() + float(case.get("timeout_s") or 3600)
     results, error = [], None
+    first_io = None  # the disks' counters before the first timed step
     for step in case.get("steps") or []:
         name = step["name"]
         if not SAFE_NAME.match(name):
@@ -635,12 +703,16 @@ def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter)
         cwd = substitute([step.get("cwd") or "{mnt}"], svals, ctx["devs"])[0]
         extra = {k: substitute([v], svals, ctx["devs"])[0] for k, v in (step.get("env") or {}).items()}
         env = {**os.environ, "FSLAB_MNT": ctx["mnt"], "FSLAB_REP": vals["{rep}"], **extra}
+        before = disk_stats(ctx["devs"]) if res["timed"] else None
+        first_io = first_io if first_io is not None else before
         try:
             with open(os.path.join(work, "out"), "wb") as so, open(os.path.join(work, "err"), "wb") as se:
                 try:
                     res.update(run_timed(argv, cwd, env, so, se, max(1.0, deadline - time.monotonic())))
                 except OSError as e:
                     res.update(rc=127, error=f"{argv[0]}: {e.strerror}")
+            if before is not None:  # no sync: the suites' steps follow one another as in the articles
+                res["disk_io"] = {"before": before, "after": disk_stats(ctx["devs"])}
             for stream in ("out", "err"):
                 with open(os.path.join(work, stream), "rb") as f:
                     data = f.read()
@@ -664,7 +736,8 @@ def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter)
     timed = [r["real_s"] for r in results if r.get("rc") == 0 and r.get("timed", True)
              and (head is None or r["name"] == head) and "real_s" in r]
     return {"argv": None, "rc": 0 if error is None else 1, "error": error,
-            "value": round(sum(timed), 4) if timed else None}
+            "value": round(sum(timed), 4) if timed else None,
+            **({"disk_io": disk_window(first_io, ctx["devs"])} if first_io is not None else {})}
 
 
 def last_line(data: bytes) -> str:

@@ -2,7 +2,8 @@
 of the plan: a record for each measurement, and a failed record where a repetition gave none.
 
 The raw files come from the results stream (harness/results/stream.py); fio cases are parsed by
-harness/results/fio.py, `steps` cases by harness/results/steps.py.
+harness/results/fio.py, `steps` cases by harness/results/steps.py, and both get the device bytes
+and IO amplification of their windows (harness/results/amplification.py).
 """
 
 from __future__ import annotations
@@ -11,9 +12,11 @@ import json
 from pathlib import Path
 
 from harness.errors import FslabError
+from harness.results import amplification
 from harness.results.fio import finished_groups, fio_records, load_fio_json, record_sets
 from harness.results.steps import steps_records
 from harness.results.unfinished import NoResult
+from harness.spec.fiocost import parse_time
 from harness.spec.fiojob import groups, parse
 from harness.spec.plan import Case, Plan
 
@@ -67,6 +70,15 @@ def _groups(case_plan: Case) -> list | None:
         return None
 
 
+def _ramp_s(case_plan: Case) -> float:
+    """The longest ramp_time of the case's jobs in seconds (0: none, or the job cannot be read)."""
+    try:
+        jobs = parse(case_plan.job or "", "job").jobs()
+    except FslabError:
+        return 0.0
+    return max((parse_time(o.get("ramp_time")) or 0.0 for _, o in jobs), default=0.0)
+
+
 def _fio_records(raw: Path, base: dict, case_plan: Case, case: dict) -> list[dict]:
     """Records of a fio case directory whose fio.json is there (a stopped case's too)."""
     fio = load_fio_json((raw / "fio.json").read_text(errors="replace"))
@@ -78,7 +90,7 @@ def _fio_records(raw: Path, base: dict, case_plan: Case, case: dict) -> list[dic
     user_job = bool(case_plan.params.get("job_file"))
     recs = fio_records(fio, base, names=names, sections=user_job)
     if case.get("ok"):
-        return recs
+        return recs + amplification.fio_records(case, fio, base, _ramp_s(case_plan))
     # Stopped at the case timeout: keep the groups that had finished, fail the others.
     done = finished_groups(fio, [g.stage for g in grps] if grps is not None else None)
     why = case.get("error") or "stopped early"
@@ -106,7 +118,8 @@ def _case_records(raw: Path, base: dict, case_plan: Case, missing: str = NO_RESU
         raise ValueError(case.get("error") or "case failed (no error given)")
     if kind == "steps":
         steps = json.loads((raw / "steps.json").read_text())
-        return steps_records(steps, case_plan.steps, raw, base)
+        recs = steps_records(steps, case_plan.steps, raw, base)
+        return recs + amplification.steps_records(base["suite"], steps, recs, case, base)
     if kind != "fio":
         raise ValueError(f"no parser for case kind {kind!r}")
     if not (raw / "fio.json").is_file():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import textwrap
 
 from harness.analysis import stats
+from harness.results.amplification import METRICS as AMPLIFICATION
 
 UNSTABLE_CV = 0.05
 NOTE_WIDTH = 100
@@ -93,7 +94,7 @@ def format_table(records: list[dict]) -> str:
         return format_steps_table(records)
     groups: dict[tuple, dict[int, dict]] = {}
     for r in records:
-        if r.get("warmup"):
+        if r.get("warmup") or r["metric"] in AMPLIFICATION:  # a whole fio run's, not a section's: report
             continue
         key = (r["fs"], r["case"], str(r.get("section", "")))
         groups.setdefault(key, {}).setdefault(r.get("rep", 0), {})[r["metric"]] = r
