@@ -29,9 +29,11 @@ mask_present systemd-binfmt.service proc-sys-fs-binfmt_misc.automount sys-kernel
 # reaches dmeventd through its socket.
 mask_present lvm2-monitor.service
 # OpenZFS (debian-12-zfs): the agent creates and destroys its pools itself; nothing is imported,
-# mounted or shared at boot, and no event daemon runs.
-mask_present zfs-import-cache.service zfs-import-scan.service zfs-mount.service zfs-share.service \
-	zfs-zed.service zfs-volume-wait.service
+# mounted or shared at boot, and no event daemon runs. Not even the module is loaded at boot
+# (zfs-load-module waits for udev to settle, then loads it while the agent starts): zpool loads
+# it when the agent first runs it.
+mask_present zfs-load-module.service zfs-import-cache.service zfs-import-scan.service \
+	zfs-mount.service zfs-share.service zfs-zed.service zfs-volume-wait.service
 
 # Generators run before any unit starts: the boot waits for the slowest. Masked: those
 # whose units no run uses (gettys, GPT auto-mounts, hibernation, SysV scripts (every one here has a
