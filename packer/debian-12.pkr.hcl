@@ -161,6 +161,7 @@ build {
       "${path.root}/scripts/20-probe-filesystems.sh",
       "${path.root}/scripts/30-packages.sh",
       "${path.root}/scripts/40-background-jobs.sh",
+      "${path.root}/scripts/45-lean-boot.sh",
     ]
   }
 

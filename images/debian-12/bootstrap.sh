@@ -32,7 +32,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 suite=${FSLAB_DEBIAN_SUITE:-bookworm}
 label=fslab-root
 # Modules the initramfs must carry to find the root disk on any bus a vmconfig may pick.
-required_modules="virtio_pci virtio_blk virtio_scsi nvme ext4"
+required_modules="virtio_pci virtio_blk virtio_scsi sd_mod nvme virtio_console ext4"
 
 die() {
 	echo "bootstrap.sh: error: $*" >&2
@@ -127,12 +127,19 @@ trap 'rm -rf "$work"' EXIT
 rootfs=$out/root
 
 # Files that must be in place before the kernel is installed, because the initramfs is made
-# from them: fstab, FSTYPE=ext4 (the hooks cannot probe LABEL=fslab-root inside a chroot, and
-# without it the initramfs has no fsck), and no floppy driver (QEMU's default "pc" machine has a
-# floppy drive that cloud-init's seed search would read, failing, again and again).
+# from them: fstab, the initramfs-tools settings and hook (initramfs.conf, initramfs-hook.sh: a
+# small initramfs with just the root disk's drivers) and the drivers no VM needs (modprobe.conf).
 printf 'LABEL=%s\t/\text4\terrors=remount-ro\t0\t1\n' "$label" >"$work/fstab"
-printf '# fslab: the root filesystem type, for the fsck hook\nFSTYPE=ext4\n' >"$work/initramfs.conf"
-printf '# fslab: VMs have no floppy drive worth probing\nblacklist floppy\n' >"$work/modprobe.conf"
+# The initramfs hooks of mdadm, lvm2, btrfs-progs and dmsetup put md, LVM and btrfs into every
+# initramfs and load them at boot (raid456 benchmarks its algorithms, btrfs scans every disk): the
+# root is never on them. A local diversion moves each aside, also before its package is installed;
+# mkinitramfs skips hook names with a character outside [A-Za-z0-9._-], such as "~".
+diversions=""
+for hook in mdadm lvm2 btrfs dmsetup; do
+	diversions+="dpkg-divert --quiet --local --rename --divert /usr/share/initramfs-tools/hooks/$hook~fslab-off"
+	diversions+=" --add /usr/share/initramfs-tools/hooks/$hook && "
+done
+diversions+="true"
 
 echo "bootstrap: mmdebstrap $suite from $mirror_url${FSLAB_PACKAGE_LOCK:+ (locked versions)}" >&2
 # shellcheck disable=SC2016 # "$1" (the chroot) is expanded by mmdebstrap's hook shell
@@ -144,10 +151,13 @@ if ! mmdebstrap --mode=root --variant=apt --components=main,contrib \
 	--dpkgopt='path-exclude=/usr/share/man/*' \
 	--dpkgopt='path-exclude=/usr/share/locale/*' \
 	--dpkgopt='path-include=/usr/share/locale/locale.alias' \
-	--essential-hook='mkdir -p "$1/etc/initramfs-tools/conf.d" "$1/etc/modprobe.d"' \
+	--essential-hook='mkdir -p "$1/etc/initramfs-tools/conf.d" "$1/etc/initramfs-tools/hooks" "$1/etc/modprobe.d"' \
 	--essential-hook="upload $work/fstab /etc/fstab" \
-	--essential-hook="upload $work/initramfs.conf /etc/initramfs-tools/conf.d/fslab.conf" \
-	--essential-hook="upload $work/modprobe.conf /etc/modprobe.d/fslab.conf" \
+	--essential-hook="upload $here/initramfs.conf /etc/initramfs-tools/conf.d/fslab.conf" \
+	--essential-hook="upload $here/initramfs-hook.sh /etc/initramfs-tools/hooks/fslab" \
+	--essential-hook='chmod 0755 "$1/etc/initramfs-tools/hooks/fslab"' \
+	--essential-hook="upload $here/modprobe.conf /etc/modprobe.d/fslab.conf" \
+	--essential-hook="chroot \"\$1\" sh -c '$diversions'" \
 	"${hooks[@]}" \
 	"$suite" "$rootfs" "$mirror_url" >"$out/mmdebstrap.log" 2>&1; then
 	# apt says "E: Version 'V' for 'P' was not found" for each locked version the mirror lacks.
@@ -216,9 +226,8 @@ fi
 kver=${kernels[0]##*/vmlinuz-}
 initrd=$rootfs/boot/initrd.img-$kver
 [ -f "$initrd" ] || die "no initramfs $initrd"
-grep -qx 'MODULES=most' "$rootfs/etc/initramfs-tools/initramfs.conf" ||
-	die "initramfs-tools no longer defaults to MODULES=most; list the virtio modules explicitly"
-# Check the root disk drivers are in the initramfs (or built into the kernel).
+# Check the root disk drivers are in the initramfs (or built into the kernel), and that md, LVM
+# and btrfs are not (the diversions above took effect).
 listing=$(chroot "$rootfs" lsinitramfs "/boot/initrd.img-$kver")
 for mod in $required_modules; do
 	file=$(chroot "$rootfs" modinfo -k "$kver" -n "$mod") || die "kernel $kver has no module $mod"
@@ -227,6 +236,9 @@ for mod in $required_modules; do
 done
 grep -q 'sbin/fsck\.ext4$' <<<"$listing" || die "initramfs of $kver lacks fsck.ext4"
 grep -q 'modprobe.d/fslab.conf$' <<<"$listing" || die "initramfs of $kver lacks /etc/modprobe.d/fslab.conf"
+for mod in raid456 dm-mod btrfs; do
+	! grep -q "/$mod\.ko" <<<"$listing" || die "initramfs of $kver has $mod: an initramfs hook was not diverted"
+done
 cp "${kernels[0]}" "$out/vmlinuz"
 cp "$initrd" "$out/initrd.img"
 chmod 0644 "$out/vmlinuz" "$out/initrd.img"

@@ -2,6 +2,19 @@
 # Runtime cloud-init settings. fslab VMs boot with no NIC (-nic none) and a NoCloud seed that
 # only writes the plan (write_files) and starts the agent (runcmd), so network configuration and
 # the ssh module (host keys, authorized keys) that the build boot needed are switched off.
+#
+# One cloud-init stage does it all, the first: each stage is a fresh Python process that spends
+# seconds importing cloud-init under TCG, and the agent used to wait for all four. With the
+# NoCloud datasource in dsmode "local", cloud-init-local (which starts right after the root is
+# remounted read-write) runs cloud_init_modules itself; those are write-files (the plan), runcmd
+# (which only writes the seed's commands to a script) and scripts-user (which runs that script:
+# the agent). The agent then runs inside cloud-init-local.service, which is ordered before
+# sysinit.target: nothing ordered after it (timers, gettys, logind, dbus, ...) starts while the
+# agent measures, and its poweroff ends the boot. The three later stages are masked.
+#
+# dsmode comes from this image's datasource config: NoCloud merges its "meta-data" with the seed's,
+# the first one found winning each key, so dsmode is "local" whatever the seed says and the seed
+# supplies the rest (instance-id, local-hostname). Seeds need no change.
 set -eu
 
 # Let the build boot's own cloud-init finish before changing its configuration.
@@ -10,11 +23,20 @@ cloud-init status --wait
 cat >/etc/cloud/cloud.cfg.d/95-fslab-runtime.cfg <<'CFG'
 #cloud-config
 # fslab runtime (written by packer/scripts/10-cloud-init.sh)
+datasource_list: [NoCloud]
+datasource:
+  NoCloud:
+    meta-data: {dsmode: local}
+    user-data: ""
 network: {config: disabled}
-cloud_init_modules: [seed_random, bootcmd, write-files, set_hostname, update_hostname, update_etc_hosts]
-cloud_config_modules: [runcmd]
-cloud_final_modules: [write-files-deferred, scripts-per-once, scripts-per-boot, scripts-per-instance, scripts-user, final-message, power-state-change]
+cloud_init_modules: [write-files, runcmd, scripts-user]
+cloud_config_modules: []
+cloud_final_modules: []
 CFG
 
 # Fail the build here, not at the first run, if cloud-init cannot read the result.
 cloud-init schema --config-file /etc/cloud/cloud.cfg.d/95-fslab-runtime.cfg
+
+for unit in cloud-init.service cloud-config.service cloud-final.service; do
+	systemctl mask "$unit"
+done
