@@ -385,7 +385,7 @@ def test_internal_error_still_writes_done_and_log_and_powers_off(agent, tmp_path
     res.touch()
     rc = agent.main(["run", str(tmp_path / "missing.json"), "--results", str(res), "--progress", ""])
     col = read_stream(res, tmp_path / "run")
-    assert rc == 1 and not col.truncated and col.members == ["guest/agent.log", "DONE.json"]
+    assert rc == 1 and not col.truncated and col.members == ["guest/boot.json", "guest/agent.log", "DONE.json"]
     assert col.done["status"] == "failed" and "FileNotFoundError" in col.done["error"]
     assert "Traceback" in (tmp_path / "run/guest/agent.log").read_text()
     assert agent.calls["poweroff"] == 1

@@ -12,6 +12,11 @@ because a guest left running would only be killed at its deadline.
 
 Device lookup, mount/umount, cache dropping and poweroff are module-level functions so that the
 tests can replace them and run whole plans on a host without root devices.
+
+Why one file of ~1,100 lines: the image installs the agent alone, as one stdlib-only program that
+nothing else in the guest imports (its helpers, e.g. fslab-powerloss, are programs the plan's
+steps run). Its parts follow the run's order: devices and kernel log, filesystem set-up and cold
+start, fio cases, step cases, repetitions, boot phases, the plan, the command line.
 """
 
 from __future__ import annotations
@@ -126,6 +131,7 @@ class Reporter:
     def __init__(self, progress_path: str | None):
         self.lines: list[str] = []
         self.fd = None
+        self.first_case: float | None = None  # CLOCK_MONOTONIC at the first case's start (boot phases)
         if progress_path:
             try:
                 self.fd = _open_port(progress_path, "progress")
@@ -138,6 +144,8 @@ class Reporter:
         print(line, flush=True)
 
     def event(self, event: str, **fields: object) -> None:
+        if event == "case-start" and self.first_case is None:
+            self.first_case = time.monotonic()
         if self.fd is not None:
             rec = {"t": round(time.time(), 3), "event": event, **fields}
             try:
@@ -574,6 +582,7 @@ def run_fio(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter) -
                 res["error"] = f"stopped at the case timeout after {secs} s" + (
                     f" (fio ignored SIGTERM for {FIO_STOP_GRACE_S:.0f} s and was killed)" if killed else "")
                 rep.log(f"  {res['error']}")
+        res["work_s"] = round(time.monotonic() - t0, 3)  # the measured fio alone (not layout, cold start)
         res["disk_io"] = disk_window(before, ctx["devs"])
         for name in ("job.fio", "fio.json", "fio.stderr"):  # out first, then the cleaning
             path = os.path.join(work, name)
@@ -735,8 +744,10 @@ def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter)
     head = case.get("headline_step")
     timed = [r["real_s"] for r in results if r.get("rc") == 0 and r.get("timed", True)
              and (head is None or r["name"] == head) and "real_s" in r]
+    # work_s: the workload's own time (every timed step that ran), the rest of the case is overhead
+    work_s = sum(float(r.get("real_s") or 0.0) for r in results if r.get("timed", True) and not r.get("skipped"))
     return {"argv": None, "rc": 0 if error is None else 1, "error": error,
-            "value": round(sum(timed), 4) if timed else None,
+            "value": round(sum(timed), 4) if timed else None, "work_s": round(work_s, 3),
             **({"disk_io": disk_window(first_io, ctx["devs"])} if first_io is not None else {})}
 
 
@@ -784,7 +795,7 @@ def run_case(case: dict, fs: dict, ctx: dict, fs_error: str | None, out: TarWrit
     out.add_json(f"{prefix}/case.json", {"case": cid, "fs": fs["name"], "rep": rnum, "kind": case.get("kind"),
                                          **res, "ok": ok, "started": started, "ended": utcnow(),
                                          "seconds": secs})
-    rep.event("case-end", fs=fs["name"], case=cid, rep=rnum, ok=ok, seconds=secs)
+    rep.event("case-end", fs=fs["name"], case=cid, rep=rnum, ok=ok, seconds=secs, work_s=res.get("work_s"))
     rep.log(f"{fs['name']}: case {cid} rep {rnum}: {'ok' if ok else 'FAILED: ' + res['error']} ({secs} s)")
     return ok, (res.get("value") if ok else None)
 
@@ -1000,6 +1011,61 @@ def probe(catalog_path: str, out_dir: str) -> int:
     return 0
 
 
+def kmsg_first(pattern: str) -> float | None:
+    """Seconds since the kernel started at which its log first matched `pattern` (None: never, or
+    the record was overwritten). E.g. kmsg_first("Run /init as init process") -> 3.41: the kernel
+    handed over to the initramfs then."""
+    try:
+        fd = os.open(KMSG, os.O_RDONLY | os.O_NONBLOCK)  # opened at the oldest record still kept
+    except OSError:
+        return None
+    rx = re.compile(pattern)
+    try:
+        while True:
+            try:
+                data = os.read(fd, 8192)
+            except BlockingIOError:
+                return None
+            except BrokenPipeError:
+                continue
+            if not data:
+                return None
+            head, _, text = data.decode("utf-8", "replace").partition(";")
+            fields = head.split(",")
+            if len(fields) > 2 and fields[2].isdigit() and rx.search(text):
+                return int(fields[2]) / 1e6
+    finally:
+        os.close(fd)
+
+
+def systemd_monotonic(unit: str | None, prop: str) -> float | None:
+    """A systemd timestamp in seconds of CLOCK_MONOTONIC (the kernel's start is 0), of the manager
+    (unit None) or of a unit; None when systemd does not have it. systemctl reaches PID 1 through
+    its private socket, so this works with D-Bus masked and the boot unfinished (the agent runs
+    inside cloud-init-local, before sysinit.target)."""
+    rc, out = run_cmd(["systemctl", "show", "--value", "-p", prop] + ([unit] if unit else []), timeout=30)
+    value = out.strip()
+    return int(value) / 1e6 if rc == 0 and value.isdigit() and int(value) > 0 else None
+
+
+def boot_phases(agent_start: float, first_case: float | None) -> dict:
+    """When each boot phase ended, in seconds since the kernel started (CLOCK_MONOTONIC), from the
+    guest itself; the host adds QEMU start -> agent and so the firmware and kernel loading before
+    it (harness/vm/boot_phases.py). Read after the cases: nothing here runs while a case measures.
+
+    {"initramfs_start_s": 2.1, "systemd_start_s": 5.3, "cloud_init_start_s": 7.9,
+     "agent_start_s": 10.2, "first_case_s": 11.0}: the kernel ran to 2.1, the initramfs to 5.3,
+    systemd to 7.9 (units, generators, udev, until cloud-init-local started), cloud-init to 10.2.
+    """
+    return {
+        "initramfs_start_s": kmsg_first(r"Run /init as init process"),
+        "systemd_start_s": systemd_monotonic(None, "UserspaceTimestampMonotonic"),
+        "cloud_init_start_s": systemd_monotonic("cloud-init-local.service", "ExecMainStartTimestampMonotonic"),
+        "agent_start_s": round(agent_start, 3),
+        "first_case_s": None if first_case is None else round(first_case, 3),
+    }
+
+
 def run_plan(plan: dict, out: TarWriter, rep: Reporter) -> tuple[int, int]:
     """Every filesystem, every case; returns (cases, cases_ok)."""
     if plan.get("fslab_plan") != 1:
@@ -1032,8 +1098,9 @@ def run_plan(plan: dict, out: TarWriter, rep: Reporter) -> tuple[int, int]:
 
 def agent_run(plan_path: str, results: str, progress: str | None) -> int:
     """Run a plan; always end the stream with agent.log and DONE.json when the port is usable."""
+    agent_start = time.monotonic()  # CLOCK_MONOTONIC: seconds since the kernel started
     rep = Reporter(progress)
-    rep.event("boot")
+    rep.event("boot", uptime_s=round(agent_start, 3))
     out = TarWriter(results)  # raises AgentError if the port is missing: nothing else to do then
     done: dict = {"status": "failed", "cases": 0, "cases_ok": 0, "stream_format": STREAM_FORMAT}
     try:
@@ -1045,6 +1112,10 @@ def agent_run(plan_path: str, results: str, progress: str | None) -> int:
     except BaseException as e:  # noqa: BLE001 - even Ctrl-C/SystemExit must still end the stream
         done["error"] = f"{type(e).__name__}: {e}"
         rep.log("internal error:\n" + traceback.format_exc().rstrip())
+    try:
+        out.add_json("guest/boot.json", boot_phases(agent_start, rep.first_case))
+    except Exception as e:  # noqa: BLE001 - timings must not cost the results
+        rep.log(f"boot phases not recorded: {type(e).__name__}: {e}")
     done["finished"] = utcnow()
     rep.log(f"done: {done['status']}, {done['cases_ok']}/{done['cases']} cases ok")
     rep.event("done", ok=done["status"] == "ok", cases=done["cases"], cases_ok=done["cases_ok"])

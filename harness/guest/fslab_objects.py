@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """fslab-objects: the objects of study S5 ("ZFS vs XFS", seed 004), made from a seed.
 
-Installed in the image alone as /usr/local/bin/fslab-objects: one file, standard library only.
+Installed in the image alone as /usr/local/bin/fslab-objects: one file, standard library only
+(hence ~600 lines: the seven objects' generators, the tree maker, its plan and its digest, which
+a split would have to install as separate programs or a package the guest does not have).
 
     fslab-objects make --dir DIR --seed S --scale F [--fit]
     fslab-objects plan --seed S --scale F          (what `make` would make; writes nothing)

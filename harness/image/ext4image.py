@@ -151,7 +151,14 @@ def fix_inode_times(raw: Path, epoch: int) -> None:
 
 
 def to_qcow2(raw: Path, qcow2: Path) -> None:
-    """raw -> qcow2 with every format option spelled out; in-order writes (no -W) keep it stable."""
+    """raw -> qcow2 with every format option spelled out; in-order writes (no -W) keep it stable.
+
+    qemu-img's output also depends on where the raw file has holes, and that depends on how
+    mkfs and debugfs wrote it and on the page cache, not only on its bytes (the same filesystem
+    gave two different qcow2 files, dense and sparse). Digging holes first makes them exactly
+    the all-zero blocks: a function of the bytes.
+    """
+    proc.run(["fallocate", "--dig-holes", str(raw)])
     qcow2.unlink(missing_ok=True)
     proc.run(["qemu-img", "convert", "-f", "raw", "-O", "qcow2", "-o", QCOW2_OPTIONS, str(raw), str(qcow2)])
 

@@ -31,7 +31,9 @@ LISTING = "tree.tsv.gz"  # beside manifest.json: every path of the root tree (im
 MANIFEST_FORMAT = 1
 IMAGE_FILES = ("disk.qcow2", "vmlinuz", "initrd.img")
 # The command line every fslab guest boots with (the root filesystem carries this label).
-KERNEL_CMDLINE = "root=LABEL=fslab-root ro console=ttyS0,115200 net.ifnames=0"
+# quiet: the kernel's boot messages stay in dmesg, not on the serial console (each byte is an
+# emulated UART write); fsck.mode=skip: the root is always a fresh overlay of a clean image.
+KERNEL_CMDLINE = "root=LABEL=fslab-root ro console=ttyS0,115200 net.ifnames=0 quiet fsck.mode=skip"
 DEBIAN_SUITE = "bookworm"
 ROOT_SIZE = "4G"
 
@@ -79,7 +81,7 @@ DEFINITIONS = {
 }
 # Host-side code that shapes the image's bits (normalisation, deterministic mkfs): an input like
 # the scripts, but a rebuild cannot swap in a stored copy of it; it must be this checkout's.
-TOOLING = ("harness/image/ext4image.py", "harness/image/tree.py")
+TOOLING = ("harness/image/ext4image.py", "harness/image/tree.py", "harness/image/kernel_elf.py")
 
 
 def definition(name: str) -> Definition:
