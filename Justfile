@@ -13,6 +13,11 @@ default:
 bench-all suites="default" *args="":
     {{fslab}} bench --suites {{suites}} {{args}}
 
+# the boot benchmark: n image boots (phases: firmware, kernel, initramfs, systemd, cloud-init, agent,
+# first case) and n bare kernel+initramfs boots, interleaved; min, median and the ratio agent start / bare
+bench-boot n="5" *args="":
+    {{fslab}} bench boot --n {{n}} {{args}}
+
 # run one vmconfig (its suite and profile, or --suite/--profile) and print the table
 run config *args="":
     {{fslab}} image build debian-12

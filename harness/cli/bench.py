@@ -3,12 +3,18 @@
 `just bench-all` runs the built-in default (vmconfigs/default.yaml: study S1's VM with suite
 fio-matrix, profile quick); `just bench-all suites=all` runs every suite on its study's vmconfig,
 one VM after another, and leaves one run directory per VM.
+
+`fslab bench boot` (`just bench-boot`) is the boot benchmark (harness/vm/bootbench.py): its own
+parser here, chosen by main.parse_args before the main job's (whose first argument is a vmconfig).
 """
 
 from __future__ import annotations
 
+import argparse
+import sys
 from pathlib import Path
 
+from harness.cli import before_boot, toplevel
 from harness.errors import FslabError
 
 DEFAULT = "vmconfigs/default.yaml"
@@ -39,3 +45,38 @@ def selection(suites: str | None, root: Path) -> list[tuple[str | None, str]]:
     if unknown:
         raise FslabError(f"suites: '{unknown[0]}' is not a suite; allowed: all, default, {', '.join(STUDY_VMS)}")
     return [(n, STUDY_VMS[n]) for n in names]
+
+
+BOOT_PROG = "fslab bench boot"
+
+
+def boot_parser() -> argparse.ArgumentParser:
+    ap = toplevel.Parser(prog=BOOT_PROG, description="Boot the image N times and its bare kernel + initramfs N "
+                         "times, interleaved; print min and median of each boot phase and the ratio agent start / "
+                         "bare boot; write bench-boot.json under the results directory.")
+    ap.add_argument("--image", default="debian-12", help="image to boot (default: debian-12; it must be built)")
+    ap.add_argument("--n", type=int, default=5, help="boots of each kind (default 5)")
+    ap.add_argument("--results-dir", default="results", help="where bench-boot-<time>/ goes (default: results)")
+    ap.set_defaults(func=cmd_boot, prog=BOOT_PROG)
+    return ap
+
+
+def cmd_boot(args: argparse.Namespace) -> int:
+    """The boot benchmark; exit 1 when a boot of either kind failed."""
+    from harness.image import store as images
+    from harness.vm import accel, bootbench
+
+    if args.n < 1:
+        raise FslabError(f"--n: {args.n} is not allowed; allowed: 1 or more")
+    results_root = before_boot.output_dir(args.results_dir, "--results-dir")
+    image = images.find(args.image)
+    images.verify(image)
+    choice = accel.choose("auto", image.kernel)
+    if choice.warning:
+        print(f"fslab: WARNING: {choice.warning}", file=sys.stderr)
+    before_boot.salvage_stale(results_root)
+    result, path = bootbench.run(image, choice, results_root, args.n)
+    print(bootbench.report(result))
+    print(path)
+    s = result["summary"]
+    return 0 if s["boots_ok"] == s["boots"] and s["bare_ok"] == s["bare_runs"] else 1

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness import suites
-from harness.cli import before_boot, recover, toplevel
+from harness.cli import before_boot, bench, recover, toplevel
 from harness.cli import images as cli_images
 from harness.errors import FslabError
 from harness.image import store as images
@@ -23,7 +23,7 @@ from harness.results.tables import format_table
 from harness.spec import config, filesystems, resolve
 from harness.spec.config import ACCELERATORS, BACKENDS
 from harness.spec.plan import Plan
-from harness.vm import accel, hosts, runner
+from harness.vm import accel, hosts, overhead, runner
 
 DEFAULT_VMCONFIG = "vmconfigs/default.yaml"
 
@@ -143,6 +143,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _report(out: runner.Outcome) -> int:
     print(format_table(out.records))
+    if out.overhead is not None:
+        print(overhead.line(out.overhead))
     print(f"status: {out.status} ({out.reason})")
     print(out.run_dir)
     return 0 if out.status == "ok" else 1
@@ -160,8 +162,6 @@ def _execute(p: Plan, image: images.Image, choice: accel.Choice, results_root: P
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """Run the main job: each selected suite on its study's VM, one VM after another."""
-    from harness.cli import bench
-
     outcomes = []
     chosen = ([(args.suite, args.vmconfig)] if args.vmconfig != DEFAULT_VMCONFIG and not args.suites
               else bench.selection(args.suites, Path.cwd()))
@@ -187,6 +187,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         out = _execute(p, image, choice, results_root, args.boots)
         print(f"== {p.suite.name} ({p.suite.profile}) on {p.vm.name}: {out.status}")
         print(format_table(out.records))
+        if out.overhead is not None:
+            print(overhead.line(out.overhead))
         outcomes.append(out)
     for out in outcomes:
         print(f"{out.status:<7} {out.run_dir}")
@@ -296,7 +298,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="resolve everything, print the command, boot nothing")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("bench", help="the main job: each suite on its study's VM (default: vmconfigs/default.yaml)")
+    p = sub.add_parser("bench", help="the main job: each suite on its study's VM (default: vmconfigs/default.yaml); "
+                       "`fslab bench boot`: the boot benchmark")
     _add_plan_args(p)
     p.add_argument("--suites", help="all, default, or a comma-separated list of suites")
     p.add_argument("--results-dir", default="results", help="where run directories go (default: results)")
@@ -374,7 +377,8 @@ def _name_commands(ap: argparse.ArgumentParser) -> None:
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     """argv parsed; an unknown argument is blamed on its command ("fslab run: error: ..."), not
     on `fslab` (argparse reports a subcommand's leftovers from the top parser)."""
-    ap = parser()
+    # `fslab bench boot` is the boot benchmark, not the main job on a vmconfig named boot
+    ap, argv = (bench.boot_parser(), argv[2:]) if list(argv[:2]) == ["bench", "boot"] else (parser(), argv)
     if any("\0" in a for a in argv):  # not from a shell (C strings), but from a caller in Python
         raise toplevel.UsageError(ap.prog, "an argument holds a NUL byte")
     args, extra = ap.parse_known_args(argv)

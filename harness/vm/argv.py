@@ -16,6 +16,7 @@ from harness.vm import drive
 DEFAULT_CMDLINE = "root=LABEL=fslab-root ro console=ttyS0,115200 net.ifnames=0"
 RESULTS_PORT = "org.fslab.results"
 PROGRESS_PORT = "org.fslab.progress"
+BARE_CMDLINE = "console=ttyS0 rdinit=/bin/true panic=-1"
 
 
 @dataclass(frozen=True)
@@ -42,15 +43,11 @@ class RunPaths:
                    qmp=Path(tempfile.gettempdir()) / f"fslab-{run_dir.name}.qmp")
 
 
-def build_argv(plan: Plan, paths: RunPaths, accel: str, cmdline: str = DEFAULT_CMDLINE) -> list[str]:
-    """The full qemu-system-x86_64 argv for one VM of `plan`.
-
-    Disks under test get exactly the plan's cache, aio and bus; the guest finds them by
-    `serial=` (stable across buses). The root disk is a qcow2 overlay on the image. The guest
-    has no NIC. Results and progress leave through two virtio-serial ports backed by files.
-    """
+def machine_args(plan: Plan, accel: str) -> list[str]:
+    """The machine itself, without kernel, disks or ports: what every VM of `plan` shares with a
+    bare boot of its kernel (`bare_argv`)."""
     vm = plan.vm
-    argv = [
+    return [
         "qemu-system-x86_64",
         "-name", f"fslab-{plan.run_id}",
         "-machine", "q35",
@@ -59,6 +56,26 @@ def build_argv(plan: Plan, paths: RunPaths, accel: str, cmdline: str = DEFAULT_C
         "-smp", str(vm.vcpus),
         "-m", f"{vm.memory_mib}M",
         "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+    ]
+
+
+def bare_argv(plan: Plan, kernel: Path, initrd: Path, accel: str, console: Path) -> list[str]:
+    """The image's kernel and initramfs alone on the same machine: the initramfs runs /bin/true
+    as its first process, the kernel panics when it exits and `panic=-1` + `-no-reboot` end QEMU.
+    No disks, no seed, no ports: the floor any boot of this machine pays (`fslab bench boot`)."""
+    return [*machine_args(plan, accel), "-kernel", str(kernel), "-initrd", str(initrd),
+            "-append", BARE_CMDLINE, "-serial", f"file:{console}"]
+
+
+def build_argv(plan: Plan, paths: RunPaths, accel: str, cmdline: str = DEFAULT_CMDLINE) -> list[str]:
+    """The full qemu-system-x86_64 argv for one VM of `plan`.
+
+    Disks under test get exactly the plan's cache, aio and bus; the guest finds them by
+    `serial=` (stable across buses). The root disk is a qcow2 overlay on the image. The guest
+    has no NIC. Results and progress leave through two virtio-serial ports backed by files.
+    """
+    argv = [
+        *machine_args(plan, accel),
         "-kernel", str(paths.kernel), "-initrd", str(paths.initrd), "-append", cmdline,
         "-serial", f"file:{paths.console}",
         "-nic", "none",

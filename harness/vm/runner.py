@@ -33,7 +33,7 @@ from harness.results.records import records_for_run
 from harness.results.stream import read_stream, stream_format_of
 from harness.spec.plan import Plan
 from harness.vm import accel as accel_mod
-from harness.vm import hosts, owner, provenance, timings
+from harness.vm import hosts, overhead, owner, provenance, timings
 from harness.vm.argv import RunPaths
 from harness.vm.backend import Backend
 from harness.vm.libvirt import HostLost
@@ -64,6 +64,7 @@ class Outcome:
     reason: str
     records: list[dict[str, Any]] = field(default_factory=list)
     host_failed: bool = False  # the VM's host failed (unreachable, lost), not the guest
+    overhead: dict[str, Any] | None = None  # where the wall time went (harness/vm/overhead.py)
 
 
 def vm_for(plan: Plan, image: images.Image, accel: str, run_dir: Path, scratch: Path,
@@ -81,13 +82,15 @@ def vm_for(plan: Plan, image: images.Image, accel: str, run_dir: Path, scratch: 
 def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root: Path,
         scratch_root: Path | None = None, keep_scratch: bool = False, log: Log = _stderr,
         host: hosts.Host | None = None, name: str | None = None, stop: threading.Event | None = None,
-        history_dir: Path | None = None) -> Outcome:
+        history_dir: Path | None = None, poll_s: float = 1.0) -> Outcome:
     """Boot one VM for `plan` and bring its results home. The image was verified by the caller.
 
     `host` (a hosts.Host) and `name` (the domain name) are for the libvirt backend; `stop`, when
     set by another thread, ends the VM as Ctrl-C does. `history_dir` holds timings.jsonl, the
     boot and case times the live view estimates from (default `results_root`; --boots and
-    several hosts pass the user's results directory, not the nested one of each VM)."""
+    several hosts pass the user's results directory, not the nested one of each VM). `poll_s`: how
+    often the progress events are read while the VM runs (the resolution of the host's times)."""
+    begin = time.monotonic()  # host preparation starts here (harness/vm/overhead.py)
     run_dir = results_root / plan.run_id
     scratch = (scratch_root / plan.run_id) if scratch_root else run_dir / "scratch"
     vm = vm_for(plan, image, choice.used, run_dir, scratch, host, name)
@@ -116,6 +119,9 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
     status, reason, host_failed = "failed", "did not start", False
     ending: unfinished.Ending | None = None  # how the VM ended early, for the cases without a result
     outcome_records: list[dict[str, Any]] = []
+    t0: float | None = None  # QEMU's start
+    qemu_s: float | None = None  # QEMU start -> exit
+    progress: Progress | None = None
     try:
         manifest.update(vm.provenance())
         manifest["git"] = provenance.git_revision()
@@ -125,10 +131,10 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
 
         log(f"fslab: booting {plan.vm.name} ({choice.used}, {len(plan.filesystems)} filesystems, "
             f"{len(plan.cases)} cases each, deadline {plan.vm.deadline_s} s)")
-        t0 = time.monotonic()
+        t0 = started = time.monotonic()
         remote_label = host.label if host is not None and host.remote else None  # a remote host's times are its own
         history = timings.History.load(history_dir or results_root, choice.used, remote_label)
-        progress = Progress(vm.local.progress, plan, t0, history=history)
+        progress = Progress(vm.local.progress, plan, started, history=history)
 
         def tick() -> None:
             if stop is not None and stop.is_set():
@@ -138,9 +144,10 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
 
         try:
             with vm.machine() as m:
-                rc = m.wait(plan.vm.deadline_s, tick=tick)
+                rc = m.wait(plan.vm.deadline_s, tick=tick, interval=poll_s)
         finally:
             progress.close()
+            qemu_s = time.monotonic() - started
         if rc is None:
             status, reason = "failed", f"deadline of {plan.vm.deadline_s} s passed; VM killed"
             ending = unfinished.deadline(plan.vm.deadline_s, time.time())
@@ -149,11 +156,11 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
             status, reason = "failed", getattr(m, "stop_reason", None) or f"qemu exited with code {rc}"
             if reason == IO_ERROR:
                 reason += f" ({scratch}: {shutil.disk_usage(scratch).free / 1024**3:.1f} GiB free now)"
-        wall = time.monotonic() - t0
+        wall = time.monotonic() - started
         manifest["timings"] = {
             "vm_seconds": round(wall, 1),
-            "qemu_to_agent_s": _round(progress.first_seen.get("boot")),
-            "qemu_to_first_case_s": _round(progress.first_seen.get("case-start")),
+            "qemu_to_agent_s": _round(progress.first_seen.get("boot"), 2),
+            "qemu_to_first_case_s": _round(progress.first_seen.get("case-start"), 2),
         }
         if rc == 0:
             status, reason = "ok", "guest reported success"
@@ -186,11 +193,26 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
         if qerr.exists() and qerr.stat().st_size:
             (run_dir / "qemu.stderr").write_bytes(qerr.read_bytes())
         vm.cleanup(keep_scratch)
-    return Outcome(run_dir, manifest["status"], manifest["reason"], outcome_records, host_failed)
+        split = _overhead(begin, t0, qemu_s, progress)
+        if split is not None:
+            manifest["overhead"] = split
+            write_manifest(run_dir, manifest)
+    return Outcome(run_dir, manifest["status"], manifest["reason"], outcome_records, host_failed, split)
 
 
-def _round(x: float | None) -> float | None:
-    return None if x is None else round(x, 1)
+def _overhead(begin: float, qemu_start: float | None, qemu_s: float | None,
+              progress: Progress | None) -> dict[str, Any] | None:
+    """The wall-time split of a run whose VM started (None before that: nothing to split)."""
+    if qemu_start is None or progress is None:
+        return None
+    seen = progress.first_seen
+    return overhead.split(wall_s=time.monotonic() - begin, prep_s=qemu_start - begin, qemu_s=qemu_s,
+                          agent_s=seen.get("boot"), done_s=seen.get("done"), case_s=progress.case_seconds,
+                          work_s=progress.case_work, fs_setup_s=progress.overheads)
+
+
+def _round(x: float | None, digits: int = 1) -> float | None:
+    return None if x is None else round(x, digits)
 
 
 def make_dirs(run_dir: Path, scratch: Path) -> None:

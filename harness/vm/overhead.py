@@ -1,0 +1,92 @@
+"""Where a run's wall time went: the workload's own time, and the harness's around it.
+
+    wall = host prep + boot + cases (workload + per-case overhead) + fs set-up + shutdown
+           + collection + other
+
+host prep:   fslab's start of the run -> QEMU start (disks, overlay, seed, provenance)
+boot:        QEMU start -> the agent's `boot` event
+cases:       the guest's `seconds` of every case run, split into the workload's own time (the
+             agent's `work_s`: fio's measured run, a steps case's timed steps) and the rest of the
+             case (cold-start remount, drop caches, tool start, fio's file layout)
+fs set-up:   per filesystem, fs-start -> fs-end less its cases (setup, mkfs, mount, umount, check)
+shutdown:    the agent's `done` event -> QEMU's exit (the stream's end, power-off)
+collection:  QEMU's exit -> the run's records and manifest written
+other:       what is left: the agent's own time outside any filesystem (reading the plan, guest
+             info, the boot phases) and the polling interval of the host's view of the events
+
+Host times come from the live view (harness/vm/progress.py), which sees each progress event at
+its next poll (1 s): boot, fs set-up and shutdown are good to about a second, the case times are
+the guest's own. An agent that sends no `work_s` (older than the field) leaves the workload
+"not measured"; the rest of the split stands.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def split(*, wall_s: float, prep_s: float, qemu_s: float | None, agent_s: float | None, done_s: float | None,
+          case_s: list[float], work_s: list[float | None], fs_setup_s: list[float]) -> dict[str, Any]:
+    """The manifest's `overhead`: seconds of each part (None: not known). `qemu_s` is QEMU start ->
+    exit, `agent_s`/`done_s` when the host saw the agent's boot and done events (seconds after
+    QEMU start), `case_s`/`work_s` per case run (work None: not measured).
+
+    >>> s = split(wall_s=100.0, prep_s=2.0, qemu_s=95.0, agent_s=20.0, done_s=90.0,
+    ...           case_s=[30.0, 30.0], work_s=[25.0, 20.0], fs_setup_s=[6.0])
+    >>> s["boot_s"], s["cases_s"], s["workload_s"], s["per_case_overhead_s"], s["shutdown_s"], s["collection_s"]
+    (20.0, 60.0, 45.0, 15.0, 5.0, 3.0)
+    >>> s["other_s"], s["workload_share"]
+    (4.0, 0.45)
+    >>> split(wall_s=10.0, prep_s=1.0, qemu_s=8.0, agent_s=None, done_s=None, case_s=[], work_s=[],
+    ...       fs_setup_s=[])["boot_s"]  # the agent never started: all of QEMU's time was boot
+    8.0
+    """
+    measured = [(c, w) for c, w in zip(case_s, work_s, strict=False) if w is not None]
+    workload = sum(w for _, w in measured) if measured else None
+    out: dict[str, Any] = {
+        "wall_s": wall_s,
+        "host_prep_s": prep_s,
+        "boot_s": agent_s if agent_s is not None else qemu_s,
+        "cases": len(case_s),
+        "cases_s": sum(case_s),
+        "workload_s": workload,
+        "per_case_overhead_s": None if workload is None else sum(c for c, _ in measured) - workload,
+        "cases_without_work_s": len(case_s) - len(measured),
+        "fs_setup_s": sum(fs_setup_s),
+        "shutdown_s": None if done_s is None or qemu_s is None else max(0.0, qemu_s - done_s),
+        "collection_s": None if qemu_s is None else max(0.0, wall_s - prep_s - qemu_s),
+    }
+    known = ["host_prep_s", "boot_s", "cases_s", "fs_setup_s", "shutdown_s", "collection_s"]
+    out["other_s"] = wall_s - sum(out[k] or 0.0 for k in known)
+    out["workload_share"] = None if workload is None or wall_s <= 0 else workload / wall_s
+    return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in out.items()}
+
+
+def _s(x: float | None) -> str:
+    return "?" if x is None else f"{x:.0f} s" if abs(x) >= 10 else f"{x:.1f} s"
+
+
+def line(o: dict[str, Any]) -> str:
+    """The run's last word on its time, e.g.
+
+    >>> line(split(wall_s=312.0, prep_s=4.0, qemu_s=308.0, agent_s=21.0, done_s=300.0, case_s=[135.0, 135.0],
+    ...            work_s=[95.0, 95.0], fs_setup_s=[9.0]))
+    'fslab: wall 312 s = host prep 4.0 s + boot 21 s + cases 270 s (workload 190 s, per-case overhead 80 s) \
++ fs set-up 9.0 s + shutdown 8.0 s + collection 0.0 s + other 0.0 s; workload 61 % of wall'
+    >>> line(split(wall_s=50.0, prep_s=1.0, qemu_s=48.0, agent_s=30.0, done_s=46.0, case_s=[10.0], work_s=[None],
+    ...            fs_setup_s=[3.0]))  # an agent older than work_s
+    'fslab: wall 50 s = host prep 1.0 s + boot 30 s + cases 10 s (workload not measured: the agent sent no \
+work_s) + fs set-up 3.0 s + shutdown 2.0 s + collection 1.0 s + other 3.0 s'
+    """
+    if o["workload_s"] is None:
+        inner = "workload not measured: the agent sent no work_s" if o["cases"] else "no case ran"
+    else:
+        inner = f"workload {_s(o['workload_s'])}, per-case overhead {_s(o['per_case_overhead_s'])}"
+        if o["cases_without_work_s"]:
+            inner += f"; {o['cases_without_work_s']} of {o['cases']} cases without work_s"
+    text = (f"fslab: wall {_s(o['wall_s'])} = host prep {_s(o['host_prep_s'])} + boot {_s(o['boot_s'])} + "
+            f"cases {_s(o['cases_s'])} ({inner}) + fs set-up {_s(o['fs_setup_s'])} + "
+            f"shutdown {_s(o['shutdown_s'])} + collection {_s(o['collection_s'])} + other {_s(o['other_s'])}")
+    if o["workload_share"] is not None:
+        text += f"; workload {100 * o['workload_share']:.0f} % of wall"
+    return text
