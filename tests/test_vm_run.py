@@ -52,6 +52,17 @@ def test_smoke_run_end_to_end(image, smoke_run):
     assert "fio-" in manifest["guest"]["fio"]
     assert manifest["host"]["kernel"] and manifest["git"]["revision"]
     assert manifest["timings"]["qemu_to_agent_s"] > 0
+    # where the wall time went (harness/vm/overhead.py): every part measured, the fio runs' own time
+    # (2 x 5 s) inside the cases, and the split printed before the status line
+    o = manifest["overhead"]
+    assert o["cases"] == 2 and o["cases_without_work_s"] == 0, o
+    assert all(o[k] > 0 for k in ("wall_s", "host_prep_s", "boot_s", "cases_s", "fs_setup_s")), o
+    assert o["shutdown_s"] >= 0, o
+    assert 2 * 5 <= o["workload_s"] < o["cases_s"] and o["per_case_overhead_s"] > 0, o
+    assert o["boot_s"] == pytest.approx(manifest["timings"]["qemu_to_agent_s"], abs=0.01)
+    assert abs(o["other_s"]) < 0.2 * o["wall_s"], o  # the named parts hold nearly all of the wall time
+    last = cp.stdout.strip().splitlines()
+    assert last[-3].startswith("fslab: wall ") and "workload " in last[-3] and last[-2].startswith("status: ok")
     assert manifest["disks"]["d0"]["actual-size"] >= 1024**3  # falloc really allocated
 
     recs = read_records(run_dir)
