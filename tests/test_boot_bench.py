@@ -143,13 +143,19 @@ def test_goals_under_kvm_check_the_three_seconds():
 def test_report_names_the_image_the_load_and_boots_out_of_order():
     result = {"image": {"name": "debian-12", "digest": "sha256:abcdef0123456789abcdef"},
               "accelerator": {"used": "tcg", "reason": "KVM probe failed"}, "load_start": [1.0, 2.0, 3.0],
-              "load_end": [4.0, 5.0, 6.0], "boots": [{**boot(20.0), "ordered": False, "run_dir": "/r/1"}],
-              "bare": [{"ok": True, "seconds": 8.0}]}
+              "load_end": [4.0, 5.0, 6.0], "boots": [{**boot(20.0), "ordered": False, "run_dir": "/r/1",
+                                                      "load": [3.0, 2.0, 1.0], "other_qemus": 2}],
+              "bare": [{"ok": False, "seconds": None, "why": "did not end within 300 s", "load": [3.5, 2.0, 1.0],
+                        "other_qemus": 1}]}
     result["summary"] = bootbench.summarize(result["boots"], result["bare"])
     text = bootbench.report(result)
-    assert text.startswith("boot benchmark: image debian-12 (sha256:abcdef012345), accel tcg, 1 of 1 image boots ok")
+    assert text.startswith("boot benchmark: image debian-12 (sha256:abcdef012345), accel tcg, 1 of 1 image boots ok, "
+                           "0 of 1 bare boots ok")
     assert "load 1.0 2.0 3.0 at start, 4.0 5.0 6.0 at end" in text
     assert "KVM: not available here (KVM probe failed)" in text
+    assert "pair 1: agent start 20.00 s (load 3.0, 2 other QEMUs) | bare failed: did not end within 300 s " \
+        "(load 3.5, 1 other QEMUs)" in text
+    assert "ratio agent start / bare boot: min -, median -" in text
     assert text.endswith("WARNING: 1 boot(s) with marks out of order: /r/1")
 
 

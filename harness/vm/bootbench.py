@@ -230,6 +230,23 @@ def run(image: images.Image, choice: accel_mod.Choice, results_root: Path, n: in
     return result, path
 
 
+def pairs(result: dict[str, Any]) -> list[str]:
+    """One line per pair: on a shared host the load beside each time says which ones to trust.
+
+    >>> pairs({"boots": [{"status": "ok", "marks": {"agent": 20.0}, "load": [1.5, 1, 1], "other_qemus": 0}],
+    ...        "bare": [{"ok": True, "seconds": 8.0, "load": [1.2, 1, 1], "other_qemus": 1}]})
+    ['pair 1: agent start 20.00 s (load 1.5, 0 other QEMUs) | bare 8.00 s (load 1.2, 1 other QEMUs)']
+    """
+    out = []
+    for k, (b, x) in enumerate(zip(result["boots"], result["bare"], strict=False), 1):
+        img = (f"agent start {_cell(b['marks'].get('agent'))} s" if b.get("status") == "ok"
+               else f"image boot {b.get('status')}: {b.get('reason')}")
+        bare = f"bare {_cell(x.get('seconds'))} s" if x.get("ok") else f"bare failed: {x.get('why')}"
+        out.append(f"pair {k}: {img} (load {b['load'][0]}, {b['other_qemus']} other QEMUs) | "
+                   f"{bare} (load {x['load'][0]}, {x['other_qemus']} other QEMUs)")
+    return out
+
+
 def report(result: dict[str, Any]) -> str:
     """What `fslab bench boot` prints at the end."""
     s = result["summary"]
@@ -238,7 +255,7 @@ def report(result: dict[str, Any]) -> str:
             f"accel {acc['used']}, {s['boots_ok']} of {s['boots']} image boots ok, "
             f"{s['bare_ok']} of {s['bare_runs']} bare boots ok; load {' '.join(map(str, result['load_start']))} "
             f"at start, {' '.join(map(str, result['load_end']))} at end")
-    lines = [head, table(s), *goals(s, acc["used"], acc["reason"])]
+    lines = [head, table(s), *goals(s, acc["used"], acc["reason"]), *pairs(result)]
     bad = [b for b in result["boots"] if b.get("status") == "ok" and not b.get("ordered")]
     if bad:
         lines.append(f"WARNING: {len(bad)} boot(s) with marks out of order: {', '.join(b['run_dir'] for b in bad)}")
