@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness import suites
-from harness.cli import before_boot, recover, toplevel
+from harness.cli import before_boot, fidelity, recover, toplevel
 from harness.cli import images as cli_images
 from harness.errors import FslabError
 from harness.image import store as images
@@ -296,7 +296,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--dry-run", action="store_true", help="resolve everything, print the command, boot nothing")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("bench", help="the main job: each suite on its study's VM (default: vmconfigs/default.yaml)")
+    p = sub.add_parser("bench", help="the main job: each suite on its study's VM (default: vmconfigs/default.yaml); "
+                       "`fslab bench fidelity`: how much of the device the VM shows",
+                       epilog="fslab bench fidelity [VMCONFIG] [--runtime S]: the same fio patterns on the host and "
+                       "in the guest's raw device, their ratio (see fslab bench fidelity --help)")
     _add_plan_args(p)
     p.add_argument("--suites", help="all, default, or a comma-separated list of suites")
     p.add_argument("--results-dir", default="results", help="where run directories go (default: results)")
@@ -377,6 +380,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     ap = parser()
     if any("\0" in a for a in argv):  # not from a shell (C strings), but from a caller in Python
         raise toplevel.UsageError(ap.prog, "an argument holds a NUL byte")
+    if fidelity.is_fidelity(list(argv)):  # `fslab bench fidelity`: bench's positional is a vmconfig
+        return fidelity.parser(toplevel.Parser).parse_args(argv[2:])
     args, extra = ap.parse_known_args(argv)
     if extra:
         raise toplevel.UsageError(getattr(args, "prog", ap.prog), f"unrecognized arguments: {' '.join(extra)}")
