@@ -35,6 +35,7 @@ from harness.units import format_size, parse_size
 from harness.vm import accel, disks, provenance, runner
 
 PROG = "fslab bench fidelity"
+DEFAULT_VMCONFIG = "vmconfigs/fidelity.yaml"
 TCG_NOTE = ("accel tcg: the guest ran under TCG software emulation, so these ratios describe QEMU's emulation of "
             "a CPU, not what a virtualised guest (KVM) shows of the device")
 
@@ -48,8 +49,9 @@ def parser(parser_class: type[argparse.ArgumentParser]) -> argparse.ArgumentPars
     ap = parser_class(prog=PROG, description="Run the same fio patterns on the host (a backing file made as the "
                       "runner makes the vmconfig's disk, with its cache/aio semantics) and in the guest (the raw "
                       "virtio device); print and record the guest/host ratio per pattern.")
-    ap.add_argument("vmconfig", nargs="?", default="vmconfigs/default.yaml",
-                    help="VM configuration YAML whose VM and disk are measured (default: vmconfigs/default.yaml)")
+    ap.add_argument("vmconfig", nargs="?", default=DEFAULT_VMCONFIG,
+                    help=f"VM configuration YAML whose VM and disk are measured (default: {DEFAULT_VMCONFIG}: "
+                    "raw, cache none, aio io_uring)")
     ap.add_argument("--disk", metavar="ID", help="which of the vmconfig's disks (default: its first)")
     ap.add_argument("--size", default=format_size(spec.DEFAULT_SIZE),
                     help=f"size of the measured disk (default {format_size(spec.DEFAULT_SIZE)}, not the vmconfig's: "

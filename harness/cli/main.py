@@ -197,15 +197,17 @@ def cmd_report(args: argparse.Namespace) -> int:
     """Write report/ (HTML, Markdown, CSV, figures) for one or more runs; print the run table."""
     # matplotlib and scipy load only for the commands that use them
     from harness.analysis import claims_render, durability, report, report_amplification, report_warnings
+    from harness.analysis.report_fidelity import fidelity_section
     from harness.analysis.runs import label_runs, load_run
 
     recover.finished(args.run_dirs)
     runs = [load_run(d) for d in args.run_dirs]
     label_runs(runs)
-    # Right after the answer: did the studies' findings hold, then what the disks really did; for
-    # power-loss runs the durability table (and, beside speed runs, durability beside speed).
-    sections: list = [claims_render.claims_section, report_amplification.amplification_section,
-                      *durability.sections(runs)]
+    # Right after the answer: how much of the device the VM shows (a fidelity run of this host),
+    # did the studies' findings hold, then what the disks really did; for power-loss runs the
+    # durability table (and, beside speed runs, durability beside speed).
+    sections: list = [fidelity_section, claims_render.claims_section,
+                      report_amplification.amplification_section, *durability.sections(runs)]
     rep = report.build(args.run_dirs, args.out, baseline=args.baseline, sections=sections)
     for run in rep.runs:
         m = run.manifest
