@@ -175,8 +175,9 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
     }
     path = results.write(results_root, result)
     print(f"VM fidelity: {cfg.source} disk {disk.id} ({format_size(disk.size_bytes)} {disk.format}, preallocation "
-          f"{disk.preallocation}, cache {disk.cache}, aio {disk.aio}, {disk.bus}), accel {choice.used}, "
-          f"{args.runtime} s per pattern")
+          f"{disk.preallocation}, cache {disk.cache}, aio {disk.aio}, {disk.bus}), accel {choice.used}"
+          f"{' (TCG: SOFTWARE EMULATION, not virtualisation)' if choice.used == 'tcg' else ''}, {args.runtime} s per "
+          f"pattern, image {image.digest[:19]}")
     print(results.format_table(result))
     for note in result["notes"]:
         print(f"note: {note}")
