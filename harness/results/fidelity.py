@@ -21,18 +21,21 @@ DIR = "fidelity"
 
 def fio_numbers(fio: dict[str, Any]) -> dict[str, float]:
     """IOPS and MiB/s of one fio JSON report (every job and direction summed: a group-reported
-    job is one entry; a job that reads only has zero writes).
+    job is one entry; a job that reads only has zero writes), and fio's CPU use (user + system %
+    of one CPU: under TCG the guest's side is bound by it).
 
-    >>> fio_numbers({"jobs": [{"read": {"iops": 250.5, "bw_bytes": 1048576}, "write": {"iops": 0, "bw_bytes": 0}}]})
-    {'iops': 250.5, 'mib_s': 1.0}
+    >>> fio_numbers({"jobs": [{"read": {"iops": 250.5, "bw_bytes": 1048576}, "write": {"iops": 0, "bw_bytes": 0},
+    ...                        "usr_cpu": 10.0, "sys_cpu": 35.5}]})
+    {'iops': 250.5, 'mib_s': 1.0, 'cpu_pct': 45.5}
     """
-    iops = mib = 0.0
+    iops = mib = cpu = 0.0
     for job in fio.get("jobs") or []:
         for d in ("read", "write"):
             st = job.get(d) or {}
             iops += float(st.get("iops") or 0)
             mib += float(st.get("bw_bytes") or 0) / 2**20
-    return {"iops": round(iops, 2), "mib_s": round(mib, 3)}
+        cpu += float(job.get("usr_cpu") or 0) + float(job.get("sys_cpu") or 0)
+    return {"iops": round(iops, 2), "mib_s": round(mib, 3), "cpu_pct": round(cpu, 1)}
 
 
 def parse_fio_output(text: str) -> dict[str, Any] | None:
