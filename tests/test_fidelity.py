@@ -51,7 +51,10 @@ def test_threads_give_sequential_jobs_their_own_slice():
     io = spec.host_io(_d(aio="threads"))
     seq = next(p for p in spec.PATTERNS if p.rw == "write")
     opts = io.fio_options(seq, 2**30)
-    assert f"--numjobs={seq.iodepth}" in opts and f"--offset_increment={2**30 // seq.iodepth}" in opts
+    piece = 2**30 // seq.iodepth
+    assert f"--numjobs={seq.iodepth}" in opts and f"--offset_increment={piece}" in opts and f"--size={piece}" in opts
+    argv = spec.fio_argv(seq, "f", 1, 2**30, opts)
+    assert argv.index(f"--size={2**30}") < argv.index(f"--size={piece}")  # fio takes the last one
 
 
 def test_qcow2_is_measured_as_raw_and_said_so():

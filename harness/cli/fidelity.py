@@ -136,8 +136,6 @@ def guest_side(plan: Plan, image: images.Image, choice: accel.Choice, runs_root:
         if fio is not None:
             got["patterns"][step.name] = results.fio_numbers(fio)
             got["fio_version"] = fio.get("fio version")
-    if not got["patterns"]:
-        raise FslabError(f"guest side: no fio report came back ({out.status}: {out.reason}); see {out.run_dir}")
     return got
 
 
@@ -163,6 +161,10 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
     created = _dt.datetime.now(_dt.UTC).replace(microsecond=0)
     host = host_side(disk, runs_root / f"{run_id}.host", args.runtime)
     guest = guest_side(plan, image, choice, runs_root)
+    if not guest["patterns"]:  # a failed guest, as a failed run: exit 1, its run directory kept
+        print(f"fslab: guest side: no fio report came back ({guest['status']}: {guest['reason']}); see "
+              f"{guest['run_dir']}", file=sys.stderr)
+        return 1
     result: dict[str, Any] = {
         "fslab_fidelity": spec.RESULT_FORMAT, "created": created.isoformat(), "accel": choice.used,
         "accelerator": choice.to_json(), "host": provenance.host(), "qemu": provenance.qemu_version(),

@@ -21,8 +21,9 @@ DIR = "fidelity"
 
 def fio_numbers(fio: dict[str, Any]) -> dict[str, float]:
     """IOPS and MiB/s of one fio JSON report (every job and direction summed: a group-reported
-    job is one entry; a job that reads only has zero writes), and fio's CPU use (user + system %
-    of one CPU: under TCG the guest's side is bound by it).
+    job is one entry; a job that reads only has zero writes), and fio's CPU use, user + system %,
+    as fio reports it (for a group of jobs: the group's figure), since under TCG the guest side is
+    bound by its CPU.
 
     >>> fio_numbers({"jobs": [{"read": {"iops": 250.5, "bw_bytes": 1048576}, "write": {"iops": 0, "bw_bytes": 0},
     ...                        "usr_cpu": 10.0, "sys_cpu": 35.5}]})

@@ -91,14 +91,16 @@ class HostIO:
 
         >>> io = host_io(Disk("d0", 1024**3, "raw", "falloc", "writeback", "threads", "virtio-blk"))
         >>> io.fio_options(PATTERNS[2])
-        ['--direct=0', '--ioengine=psync', '--iodepth=1', '--numjobs=8', '--offset_increment=134217728']
+        ['--direct=0', '--ioengine=psync', '--iodepth=1', '--numjobs=8', '--offset_increment=134217728', \
+'--size=134217728']
         """
         out = [f"--direct={int(self.direct)}", *(["--sync=1"] if self.sync else []), f"--ioengine={self.engine}"]
         if not self.threads or p.iodepth == 1:
             return [*out, f"--iodepth={p.iodepth}"]
         out += ["--iodepth=1", f"--numjobs={p.iodepth}"]
-        if p.sequential:  # each thread its own stream; 1 MiB-aligned slices
-            out.append(f"--offset_increment={size // p.iodepth // 2**20 * 2**20}")
+        if p.sequential:  # each thread its own stream on its own 1 MiB-aligned slice (a later --size wins)
+            piece = size // p.iodepth // 2**20 * 2**20
+            out += [f"--offset_increment={piece}", f"--size={piece}"]
         return out
 
     def to_json(self) -> dict[str, object]:
@@ -150,8 +152,8 @@ def fio_argv(p: Pattern, filename: str, runtime_s: int, size: int, options: list
     >>> fio_argv(PATTERNS[0], "{dev}", 10, 2**30, ["--direct=1", "--ioengine=libaio", "--iodepth=1"])[:4]
     ['fio', '--name=randread-4k-qd1', '--filename={dev}', '--rw=randread']
     """
-    return ["fio", f"--name={p.id}", f"--filename={filename}", f"--rw={p.rw}", f"--bs={p.bs}", *options,
-            f"--size={size}", "--time_based=1", f"--runtime={runtime_s}", "--group_reporting=1",
+    return ["fio", f"--name={p.id}", f"--filename={filename}", f"--rw={p.rw}", f"--bs={p.bs}", f"--size={size}",
+            *options, "--time_based=1", f"--runtime={runtime_s}", "--group_reporting=1",
             "--randrepeat=0", "--norandommap=1", "--output-format=json"]
 
 
