@@ -18,6 +18,12 @@ bench-all suites="default" *args="":
 bench-boot n="5" *args="":
     {{fslab}} bench boot --n {{n}} {{args}}
 
+# how much of the device the VM shows: the same fio patterns on a host backing file and on the
+# guest's raw device, their ratio (default vmconfigs/fidelity.yaml: raw, cache none, io_uring); e.g. --runtime 5
+bench-fidelity config="vmconfigs/fidelity.yaml" *args="":
+    {{fslab}} image build debian-12
+    {{fslab}} bench fidelity {{config}} {{args}}
+
 # run one vmconfig (its suite and profile, or --suite/--profile) and print the table
 run config *args="":
     {{fslab}} image build debian-12

@@ -68,7 +68,8 @@ def test_program_is_one_stdlib_only_file_of_modest_size():
     mods = {a.name.split(".")[0] for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Import) for a in n.names}
     mods |= {n.module.split(".")[0] for n in ast.walk(ast.parse(src)) if isinstance(n, ast.ImportFrom) and n.level == 0}
     assert mods - {"__future__"} <= set(sys.stdlib_module_names)
-    assert len(src.splitlines()) < 600 and src.startswith("#!/usr/bin/env python3\n")
+    # ~600 lines, the reason at its top (one program installed alone); a bound, so that growth is a choice
+    assert len(src.splitlines()) < 650 and src.startswith("#!/usr/bin/env python3\n")
 
 
 def test_same_seed_same_checksums_other_seed_others(made):

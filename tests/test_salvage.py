@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from harness.errors import FslabError
 from harness.results.jsonl import write_jsonl
 from harness.spec.plan import Case, Repeat
 from harness.vm import accel, owner, runner, salvage, spread
+from harness.vm.machine import Machine
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKEVM = str(ROOT / "tests" / "fakevm.py")
@@ -321,3 +323,24 @@ def test_check_finished_on_a_plain_directory_is_a_no_op(tmp_path):
         from harness.analysis.runs import load_run
 
         load_run(tmp_path)
+
+
+def test_a_guest_kernel_panic_ends_the_run_at_once_with_its_words(tmp_path, monkeypatch):
+    """A panicked guest kernel stops, QEMU does not: the console says so and the run ends now,
+    not at its deadline, with the kernel's own reason; every case says it did not run."""
+
+    class Panics(FakeVM):
+        def machine(self):
+            line = "[    0.016000] ---[ end Kernel panic - not syncing: IO-APIC + timer doesn't work! ]---"
+            script = f"printf '%s\\n' \"{line}\" >> {shlex.quote(str(self.local.console))}; sleep 600"
+            return Machine(["sh", "-c", script], self.local.qmp, self.scratch / "qemu.stderr")
+
+    monkeypatch.setattr(runner, "vm_for", lambda plan, image, accel_, run_dir, scratch, host=None, name=None,
+                        place=True: Panics(plan, image, accel_, run_dir, scratch))
+    start_at = time.monotonic()
+    out = runner.run(two_fs("kp"), make_image(tmp_path / "img"), accel.Choice("tcg", "tcg", "t"), tmp_path / "runs",
+                     log=lambda m: None)
+    assert time.monotonic() - start_at < 30  # the deadline is hours away
+    assert out.status == "failed"
+    assert out.reason == "the guest's kernel panicked: IO-APIC + timer doesn't work! (console.log); VM killed"
+    assert {r["error"] for r in out.records} == {"not run: the guest's kernel panicked before this case (console.log)"}

@@ -56,6 +56,7 @@ def _bars(ax: Any, sp: Spec, panel: Panel, groups: list, color: dict, labels: li
     """Grouped bars of `groups` on one axis: x = group index, one bar per series."""
     ns = max(1, len(sp.series))
     width = min(0.8 / ns, 0.3)
+    drawn: list[float] = []
     for si, (fs, lb) in enumerate(sp.series):
         xs: list[float] = []
         ms: list[tuple[float, float]] = []
@@ -78,6 +79,7 @@ def _bars(ax: Any, sp: Spec, panel: Panel, groups: list, color: dict, labels: li
                     lst.append(v)
             if iv.estimate <= 0:
                 notes.append((x, "0"))
+        drawn += [m for _, m in ms]
         kw = {"color": color[fs], "edgecolor": "black", "linewidth": 0.4, "hatch": HATCHES[labels.index(lb) % 6]}
         full = [(x, m) for x, m in ms if x in xs]
         pale = [(x, m) for x, m in ms if x in singles]
@@ -97,6 +99,10 @@ def _bars(ax: Any, sp: Spec, panel: Panel, groups: list, color: dict, labels: li
                         fontsize=7, color="green" if text == "0" and panel.zero_good else NOTE_COLOR.get(text, "red"),
                         rotation=90,
                         xycoords=("data", "axes fraction"))  # the axis bottom, also on a log scale
+    if ax.get_yscale() == "linear" and all(m >= 0 for m in drawn):
+        # Counts and shares start at 0: all-zero bars (nothing lost) get an axis from 0, not -0.06..0.06.
+        top = ax.get_ylim()[1]
+        ax.set_ylim(0, top * 1.06 if top > 0 and any(drawn) else 1)  # room for the n=1 labels
 
 
 def _lines(ax: Any, sp: Spec, panel: Panel, color: dict, labels: list[str]) -> None:

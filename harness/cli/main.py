@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness import suites
-from harness.cli import before_boot, bench, recover, toplevel
+from harness.cli import before_boot, bench, fidelity, recover, toplevel
 from harness.cli import images as cli_images
 from harness.errors import FslabError
 from harness.image import store as images
@@ -199,15 +199,17 @@ def cmd_report(args: argparse.Namespace) -> int:
     """Write report/ (HTML, Markdown, CSV, figures) for one or more runs; print the run table."""
     # matplotlib and scipy load only for the commands that use them
     from harness.analysis import claims_render, durability, report, report_amplification, report_warnings
+    from harness.analysis.report_fidelity import fidelity_section
     from harness.analysis.runs import label_runs, load_run
 
     recover.finished(args.run_dirs)
     runs = [load_run(d) for d in args.run_dirs]
     label_runs(runs)
-    # Right after the answer: did the studies' findings hold, then what the disks really did; for
-    # power-loss runs the durability table (and, beside speed runs, durability beside speed).
-    sections: list = [claims_render.claims_section, report_amplification.amplification_section,
-                      *durability.sections(runs)]
+    # Right after the answer: how much of the device the VM shows (a fidelity run of this host),
+    # did the studies' findings hold, then what the disks really did; for power-loss runs the
+    # durability table (and, beside speed runs, durability beside speed).
+    sections: list = [fidelity_section, claims_render.claims_section,
+                      report_amplification.amplification_section, *durability.sections(runs)]
     rep = report.build(args.run_dirs, args.out, baseline=args.baseline, sections=sections)
     for run in rep.runs:
         m = run.manifest
@@ -299,7 +301,9 @@ def parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("bench", help="the main job: each suite on its study's VM (default: vmconfigs/default.yaml); "
-                       "`fslab bench boot`: the boot benchmark")
+                       "`fslab bench boot`: the boot benchmark; `fslab bench fidelity`: the device the VM shows",
+                       epilog="fslab bench fidelity [VMCONFIG] [--runtime S]: the same fio patterns on the host and "
+                       "in the guest's raw device, their ratio (see fslab bench fidelity --help)")
     _add_plan_args(p)
     p.add_argument("--suites", help="all, default, or a comma-separated list of suites")
     p.add_argument("--results-dir", default="results", help="where run directories go (default: results)")
@@ -381,6 +385,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     ap, argv = (bench.boot_parser(), argv[2:]) if list(argv[:2]) == ["bench", "boot"] else (parser(), argv)
     if any("\0" in a for a in argv):  # not from a shell (C strings), but from a caller in Python
         raise toplevel.UsageError(ap.prog, "an argument holds a NUL byte")
+    if fidelity.is_fidelity(list(argv)):  # `fslab bench fidelity`: bench's positional is a vmconfig
+        return fidelity.parser(toplevel.Parser).parse_args(argv[2:])
     args, extra = ap.parse_known_args(argv)
     if extra:
         raise toplevel.UsageError(getattr(args, "prog", ap.prog), f"unrecognized arguments: {' '.join(extra)}")

@@ -42,6 +42,13 @@ def interrupted(how: str, at: float) -> Ending:
                   f"not run: the run was interrupted ({how}) before this case", at)
 
 
+def panicked(at: float) -> Ending:
+    """The guest's kernel panicked (its console said so): the host ended the VM at once."""
+    return Ending("the guest's kernel panicked after {s} s of this case (console.log)",
+                  "the guest's kernel panicked while it ran (started {start}; console.log)",
+                  "not run: the guest's kernel panicked before this case (console.log)", at)
+
+
 def killed(pid: object) -> Ending:
     """fslab itself ended without finishing (kill -9, a crash): found by a later fslab."""
     return Ending("", f"interrupted: fslab (pid {pid}) ended while this case ran (started {{start}})",

@@ -36,6 +36,7 @@ from harness.vm import accel as accel_mod
 from harness.vm import hosts, overhead, owner, provenance, timings
 from harness.vm.argv import RunPaths
 from harness.vm.backend import Backend
+from harness.vm.console_watch import ConsoleWatch, GuestPanicked
 from harness.vm.libvirt import HostLost
 from harness.vm.machine import IO_ERROR
 from harness.vm.progress import Progress
@@ -135,12 +136,14 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
         remote_label = host.label if host is not None and host.remote else None  # a remote host's times are its own
         history = timings.History.load(history_dir or results_root, choice.used, remote_label)
         progress = Progress(vm.local.progress, plan, started, history=history)
+        console = ConsoleWatch(vm.local.console)
 
         def tick() -> None:
             if stop is not None and stop.is_set():
                 raise KeyboardInterrupt
             vm.sync()
             progress()
+            console.check()  # a panicked guest ends the run now, not at its deadline
 
         try:
             with vm.machine() as m:
@@ -167,6 +170,10 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
             history.append(progress.history_entry(wall))  # the next run's ETA starts from this one
     except HostLost as e:
         status, reason, host_failed = "failed", str(e), True
+        log(f"fslab: {reason}")
+    except GuestPanicked as e:
+        status, reason = "failed", f"the guest's kernel panicked: {e.reason} (console.log); VM killed"
+        ending = unfinished.panicked(time.time())
         log(f"fslab: {reason}")
     except KeyboardInterrupt as e:
         how = interruption(e)
