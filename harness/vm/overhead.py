@@ -5,9 +5,10 @@
 
 host prep:   fslab's start of the run -> QEMU start (disks, overlay, seed, provenance)
 boot:        QEMU start -> the agent's `boot` event
-cases:       the guest's `seconds` of every case run, split into the workload's own time (the
-             agent's `work_s`: fio's measured run, a steps case's timed steps) and the rest of the
-             case (cold-start remount, drop caches, tool start, fio's file layout)
+cases:       the guest's `seconds` of every case run, split into the workload's own time (a fio
+             case: what fio ran, its ramp and job_runtime from fio.json (fio_work_s); a steps case:
+             the agent's `work_s`, its timed steps) and the rest of the case (cold-start remount,
+             drop caches, fio's start and its file layout, streaming the results)
 fs set-up:   per filesystem, fs-start -> fs-end less its cases (setup, mkfs, mount, umount, check)
 shutdown:    the agent's `done` event -> QEMU's exit (the stream's end, power-off)
 collection:  QEMU's exit -> the run's records and manifest written
@@ -22,7 +23,12 @@ the guest's own. An agent that sends no `work_s` (older than the field) leaves t
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
+
+from harness.results.fio import load_fio_json
+from harness.results.records import case_dir
+from harness.spec.fiocost import parse_time
 
 
 def split(*, wall_s: float, prep_s: float, qemu_s: float | None, agent_s: float | None, done_s: float | None,
@@ -90,3 +96,36 @@ work_s) + fs set-up 3.0 s + shutdown 2.0 s + collection 1.0 s + other 3.0 s'
     if o["workload_share"] is not None:
         text += f"; workload {100 * o['workload_share']:.0f} % of wall"
     return text
+
+
+def fio_work_s(run_dir: Path, fs: str, case: str, rep: int) -> float | None:
+    """A fio case's workload: what fio itself ran, from its JSON: per reporting group the longest
+    job's ramp_time + job_runtime, summed over the groups (stonewalled groups run one after the
+    other). None when the case has no fio.json. The agent's `work_s` times the whole fio process,
+    whose start under TCG (seconds) is harness overhead, not workload.
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp()); p = d / "raw" / "ext4" / "c"; p.mkdir(parents=True)
+    >>> jobs = [{"groupid": 0, "job_runtime": 1000, "job options": {"ramp_time": "1"}},
+    ...         {"groupid": 0, "job_runtime": 1200}, {"groupid": 1, "job_runtime": 500}]
+    >>> _ = (p / "fio.json").write_text(json.dumps({"jobs": jobs}))
+    >>> fio_work_s(d, "ext4", "c", 0)  # group 0: max(1 + 1.0, 1.2), group 1: 0.5
+    2.5
+    """
+    path = run_dir / "raw" / fs / case_dir(case, rep) / "fio.json"
+    try:
+        fio = load_fio_json(path.read_text(errors="replace"))
+    except (OSError, ValueError):
+        return None
+    groups: dict[int, float] = {}
+    gopts = fio.get("global options") or {}
+    for job in fio.get("jobs") or []:
+        try:
+            ramp_opt = (job.get("job options") or {}).get("ramp_time") or gopts.get("ramp_time") or "0"
+            ramp = parse_time(str(ramp_opt)) or 0.0
+            secs = ramp + float(job.get("job_runtime") or 0) / 1000
+            gid = int(job.get("groupid", 0))
+        except (TypeError, ValueError):
+            continue
+        groups[gid] = max(groups.get(gid, 0.0), secs)
+    return round(sum(groups.values()), 3) if groups else None

@@ -78,6 +78,7 @@ class Progress:
         self.done_in_fs: dict[str, int] = {}
         self.case_seconds: list[float] = []
         self.case_work: list[float | None] = []  # beside case_seconds: its work_s (harness/vm/overhead.py)
+        self.case_ids: list[tuple[str, str, int]] = []  # beside case_seconds: (fs, case, rep)
         self.measured: dict[str, list[float]] = {}  # case id -> seconds in this run
         self.case_log: dict[str, list[float]] = {}  # case_key -> seconds, for the history
         self.overheads: list[float] = []
@@ -204,6 +205,7 @@ class Progress:
                 self.case_seconds.append(float(secs))
                 work = ev.get("work_s")  # the workload's own part; an older agent sends none
                 self.case_work.append(float(work) if isinstance(work, int | float) else None)
+                self.case_ids.append((str(fs), str(ev.get("case")), int(ev.get("rep") or 0)))
                 self.measured.setdefault(str(ev.get("case")), []).append(float(secs))
                 self.case_log.setdefault(case_key(self.plan, str(ev.get("case"))), []).append(float(secs))
                 self.fs_case_s[str(fs)] = self.fs_case_s.get(str(fs), 0.0) + float(secs)

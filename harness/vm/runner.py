@@ -200,7 +200,7 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
         if qerr.exists() and qerr.stat().st_size:
             (run_dir / "qemu.stderr").write_bytes(qerr.read_bytes())
         vm.cleanup(keep_scratch)
-        split = _overhead(begin, t0, qemu_s, progress)
+        split = _overhead(begin, t0, qemu_s, progress, run_dir)
         if split is not None:
             manifest["overhead"] = split
             write_manifest(run_dir, manifest)
@@ -208,14 +208,17 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
 
 
 def _overhead(begin: float, qemu_start: float | None, qemu_s: float | None,
-              progress: Progress | None) -> dict[str, Any] | None:
+              progress: Progress | None, run_dir: Path) -> dict[str, Any] | None:
     """The wall-time split of a run whose VM started (None before that: nothing to split)."""
     if qemu_start is None or progress is None:
         return None
     seen = progress.first_seen
+    # a fio case's workload is what fio ran (fio.json), not its whole process (its start is overhead)
+    work = [w if (f := overhead.fio_work_s(run_dir, *key)) is None else f
+            for key, w in zip(progress.case_ids, progress.case_work, strict=True)]
     return overhead.split(wall_s=time.monotonic() - begin, prep_s=qemu_start - begin, qemu_s=qemu_s,
                           agent_s=seen.get("boot"), done_s=seen.get("done"), case_s=progress.case_seconds,
-                          work_s=progress.case_work, fs_setup_s=progress.overheads)
+                          work_s=work, fs_setup_s=progress.overheads)
 
 
 def _round(x: float | None, digits: int = 1) -> float | None:
