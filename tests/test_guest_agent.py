@@ -647,18 +647,30 @@ def test_cold_start_step_remounts_in_the_middle_of_a_case(agent, tmp_path):
     assert {r["step"] for r in recs} == {"timed"}
 
 
-def test_repetitions_warmup_rounds_and_adaptive_extra_rounds(agent, tmp_path):
-    """Rounds spread reps across the run; a case above the CV threshold gets more, up to the cap."""
+def test_repetitions_warmup_rounds_and_adaptive_extra_rounds(agent, tmp_path, monkeypatch):
+    """Rounds spread reps across the run; a case above the CV threshold gets more, up to the cap.
+
+    The steps really run; their measured seconds are replaced by the ones their argv names, so that
+    the repetition rule, not a loaded host's timing, decides (a loaded CI host once blurred a
+    0.1 s / 0.4 s alternation below the threshold)."""
+    real_run_timed = agent.run_timed
     counter = tmp_path / "count"
-    script = ("import sys, time, pathlib\n"
+    script = ("import sys, pathlib\n"
               "p = pathlib.Path(sys.argv[1]); n = int(p.read_text()) if p.exists() else 0\n"
-              "p.write_text(str(n + 1)); time.sleep(float(sys.argv[2 + n % 2]))\n")
-    wobbly = steps_case([{"name": "s", "argv": [sys.executable, "-c", script, str(counter), "0.1", "2.0"]}],
-                        cid="wobbly")
+              "p.write_text(str(n + 1)); print(sys.argv[2 + n % 2])\n")
+    # wobbly's runs "take" 0.1 s and 0.4 s alternately (CV ~0.6); steady's sleep "takes" 0.2 s every time
+    wobbly_argv = [sys.executable, "-c", script, str(counter), "0.1", "0.4"]
+    runs = iter([0.1, 0.4] * 4)
+
+    def wobbly_timed(argv, *args, **kwargs):
+        res = real_run_timed(argv, *args, **kwargs)
+        return {**res, "real_s": next(runs) if argv[:3] == wobbly_argv[:3] else float(argv[-1])}
+
+    monkeypatch.setattr(agent, "run_timed", wobbly_timed)
+    wobbly = steps_case([{"name": "s", "argv": wobbly_argv}], cid="wobbly")
     steady = steps_case([{"name": "s", "argv": ["sleep", "0.2"]}], cid="steady")
     plan = make_plan([wobbly, steady])
-    # wobbly's CV is ~1.3 by construction (0.1 s, 2 s); steady's sleep 0.2 stays under 0.5 on a loaded host
-    plan["repeat"] = {"n": 2, "warmup": 1, "cap": 4, "cv_threshold": 0.5}
+    plan["repeat"] = {"n": 2, "warmup": 1, "cap": 4, "cv_threshold": 0.2}
     rc, col, run_dir, events = run_agent(agent, tmp_path, plan)
     assert col.done["status"] == "ok"
     order = [(e["case"], e["rep"]) for e in events if e["event"] == "case-start"]
