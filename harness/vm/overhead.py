@@ -104,7 +104,7 @@ def fio_work_s(run_dir: Path, fs: str, case: str, rep: int) -> float | None:
     other). None when the case has no fio.json. The agent's `work_s` times the whole fio process,
     whose start under TCG (seconds) is harness overhead, not workload.
 
-    >>> import tempfile
+    >>> import json, tempfile
     >>> d = Path(tempfile.mkdtemp()); p = d / "raw" / "ext4" / "c"; p.mkdir(parents=True)
     >>> jobs = [{"groupid": 0, "job_runtime": 1000, "job options": {"ramp_time": "1"}},
     ...         {"groupid": 0, "job_runtime": 1200}, {"groupid": 1, "job_runtime": 500}]
