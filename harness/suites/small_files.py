@@ -15,6 +15,12 @@ names six of the phases (not Symlinks). Our program, fslab-smallfiles
 (harness/guest/fslab_smallfiles.py), runs them and states its choices: the size classes, the
 tree's shape, the content, what the fsync mode does in each phase.
 
+Why our own program and not fio 3.33's filecreate/filestat/filedelete engines: those cover three of
+the six phases (create, stat, delete) and none of copy, read (whole files, both trees) or rename;
+they create empty files (size is ignored), so the size classes, the point of seed 001's remark,
+could not be made; and a per-file fsync in create is not among their options. One program keeps
+the six phases on the same tree, with the same clock.
+
 Cases: one per (size class, fsync mode): small-nofsync, small-fsync, medium-nofsync, ... Params:
 size_class, fsync, tree_files (files in one tree), fanout, seed, min_bytes, max_bytes. Steps:
   clean (untimed, `rm -rf {mnt}/smallfiles`: every repetition starts from an empty directory),
