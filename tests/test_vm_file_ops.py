@@ -89,7 +89,7 @@ def test_file_ops_smoke_zfs_pool_against_xfs_on_md(tmp_path):
         real = {r["step"]: r["value"] for r in recs if r["fs"] == fs and r["metric"] == "real_s"}
         assert list(real) == file_ops.timed_steps() and all(v > 0 for v in real.values()), (fs, real)
         sums[fs] = {r["file"]: r.get("sha256") or r.get("tree_sha256") for r in recs
-                    if r["fs"] == fs and r["step"] == "objects"}
+                    if r["fs"] == fs and r.get("step") == "objects"}
     assert sums["zfs"] == sums["xfs-md"]
     info = json.loads((run_dir / "raw" / "zfs" / "fs.json").read_text())
     assert info["mount_line"].split()[2] == "zfs"
