@@ -40,7 +40,6 @@ def run_plan(agent, tmp_path: Path, fs: str, suite: dict, cases: list[dict], rep
     """Run `cases` (JSON, argv already pointed at host programs) on one fake filesystem `fs`
     through the faked agent, read the results stream back; (plan, records)."""
     from harness.results.records import records_for_run
-    from harness.results.stream import read_stream
     from harness.spec.plan import Plan
 
     p = {"fslab_plan": 1, "run_id": "t", "image": {"name": "debian-12"},
@@ -51,7 +50,16 @@ def run_plan(agent, tmp_path: Path, fs: str, suite: dict, cases: list[dict], rep
          "filesystems": [{"name": fs, "type": fs, "fstype": fs, "disks": ["d0"], "mkfs": ["true", "{dev}"],
                           "mount_options": mount_options, "geometry": []}],
          "suite": {"profile": "smoke", "version": 1, **suite}, "repeat": {"warmup": 0, **repeat}, "cases": cases}
-    (tmp_path / "plan.json").write_text(json.dumps(p))
+    run_dir = run_plan_json(agent, tmp_path, p)
+    return p, records_for_run(run_dir, Plan.from_json(p), "tcg")
+
+
+def run_plan_json(agent, tmp_path: Path, plan: dict) -> Path:
+    """Run a plan (JSON) through the faked agent as cloud-init would, read its results stream back
+    into tmp_path/run and check the guest said ok; the run directory."""
+    from harness.results.stream import read_stream
+
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
     for f in ("results.tar", "progress.jsonl"):
         (tmp_path / f).touch()
     agent.main(["run", str(tmp_path / "plan.json"), "--results", str(tmp_path / "results.tar"),
@@ -60,4 +68,4 @@ def run_plan(agent, tmp_path: Path, fs: str, suite: dict, cases: list[dict], rep
     run_dir.mkdir()
     col = read_stream(tmp_path / "results.tar", run_dir)
     assert col.done["status"] == "ok", (run_dir / "guest/agent.log").read_text()[-3000:]
-    return p, records_for_run(run_dir, Plan.from_json(p), "tcg")
+    return run_dir

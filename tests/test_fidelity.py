@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from agentfakes import faked_agent
+from agentfakes import faked_agent, run_plan_json
 
 from harness.analysis import report_fidelity
 from harness.analysis.runs import Run
@@ -81,8 +81,6 @@ def test_guest_plan_round_trips_and_targets_the_raw_device():
 def test_the_agent_runs_the_guest_plan_with_real_fio(tmp_path, monkeypatch):
     """The real agent, its system steps faked and the 'device' a host file: {dev} is filled, fio
     runs each pattern for 1 s and its JSON report on stdout gives positive numbers."""
-    from harness.results.stream import read_stream
-
     target = tmp_path / "device"
     with open(target, "wb") as f:
         f.truncate(64 * 2**20)
@@ -90,14 +88,7 @@ def test_the_agent_runs_the_guest_plan_with_real_fio(tmp_path, monkeypatch):
     monkeypatch.setattr(agent, "find_devices", lambda serials, wait_s=0: [str(target)])
     plan = spec.guest_plan("t", VM("t", "t.yaml", 1, 512, "tcg", 600), "debian-12",
                            Disk("d0", 64 * 2**20, "raw", "falloc", "none", "native", "virtio-blk"), 1)
-    (tmp_path / "plan.json").write_text(json.dumps(plan.to_json()))
-    for name in ("results.tar", "progress.jsonl"):
-        (tmp_path / name).touch()
-    agent.main(["run", str(tmp_path / "plan.json"), "--results", str(tmp_path / "results.tar"),
-                "--progress", str(tmp_path / "progress.jsonl")])
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    assert read_stream(tmp_path / "results.tar", run_dir).done["status"] == "ok"
+    run_dir = run_plan_json(agent, tmp_path, plan.to_json())  # checks the guest said ok
     for p in spec.PATTERNS:
         out = (run_dir / "raw" / spec.FS_NAME / spec.CASE_ID / f"{p.id}.stdout").read_text()
         fio = results.parse_fio_output(out)
