@@ -9,11 +9,10 @@ which the assertion message shows.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
-from vmhelpers import fslab, no_qemu_left, read_records
+from vmhelpers import fslab, read_records, run_ok
 
 from harness.suites import file_ops
 
@@ -24,14 +23,7 @@ LEFT_OUT_OF_TMPFS = {"cp-video", "cp-dvd", "rm-video", "rm-dvd"}  # the article'
 
 
 def test_file_ops_smoke_on_md_raid_single_disk_and_tmpfs(image, tmp_path):
-    t0 = time.monotonic()
-    cp = fslab("run", "tests/vmconfigs/s5-smoke.yaml", "--results-dir", str(tmp_path), timeout=3600)
-    wall = time.monotonic() - t0
-    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-3000:]
-    run_dir = Path(cp.stdout.strip().splitlines()[-1])
-    assert no_qemu_left(json.loads((run_dir / "manifest.json").read_text())["run_id"])
-    recs = read_records(run_dir)
-    assert recs and all(r["ok"] for r in recs), [r.get("error") for r in recs if not r["ok"]][:3]
+    run_dir, recs, wall = run_ok("tests/vmconfigs/s5-smoke.yaml", tmp_path)
     timed = file_ops.timed_steps()
     sums = {}
     for fs in ("xfs-md", "xfs", "tmpfs"):

@@ -12,11 +12,10 @@ mounts and checkers in a guest.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
-from vmhelpers import fslab, no_qemu_left, read_records
+from vmhelpers import fslab, read_records, run_ok
 
 pytestmark = pytest.mark.vm
 
@@ -26,14 +25,7 @@ def _values(recs: list[dict], fs: str, case: str) -> dict[tuple[str, str | None]
 
 
 def test_power_loss_smoke_on_ext4_and_ext2(image, tmp_path):
-    t0 = time.monotonic()
-    cp = fslab("run", "tests/vmconfigs/power-loss-smoke.yaml", "--results-dir", str(tmp_path), timeout=3600)
-    wall = time.monotonic() - t0
-    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-3000:]
-    run_dir = Path(cp.stdout.strip().splitlines()[-1])
-    assert no_qemu_left(json.loads((run_dir / "manifest.json").read_text())["run_id"])
-    recs = read_records(run_dir)
-    assert recs and all(r["ok"] for r in recs), [r.get("error") for r in recs if not r["ok"]][:3]
+    run_dir, recs, wall = run_ok("tests/vmconfigs/power-loss-smoke.yaml", tmp_path)
     summary = {}
     for fs in ("ext4", "ext2"):
         assert json.loads((run_dir / "raw" / fs / "fs.json").read_text())["prepare"] is False

@@ -8,6 +8,7 @@ import pty
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,6 +25,20 @@ def read_records(run_dir: Path) -> list[dict]:
 
 def no_qemu_left(run_id: str) -> bool:
     return subprocess.run(["pgrep", "-f", f"fslab-{run_id}"], capture_output=True).returncode != 0
+
+
+def run_ok(vmconfig: str, results_dir: Path, *args: str, timeout: float = 3600) -> tuple[Path, list[dict], float]:
+    """`fslab run VMCONFIG --results-dir DIR ARGS` that must succeed, leave no QEMU and give only ok
+    records; (run directory, records, wall seconds)."""
+    t0 = time.monotonic()
+    cp = fslab("run", vmconfig, "--results-dir", str(results_dir), *args, timeout=timeout)
+    wall = time.monotonic() - t0
+    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-3000:]
+    run_dir = Path(cp.stdout.strip().splitlines()[-1])
+    assert no_qemu_left(json.loads((run_dir / "manifest.json").read_text())["run_id"])
+    recs = read_records(run_dir)
+    assert recs and all(r["ok"] for r in recs), [r.get("error") for r in recs if not r["ok"]][:3]
+    return run_dir, recs, wall
 
 
 def fslab_tty(*args: str, timeout: float = 1800) -> tuple[subprocess.CompletedProcess[str], str]:
