@@ -51,9 +51,10 @@ compare-fs run fs *args="":
     {{fslab}} compare {{run}} --baseline {{fs}} {{args}}
 
 # every test, failing fast: lint and the unit tests first (in parallel), then the tests that boot
-# real VMs (TCG where KVM does not work), only if the first ones passed
+# real VMs (TCG where KVM does not work), only if the first ones passed: two VMs at a time (one
+# test file per worker; a TCG guest keeps about one core busy), the slowest 15 listed at the end
 test *args="": lint (unit args)
-    {{pytest}} -m vm {{args}}
+    {{pytest}} -m vm -n 2 --dist loadfile --durations=15 {{args}}
 
 # fast unit tests only (no VM boots), on every core
 unit *args="":
