@@ -11,6 +11,24 @@ from harness.analysis.runs import Run
 from harness.spec import disk
 
 
+def resident(r: dict | None) -> str:
+    """What the agent kept mapped across its cold starts (guest/info.json `resident`).
+
+    >>> resident({"tools": ["fio", "mount"], "files": 66, "bytes": 39391232, "seconds": 0.35})
+    'fio, mount: 66 files, 37.57 MiB of the guest page cache (drop_caches leaves them; each case starts them warm)'
+    >>> resident({"tools": [], "files": 0, "bytes": 0, "error": "OSError: mmap"})
+    'nothing (OSError: mmap): the tools start cold after each drop_caches'
+    >>> resident(None)
+    'nothing (an agent from before fslab kept tools resident)'
+    """
+    if not r:
+        return "nothing (an agent from before fslab kept tools resident)"
+    if r.get("error") or not r.get("bytes"):
+        return f"nothing ({r.get('error') or 'no pages'}): the tools start cold after each drop_caches"
+    return (f"{', '.join(r.get('tools') or [])}: {r.get('files')} files, {size(r['bytes'])} of the guest page cache "
+            "(drop_caches leaves them; each case starts them warm)")
+
+
 def provenance(run: Run) -> dict:
     """{"label", "facts": [(name, text)], "qemu_command", "disks": (head, rows), "filesystems": (head, rows)}."""
     m, plan = run.manifest, run.plan
@@ -29,6 +47,7 @@ def provenance(run: Run) -> dict:
         ("guest", f"{guest.get('cpu_model')}, {guest.get('cpu_count')} CPUs, "
                   f"{size((guest.get('mem_total_kib') or 0) * 1024)}"),
         ("fio", str(guest.get("fio"))),
+        ("kept in memory", resident(guest.get("resident"))),
         ("mkfs", "; ".join(f"{v}" for v in (guest.get("mkfs") or {}).values()) or "-"),
         ("git revision", f"{git.get('revision')}{' (dirty)' if git.get('dirty') else ''}"),
         ("suite", f"{suite.get('name')} v{suite.get('version')}, profile {suite.get('profile')}, "
