@@ -52,9 +52,10 @@ compare-fs run fs *args="":
 
 # every test, failing fast: lint and the unit tests first (in parallel), then the tests that boot
 # real VMs (TCG where KVM does not work), only if the first ones passed: two VMs at a time (one
-# test file per worker; a TCG guest keeps about one core busy), the slowest 15 listed at the end
+# test file per worker, in collection order: tests/conftest.py puts the longest first; a TCG guest
+# keeps about one core busy), the slowest 15 listed at the end
 test *args="": lint (unit args)
-    {{pytest}} -m vm -n 2 --dist loadfile --durations=15 {{args}}
+    {{pytest}} -m vm -n 2 --dist loadfile --no-loadscope-reorder --durations=15 {{args}}
 
 # fast unit tests only (no VM boots), on every core
 unit *args="":

@@ -6,8 +6,9 @@ import pytest
 
 # The VM test files that take longest (CI under TCG, cold: the fio-matrix smoke in test_vm_catalog
 # 12 min, the kernel-tree smoke 11 min; every other file 5 min or less). They are collected first,
-# so that `just test`'s two workers (-n 2 --dist loadfile, which hands out files in collection
-# order) each start on one and share the rest, instead of one worker running the last alone.
+# so that `just test`'s two workers (-n 2 --dist loadfile --no-loadscope-reorder: files handed out
+# in collection order, not by their number of tests) each start on one and share the rest,
+# instead of one worker running the last alone.
 LONGEST_FIRST = ("test_vm_catalog.py", "test_vm_kernel_tree.py")
 
 
