@@ -186,3 +186,24 @@ def test_bench_boot_command_line(capsys):
     err = capsys.readouterr().err.splitlines()
     assert err == ["fslab: error: --n: 0 is not allowed; allowed: 1 or more",
                    "fslab bench boot: error: unrecognized arguments: --nope (see fslab bench boot --help)"]
+
+
+def test_fio_cases_overhead_names_layout_and_fio_start(tmp_path):
+    """The per-case overhead of fio cases, split by their case.json: layout, fio's start and stop, the rest."""
+    run = tmp_path / "run"
+    for case, layout, work, fio_ran in (("a", 0.7, 1.3, 0.6), ("b", 1.1, 3.5, 0.8)):
+        d = run / "raw" / "ext4" / case
+        d.mkdir(parents=True)
+        (d / "case.json").write_text(json.dumps({"kind": "fio", "layout": {"rc": 0, "seconds": layout},
+                                                 "work_s": work, "seconds": 2.4}))
+        (d / "fio.json").write_text(json.dumps({"jobs": [{"groupid": 0, "job_runtime": fio_ran * 1000}]}))
+    keys = [("ext4", "a", 0), ("ext4", "b", 0), ("ext4", "steps-case", 0)]
+    fio_work = [overhead.fio_work_s(run, *k) for k in keys]
+    parts = [overhead.fio_parts_of(run, *k, f) for k, f in zip(keys, fio_work, strict=True)]
+    assert fio_work == [0.6, 0.8, None] and parts == [(0.7, 0.7), (1.1, 2.7), None]
+    o = overhead.split(wall_s=20.0, prep_s=1.0, qemu_s=18.0, agent_s=5.0, done_s=16.0, case_s=[2.4, 5.0, 3.0],
+                       work_s=[0.6, 0.8, 2.0], fs_setup_s=[1.0], fio_parts=parts)
+    assert (o["fio_cases"], o["fio_layout_s"], o["fio_start_s"]) == (2, 1.8, 3.4)
+    assert o["per_case_overhead_s"] == pytest.approx(10.4 - 3.4)
+    assert "(workload 3.4 s, per-case overhead 7.0 s: fio's file layout 1.8 s, fio's start and stop 3.4 s, " \
+           "cold start, cleaning and streaming 1.8 s)" in overhead.line(o)

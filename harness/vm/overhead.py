@@ -8,7 +8,10 @@ boot:        QEMU start -> the agent's `boot` event
 cases:       the guest's `seconds` of every case run, split into the workload's own time (a fio
              case: what fio ran, its ramp and job_runtime from fio.json (fio_work_s); a steps case:
              the agent's `work_s`, its timed steps) and the rest of the case (cold-start remount,
-             drop caches, fio's start and its file layout, streaming the results)
+             drop caches, fio's start and its file layout, streaming the results); of fio cases'
+             overhead, fio's file layout (case.json `layout`) and fio's own start and stop (the
+             fio process's `work_s` less what fio ran) are given apart, the rest being the cold
+             start (remount, drop caches), cleaning the mount and streaming
 fs set-up:   per filesystem, fs-start -> fs-end less its cases (setup, mkfs, mount, umount, check)
 shutdown:    the agent's `done` event -> QEMU's exit (the stream's end, power-off)
 collection:  QEMU's exit -> the run's records and manifest written
@@ -23,6 +26,7 @@ the guest's own. An agent that sends no `work_s` (older than the field) leaves t
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +36,12 @@ from harness.spec.fiocost import parse_time
 
 
 def split(*, wall_s: float, prep_s: float, qemu_s: float | None, agent_s: float | None, done_s: float | None,
-          case_s: list[float], work_s: list[float | None], fs_setup_s: list[float]) -> dict[str, Any]:
+          case_s: list[float], work_s: list[float | None], fs_setup_s: list[float],
+          fio_parts: list[tuple[float, float] | None] | None = None) -> dict[str, Any]:
     """The manifest's `overhead`: seconds of each part (None: not known). `qemu_s` is QEMU start ->
     exit, `agent_s`/`done_s` when the host saw the agent's boot and done events (seconds after
-    QEMU start), `case_s`/`work_s` per case run (work None: not measured).
+    QEMU start), `case_s`/`work_s` per case run (work None: not measured), `fio_parts` per case
+    run its (file layout, fio start and stop) seconds when it is a fio case (fio_parts_of).
 
     >>> s = split(wall_s=100.0, prep_s=2.0, qemu_s=95.0, agent_s=20.0, done_s=90.0,
     ...           case_s=[30.0, 30.0], work_s=[25.0, 20.0], fs_setup_s=[6.0])
@@ -64,6 +70,10 @@ def split(*, wall_s: float, prep_s: float, qemu_s: float | None, agent_s: float 
     }
     known = ["host_prep_s", "boot_s", "cases_s", "fs_setup_s", "shutdown_s", "collection_s"]
     out["other_s"] = wall_s - sum(out[k] or 0.0 for k in known)
+    parts = [p for p in fio_parts or [] if p is not None]
+    out["fio_cases"] = len(parts)
+    out["fio_layout_s"] = sum(p[0] for p in parts) if parts else None
+    out["fio_start_s"] = sum(p[1] for p in parts) if parts else None
     out["workload_share"] = None if workload is None or wall_s <= 0 else workload / wall_s
     return {k: (round(v, 3) if isinstance(v, float) else v) for k, v in out.items()}
 
@@ -88,6 +98,10 @@ work_s) + fs set-up 3.0 s + shutdown 2.0 s + collection 1.0 s + other 3.0 s'
         inner = "workload not measured: the agent sent no work_s" if o["cases"] else "no case ran"
     else:
         inner = f"workload {_s(o['workload_s'])}, per-case overhead {_s(o['per_case_overhead_s'])}"
+        if o.get("fio_layout_s") is not None:
+            rest = o["per_case_overhead_s"] - o["fio_layout_s"] - o["fio_start_s"]
+            inner += (f": fio's file layout {_s(o['fio_layout_s'])}, fio's start and stop {_s(o['fio_start_s'])}, "
+                      f"cold start, cleaning and streaming {_s(rest)}")
         if o["cases_without_work_s"]:
             inner += f"; {o['cases_without_work_s']} of {o['cases']} cases without work_s"
     text = (f"fslab: wall {_s(o['wall_s'])} = host prep {_s(o['host_prep_s'])} + boot {_s(o['boot_s'])} + "
@@ -96,6 +110,31 @@ work_s) + fs set-up 3.0 s + shutdown 2.0 s + collection 1.0 s + other 3.0 s'
     if o["workload_share"] is not None:
         text += f"; workload {100 * o['workload_share']:.0f} % of wall"
     return text
+
+
+def fio_parts_of(run_dir: Path, fs: str, case: str, rep: int, fio_work: float | None) -> tuple[float, float] | None:
+    """A fio case's (file layout, fio start and stop) seconds from its case.json: `layout.seconds`,
+    and the fio process's `work_s` less `fio_work` (what fio ran, fio_work_s). None for a case that
+    is not a fio case or lacks one of them.
+
+    >>> import json, tempfile
+    >>> d = Path(tempfile.mkdtemp()); p = d / "raw" / "ext4" / "c"; p.mkdir(parents=True)
+    >>> _ = (p / "case.json").write_text(json.dumps({"kind": "fio", "layout": {"rc": 0, "seconds": 0.7},
+    ...                                               "work_s": 1.3, "seconds": 2.4}))
+    >>> fio_parts_of(d, "ext4", "c", 0, 0.6)
+    (0.7, 0.7)
+    >>> fio_parts_of(d, "ext4", "c", 0, None) is None, fio_parts_of(d, "ext4", "other", 0, 0.6) is None
+    (True, True)
+    """
+    try:
+        case_json = json.loads((run_dir / "raw" / fs / case_dir(case, rep) / "case.json").read_text())
+        layout = float(case_json["layout"]["seconds"])
+        work = float(case_json["work_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if case_json.get("kind") != "fio" or fio_work is None:
+        return None
+    return round(layout, 3), round(max(0.0, work - fio_work), 3)
 
 
 def fio_work_s(run_dir: Path, fs: str, case: str, rep: int) -> float | None:

@@ -214,11 +214,12 @@ def _overhead(begin: float, qemu_start: float | None, qemu_s: float | None,
         return None
     seen = progress.first_seen
     # a fio case's workload is what fio ran (fio.json), not its whole process (its start is overhead)
-    work = [w if (f := overhead.fio_work_s(run_dir, *key)) is None else f
-            for key, w in zip(progress.case_ids, progress.case_work, strict=True)]
+    fio_work = [overhead.fio_work_s(run_dir, *key) for key in progress.case_ids]
+    work = [w if f is None else f for f, w in zip(fio_work, progress.case_work, strict=True)]
+    parts = [overhead.fio_parts_of(run_dir, *key, f) for key, f in zip(progress.case_ids, fio_work, strict=True)]
     return overhead.split(wall_s=time.monotonic() - begin, prep_s=qemu_start - begin, qemu_s=qemu_s,
                           agent_s=seen.get("boot"), done_s=seen.get("done"), case_s=progress.case_seconds,
-                          work_s=work, fs_setup_s=progress.overheads)
+                          work_s=work, fs_setup_s=progress.overheads, fio_parts=parts)
 
 
 def _round(x: float | None, digits: int = 1) -> float | None:
