@@ -61,6 +61,13 @@ def test_smoke_run_end_to_end(image, smoke_run):
     assert 2 * 5 <= o["workload_s"] < o["cases_s"] and o["per_case_overhead_s"] > 0, o
     assert o["boot_s"] == pytest.approx(manifest["timings"]["qemu_to_agent_s"], abs=0.01)
     assert abs(o["other_s"]) < 0.2 * o["wall_s"], o  # the named parts hold nearly all of the wall time
+    # both cases are fio cases: their layout and fio's start and stop are inside the per-case overhead
+    assert o["fio_cases"] == 2 and o["fio_layout_s"] > 0 and o["fio_start_s"] > 0, o
+    assert o["fio_layout_s"] + o["fio_start_s"] < o["per_case_overhead_s"], o
+    # the agent kept fio's, mount's and umount's pages across its drop_caches (guest/info.json)
+    resident = json.loads((run_dir / "guest" / "info.json").read_text())["resident"]
+    assert "error" not in resident and resident["tools"] == ["fio", "mount", "umount"], resident
+    assert resident["files"] > 10 and resident["bytes"] > 1024**2, resident
     last = cp.stdout.strip().splitlines()
     assert last[-3].startswith("fslab: wall ") and "workload " in last[-3] and last[-2].startswith("status: ok")
     assert manifest["disks"]["d0"]["actual-size"] >= 1024**3  # falloc really allocated
