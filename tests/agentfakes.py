@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 
 AGENT_PATH = Path(__file__).resolve().parent.parent / "harness" / "guest" / "fslab_guest.py"
+# keep_resident's answer when it kept nothing (its real run is tests/test_guest_resident.py)
+NOTHING_RESIDENT = {"tools": [], "files": 0, "bytes": 0, "seconds": 0.0}
 
 
 def load_agent(name: str):
@@ -32,6 +34,7 @@ def faked_agent(name: str, tmp_path: Path, monkeypatch, fstype: str):
     monkeypatch.setattr(mod, "drop_caches", lambda: None)
     monkeypatch.setattr(mod, "poweroff", lambda: None)
     monkeypatch.setattr(mod, "kmsg_mark", lambda: None)  # the host's kernel log is not the guest's
+    monkeypatch.setattr(mod, "keep_resident", lambda tools: NOTHING_RESIDENT)  # maps nothing into pytest
     return mod
 
 

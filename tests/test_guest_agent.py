@@ -7,7 +7,6 @@ device lookup, mount and poweroff steps are replaced with fakes (see the `agent`
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import os
 import shutil
@@ -21,13 +20,13 @@ from pathlib import Path
 
 import plans
 import pytest
+from agentfakes import AGENT_PATH, NOTHING_RESIDENT, load_agent
 
 from harness.results.records import records_for_run
 from harness.results.stream import read_stream
 from harness.results.tables import format_table
 from harness.spec.plan import Plan
 
-AGENT_PATH = Path(__file__).resolve().parents[1] / "harness" / "guest" / "fslab_guest.py"
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 
 JOB = """[global]
@@ -50,17 +49,10 @@ rw=read
 """
 
 
-def load_agent(name: str = "fslab_guest_under_test"):
-    spec = importlib.util.spec_from_file_location(name, AGENT_PATH)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture
 def agent(tmp_path, monkeypatch):
     """A fresh agent module whose system steps are fakes that record what they were asked."""
-    mod = load_agent()
+    mod = load_agent("fslab_guest_under_test")
     mod.calls = {"mount": [], "umount": [], "poweroff": 0}
     monkeypatch.setattr(mod, "MNT_ROOT", str(tmp_path / "mnt"))
     monkeypatch.setattr(mod, "find_devices", lambda serials, wait_s=0: [f"/dev/fake-{s}" for s in serials])
@@ -82,6 +74,7 @@ def agent(tmp_path, monkeypatch):
     monkeypatch.setattr(mod, "umount_fs", umount_fs)
     monkeypatch.setattr(mod, "mount_line", lambda mnt: f"/dev/fake {mnt} ext4 rw,noatime 0 0")
     monkeypatch.setattr(mod, "drop_caches", lambda: None)
+    monkeypatch.setattr(mod, "keep_resident", lambda tools: NOTHING_RESIDENT)  # maps nothing into pytest
     monkeypatch.setattr(mod, "poweroff", poweroff)
     return mod
 

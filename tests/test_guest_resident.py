@@ -8,7 +8,7 @@ import os
 import shutil
 
 import pytest
-from test_guest_agent import load_agent
+from agentfakes import load_agent
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
