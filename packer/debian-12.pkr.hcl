@@ -88,7 +88,7 @@ variable "guest_agent" {
 
 variable "catalog" {
   type        = string
-  description = "JSON list of the filesystems to probe (harness/image/catalog.py, from fslab's catalog)."
+  description = "JSON list of the filesystems to probe (harness/image/fs_needs.py, from fslab's catalog)."
 }
 
 variable "serial_log" {

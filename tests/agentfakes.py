@@ -42,8 +42,8 @@ def run_plan(agent, tmp_path: Path, fs: str, suite: dict, cases: list[dict], rep
              mount_options: str = "") -> tuple[dict, list[dict]]:
     """Run `cases` (JSON, argv already pointed at host programs) on one fake filesystem `fs`
     through the faked agent, read the results stream back; (plan, records)."""
+    from harness.plan.document import Plan
     from harness.results.records import records_for_run
-    from harness.spec.plan import Plan
 
     p = {"fslab_plan": 1, "run_id": "t", "image": {"name": "debian-12"},
          "vm": {"name": "t", "source": "t.yaml", "vcpus": 1, "memory_mib": 512, "accelerator": "tcg",

@@ -20,9 +20,9 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def image():
     """The debian-12 image, built once per session or reused from the image store."""
-    from harness.image import store as images
+    from harness.image import build as image_build
 
-    return images.build("debian-12", accelerator="auto")
+    return image_build.build("debian-12", accelerator="auto")
 
 
 @pytest.fixture(scope="session")

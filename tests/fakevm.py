@@ -25,7 +25,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from harness.vm import disks  # noqa: E402
 from harness.vm.argv import RunPaths  # noqa: E402
-from harness.vm.machine import Machine  # noqa: E402
+from harness.vm.qemu_process import Machine  # noqa: E402
 
 GUEST_MARK = "fakevm-guest"
 
@@ -91,7 +91,7 @@ def guest(plan_path: str, scratch: str, run_dir: str) -> int:
 
 
 def fslab(args: list[str]) -> int:
-    from harness.vm import runner
+    from harness.run import runner
 
     runner.vm_for = lambda plan, image, accel, run_dir, scratch, host=None, name=None, place=True: \
         FakeVM(plan, image, accel, run_dir, scratch)

@@ -6,8 +6,8 @@ import re
 import subprocess
 from pathlib import Path
 
+from harness.plan.fiojob import JobFile, Option, Section, parse
 from harness.results.fio import load_fio_json
-from harness.spec.fiojob import JobFile, Option, Section, parse
 
 UNITS = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30, "TiB": 2**40}
 

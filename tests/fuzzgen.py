@@ -13,7 +13,8 @@ from typing import Any
 
 import yaml
 
-from harness.spec import config, disk, filesystems, fiojob, layouts, variants
+from harness.config import vmconfig as config
+from harness.plan import disk, filesystems, fiojob, layouts, variants
 
 ROOT = Path(__file__).resolve().parent.parent
 FIO_EXAMPLES = sorted((ROOT / "tests" / "data" / "fio" / "examples").glob("*.fio"))

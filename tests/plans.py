@@ -1,11 +1,11 @@
-"""Small typed plans for tests that need a Plan without a vmconfig (spec/plan.py)."""
+"""Small typed plans for tests that need a Plan without a vmconfig (plan/document.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness.spec.disk import Disk
-from harness.spec.plan import VM, Case, Filesystem, Plan, Repeat, SuiteRef
+from harness.plan.disk import Disk
+from harness.plan.document import VM, Case, Filesystem, Plan, Repeat, SuiteRef
 
 
 def disk(id: str = "d0", **kw: Any) -> Disk:

@@ -19,10 +19,10 @@ from synthetic import make_run, record
 from harness.analysis import report
 from harness.analysis.report_amplification import amplification_section
 from harness.analysis.runs import load_run
+from harness.analysis.tables import format_table
+from harness.plan.document import Plan
 from harness.results import amplification as amp
 from harness.results.records import records_for_run
-from harness.results.tables import format_table
-from harness.spec.plan import Plan
 
 DATA = Path(__file__).parent / "data" / "amplification"
 BASE = {"suite": "fio-job", "case": "c", "fs": "ext4", "rep": 0, "ok": True, "accel": "kvm"}

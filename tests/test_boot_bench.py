@@ -11,9 +11,10 @@ import plans
 import pytest
 
 from harness.cli import bench, main
-from harness.spec.plan import Case, Plan
+from harness.plan.document import Case, Plan
+from harness.run import bootbench, overhead
 from harness.vm import argv as qemu
-from harness.vm import boot_phases, bootbench, overhead
+from harness.vm import boot_phases
 from harness.vm.progress import Progress
 
 BOOT = {"initramfs_start_s": 3.3, "systemd_start_s": 6.6, "cloud_init_start_s": 9.1, "agent_start_s": 22.6,

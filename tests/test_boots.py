@@ -10,9 +10,9 @@ import plans
 import pytest
 
 from harness.errors import FslabError
+from harness.plan.document import Case, Repeat
 from harness.results.jsonl import read_jsonl, write_jsonl
-from harness.spec.plan import Case, Repeat
-from harness.vm import boots
+from harness.run import boots
 
 PLAN = plans.plan("r1", repeat=Repeat(n=2, cap=8, warmup=1), cases=(Case("c", "fio", {}),),
                   filesystems=(plans.filesystem("ext4"),))

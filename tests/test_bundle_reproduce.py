@@ -20,8 +20,8 @@ from test_images import make_image
 from harness.errors import FslabError
 from harness.image import bundle
 from harness.image import store as images
-from harness.spec.plan import Plan
-from harness.vm import reproduce
+from harness.plan.document import Plan
+from harness.run import reproduce
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(shutil.which("zstd") is None, reason="zstd is not installed")

@@ -1,6 +1,6 @@
 """The filesystem catalog is the one home of what fslab knows about a filesystem: the image's
 probe list and packages, the plan's checker and tool version, the image definitions all derive
-from it (harness/spec/filesystems.py, harness/image/catalog.py)."""
+from it (harness/plan/filesystems.py, harness/image/fs_needs.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ import json
 import pytest
 from agentfakes import load_agent
 
-from harness.image import catalog
+from harness.config import resolve
+from harness.config import vmconfig as config
+from harness.image import fs_needs as catalog
 from harness.image import store as images
-from harness.spec import config, filesystems, layouts, resolve
+from harness.plan import filesystems, layouts
 
 
 def test_every_disk_filesystem_is_complete():

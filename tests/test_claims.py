@@ -22,8 +22,9 @@ from harness.analysis import claims as cl
 from harness.analysis import claims_render
 from harness.analysis.runs import load_run
 from harness.cli import main as cli
+from harness.config import resolve
+from harness.config import vmconfig as config
 from harness.results.fio import fio_records
-from harness.spec import config, resolve
 from harness.suites import registry
 
 ROOT = Path(__file__).resolve().parents[1]

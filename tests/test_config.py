@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.config import vmconfig as config
 from harness.errors import FslabError
-from harness.spec import config
 
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = {

@@ -8,8 +8,8 @@ import re
 from pathlib import Path
 
 from harness.guest import fslab_guest
+from harness.plan.contract_doc import BEGIN, END, plan_fields_markdown
 from harness.results.stream import STREAM_FORMATS
-from harness.spec.contract import BEGIN, END, plan_fields_markdown
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "contracts.md"
 
@@ -45,7 +45,7 @@ def test_the_agents_stream_format_is_one_the_host_reads():
 def test_a_disk_setting_missing_from_an_old_plan_takes_its_declared_default():
     """A setting added after a plan was recorded (fslab reproduce of an older run) is what QEMU did
     by default then: its declared default; only `size` has none."""
-    from harness.spec.disk import SETTINGS, Disk
+    from harness.plan.disk import SETTINGS, Disk
 
     d = Disk.from_json({"id": "d0", "size_bytes": 1 << 30})
     assert d.measured() == {"size_bytes": 1 << 30, **{s.field: s.default for s in SETTINGS if s.key != "size"}}

@@ -1,5 +1,5 @@
 """`fslab bench fidelity`, its pure parts: the host's fio options for every cache x aio of
-spec/disk.py, the guest plan (and the real agent running its steps case on a host file with the
+plan/disk.py, the guest plan (and the real agent running its steps case on a host file with the
 real fio), the ratio table, the result file's lookup and the report's citation."""
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from agentfakes import faked_agent, run_plan_json
 from harness.analysis import report_fidelity
 from harness.analysis.runs import Run
 from harness.cli import main
-from harness.cli.fidelity import _disk, cmd_fidelity
+from harness.cli.bench_fidelity import _disk, cmd_fidelity
+from harness.config import fidelity_plan as spec
+from harness.config import vmconfig as config
 from harness.errors import FslabError
-from harness.results import fidelity as results
-from harness.spec import config
-from harness.spec import fidelity as spec
-from harness.spec.disk import AIOS, CACHES, Disk, check_combination
-from harness.spec.plan import VM, Plan
+from harness.plan.disk import AIOS, CACHES, Disk, check_combination
+from harness.plan.document import VM, Plan
+from harness.results import fidelity_results as results
 
 ROOT = Path(__file__).resolve().parent.parent
 

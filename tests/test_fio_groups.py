@@ -18,10 +18,10 @@ import plans
 import pytest
 from fiohelpers import override, run_fio
 
+from harness.plan.document import SuiteRef
+from harness.plan.fiojob import groups, load_user_job, parse
 from harness.results.fio import fio_records
 from harness.results.records import records_for_run
-from harness.spec.fiojob import groups, load_user_job, parse
-from harness.spec.plan import SuiteRef
 from harness.suites import get as get_suite
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")

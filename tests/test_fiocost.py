@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.spec import fiocost
-from harness.spec.fiocost import TCG, GiB, MiB, case_timeout, fit, job_cost, parse_size, parse_time
-from harness.spec.fiojob import load_user_job, parse
+from harness.plan import fiocost
+from harness.plan.fiocost import TCG, GiB, MiB, case_timeout, fit, job_cost, parse_size, parse_time
+from harness.plan.fiojob import load_user_job, parse
 
 EXAMPLES = Path(__file__).parent / "data" / "fio" / "examples"
 

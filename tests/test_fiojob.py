@@ -13,8 +13,8 @@ import pytest
 from fiohelpers import override, run_fio
 
 from harness.errors import FslabError
-from harness.spec import fiocost, fiojob
-from harness.spec.fiojob import MNT, groups, load_user_job, parse, point_at_mount
+from harness.plan import fiocost, fiojob
+from harness.plan.fiojob import MNT, groups, load_user_job, parse, point_at_mount
 
 EXAMPLES = Path(__file__).parent / "data" / "fio" / "examples"
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")

@@ -22,11 +22,19 @@ import pytest
 from test_images import make_image
 
 from harness.cli import main as cli
+from harness.config import fit as planfit
+from harness.config import resolve
+from harness.config import vmconfig as config
 from harness.errors import FslabError
+from harness.hostinfo import accel
+from harness.hostinfo import facts as provenance
+from harness.image import build as image_build
 from harness.image import store as images
-from harness.spec import config, fiocost, fiojob, planfit, resolve
-from harness.spec.plan import Plan
-from harness.vm import accel, boots, hosts, provenance, runner, spread
+from harness.plan import fiocost, fiojob
+from harness.plan.document import Plan
+from harness.run import boots, runner
+from harness.run import over_hosts as spread
+from harness.vm import hosts
 
 ROOT = Path(__file__).resolve().parent.parent
 SCALE = int(os.environ.get("FSLAB_FUZZ", "1"))
@@ -114,7 +122,7 @@ def sandbox(tmp_path, monkeypatch):
     vmconfigs/ is the repository's."""
     img = make_image(tmp_path / "img")
     monkeypatch.setattr(images, "find", lambda name, *a, **k: img)
-    monkeypatch.setattr(images, "build", _no_boot)
+    monkeypatch.setattr(image_build, "build", _no_boot)
     monkeypatch.setattr(accel, "probe", lambda *a, **k: (False, "no KVM probe in the fuzz test", 0.0))
     monkeypatch.setattr(hosts, "describe", lambda host: provenance.host())
     monkeypatch.setattr(hosts, "choose_accel", lambda host, requested, image: accel.Choice(requested, "tcg", "t"))

@@ -22,10 +22,10 @@ import plans
 import pytest
 from agentfakes import AGENT_PATH, NOTHING_RESIDENT, load_agent
 
+from harness.analysis.tables import format_table
+from harness.plan.document import Plan
 from harness.results.records import records_for_run
 from harness.results.stream import read_stream
-from harness.results.tables import format_table
-from harness.spec.plan import Plan
 
 needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 
@@ -747,7 +747,7 @@ def test_a_collecting_step_streams_the_files_it_left(agent, tmp_path):
 
 def test_out_without_collect_is_refused_when_the_plan_is_made():
     from harness.errors import FslabError
-    from harness.spec.plan import Step
+    from harness.plan.document import Step
 
     with pytest.raises(FslabError, match=r"step s: uses \{out\}, which only a step with `collect: true` gets"):
         Step.from_dict({"name": "s", "argv": ["x", "--out", "{out}"]}, "suite x: case c")

@@ -17,7 +17,8 @@ import pytest
 from test_images import make_image
 
 from harness.errors import FslabError
-from harness.image import catalog, ext4image, pkglock
+from harness.image import ext4image, pkglock
+from harness.image import fs_needs as catalog
 from harness.image import repro as image_repro
 from harness.image import store as images
 from harness.image import tree as image_tree

@@ -251,12 +251,12 @@ def test_supported_filesystems_by_kernel_family():
 def test_build_of_centos_says_it_needs_internet():
     with pytest.raises(FslabError, match=r"image centos-stream-9 needs internet to fetch the CentOS Stream 9 "
                                          r"GenericCloud image"):
-        images.build("centos-stream-9")
+        image_build.build("centos-stream-9")
 
 
 def test_build_refuses_an_unknown_accelerator():
     with pytest.raises(FslabError, match=r"accelerator 'hvf' is not allowed.*auto, kvm, tcg"):
-        images.build("debian-12", accelerator="hvf")
+        image_build.build("debian-12", accelerator="hvf")
 
 
 def test_build_reuses_a_complete_entry_without_running_anything(monkeypatch):
@@ -271,7 +271,7 @@ def test_build_reuses_a_complete_entry_without_running_anything(monkeypatch):
     monkeypatch.setattr(image_build.proc, "which", forbidden)
     lines: list[str] = []
     started = time.monotonic()
-    assert images.build("debian-12", log=lines.append) == made
+    assert image_build.build("debian-12", log=lines.append) == made
     assert time.monotonic() - started < 5
     assert "reusing" in lines[0]
 
@@ -321,7 +321,7 @@ def test_build_seed_authorizes_only_the_build_key(tmp_path):
 def test_real_debian_image_builds_or_is_reused(monkeypatch):
     monkeypatch.delenv("FSLAB_DEBIAN_MIRROR")
     monkeypatch.delenv("FSLAB_IMAGE_STORE")  # the user's store: reuse what is already built
-    img = images.build("debian-12", accelerator="tcg")
+    img = image_build.build("debian-12", accelerator="tcg")
     assert img.dir.name == f"debian-12-{images.input_hash('debian-12')[:16]}"
     m = img.manifest
     assert {"ext4", "xfs"} <= set(m["filesystems"])

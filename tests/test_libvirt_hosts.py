@@ -13,11 +13,14 @@ import pytest
 from test_images import make_image
 from vmhelpers import fslab
 
+from harness.config import resolve
+from harness.config import vmconfig as config
 from harness.errors import FslabError
 from harness.results.jsonl import read_jsonl, write_jsonl
 from harness.results.records import records_for_run
-from harness.spec import config, resolve
-from harness.vm import hosts, libvirt, runner, spread
+from harness.run import over_hosts as spread
+from harness.run import runner
+from harness.vm import hosts, libvirt
 
 ROOT = Path(__file__).resolve().parent.parent
 

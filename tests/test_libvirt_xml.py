@@ -10,7 +10,8 @@ import goldens
 import plans
 import pytest
 
-from harness.spec import config, resolve
+from harness.config import resolve
+from harness.config import vmconfig as config
 from harness.vm import argv as qemu
 from harness.vm import domain_xml as libvirt_xml
 

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.spec import config, resolve
+from harness.config import resolve
+from harness.config import vmconfig as config
 from harness.vm import argv as qemu
-from harness.vm.machine import LaunchError, Machine
+from harness.vm.qemu_process import LaunchError, Machine
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.skipif(shutil.which("qemu-system-x86_64") is None, reason="QEMU not installed")
@@ -78,7 +79,7 @@ def test_a_guest_paused_on_a_host_io_error_is_ended_with_the_reason(tmp_path, mo
     import socket
     import threading
 
-    from harness.vm import machine
+    from harness.vm import qemu_process as machine
 
     monkeypatch.setattr(machine, "STATUS_EVERY_S", 0.0)
     sock_path = tmp_path / "q.sock"

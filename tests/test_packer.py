@@ -26,7 +26,7 @@ def test_one_template_per_image_definition_variants_share_their_base():
 
 @needs_packer
 def test_templates_are_formatted_and_valid():
-    lines = images.validate_templates()
+    lines = image_build.validate_templates()
     assert sorted(lines) == [f"packer/{name}.pkr.hcl: packer fmt -check ok, packer validate ok"
                              for name in ("centos-stream-9", "debian-12")]
 

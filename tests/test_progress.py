@@ -9,7 +9,7 @@ from dataclasses import replace
 import plans
 import pytest
 
-from harness.spec.plan import Case, Repeat
+from harness.plan.document import Case, Repeat
 from harness.vm.progress import Progress
 from harness.vm.timings import FILE, History, case_key
 

@@ -11,7 +11,8 @@ import goldens
 import plans
 import pytest
 
-from harness.spec import config, resolve
+from harness.config import resolve
+from harness.config import vmconfig as config
 from harness.vm import argv as qemu
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -19,9 +19,9 @@ import pytest
 from synthetic import REAL, fio_matrix_records, maildir_records, make_run, random_io_records, record
 
 from harness.analysis import report
+from harness.analysis.tables import format_table
 from harness.cli import main as cli
 from harness.results.jsonl import read_jsonl
-from harness.results.tables import format_table
 from harness.suites import fio_matrix
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -10,13 +10,13 @@ from dataclasses import replace
 import plans
 import pytest
 
+from harness.analysis.tables import format_table
 from harness.errors import FslabError
+from harness.plan.document import Case
+from harness.plan.fiojob import groups, parse
 from harness.results.fio import fio_records, load_fio_json
 from harness.results.jsonl import read_jsonl, write_jsonl
 from harness.results.records import NO_RESULT, records_for_run
-from harness.results.tables import format_table
-from harness.spec.fiojob import groups, parse
-from harness.spec.plan import Case
 
 pytestmark = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
 

@@ -22,10 +22,13 @@ from test_images import make_image
 from vmhelpers import fslab, read_records
 
 from harness.errors import FslabError
+from harness.hostinfo import accel
+from harness.plan.document import Case, Repeat
 from harness.results.jsonl import write_jsonl
-from harness.spec.plan import Case, Repeat
-from harness.vm import accel, owner, runner, salvage, spread
-from harness.vm.machine import Machine
+from harness.run import over_hosts as spread
+from harness.run import runner, salvage
+from harness.vm import owner
+from harness.vm.qemu_process import Machine
 
 ROOT = Path(__file__).resolve().parent.parent
 FAKEVM = str(ROOT / "tests" / "fakevm.py")

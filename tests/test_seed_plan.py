@@ -10,8 +10,10 @@ import plans
 import pytest
 import yaml
 
+from harness.config import resolve
+from harness.config import vmconfig as config
 from harness.errors import FslabError
-from harness.spec import config, fiojob, resolve
+from harness.plan import fiojob
 from harness.suites import get as get_suite
 from harness.vm import disks
 from harness.vm import seed as cloudinit

@@ -13,7 +13,8 @@ import pytest
 from agentfakes import faked_agent, run_plan
 
 from harness.cli import bench
-from harness.spec import config, resolve
+from harness.config import resolve
+from harness.config import vmconfig as config
 from harness.suites import file_ops, get, registry
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,8 +14,9 @@ import pytest
 from agentfakes import faked_agent, run_plan
 
 from harness.cli import bench
+from harness.config import resolve
+from harness.config import vmconfig as config
 from harness.errors import FslabError
-from harness.spec import config, resolve
 from harness.suites import get, kernel_tree, registry
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -15,10 +15,12 @@ from agentfakes import faked_agent, run_plan
 
 from harness.analysis import durability, figures, stats
 from harness.analysis.runs import Run
+from harness.config import resolve
+from harness.config import vmconfig as config
 from harness.errors import FslabError
-from harness.spec import config, layouts, resolve, variants
+from harness.plan import layouts, variants
+from harness.plan.document import PLAN_PATH
 from harness.suites import power_loss as pl
-from harness.vm.seed import PLAN_PATH
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKLOADS = ["maildir", "replace-fsync", "replace-nofsync", "append", "churn", "mix"]

@@ -18,8 +18,9 @@ from agentfakes import faked_agent, run_plan
 
 from harness import suites
 from harness.analysis import stats
+from harness.config import resolve
+from harness.config import vmconfig as config
 from harness.errors import FslabError
-from harness.spec import config, resolve
 from harness.suites import small_files as sf
 
 ROOT = Path(__file__).resolve().parents[1]

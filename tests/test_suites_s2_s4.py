@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from agentfakes import faked_agent, run_plan
 
-from harness.spec import config, resolve
+from harness.config import resolve
+from harness.config import vmconfig as config
 from harness.suites import get, maildir, random_io
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,11 +10,11 @@ import pytest
 from agentfakes import load_agent
 
 from harness.analysis import stats
+from harness.config import vmconfig as config
+from harness.plan.disk import Bad
+from harness.plan.document import Repeat, Step
 from harness.results import fio as host_fio
 from harness.results.records import case_dir
-from harness.spec import config
-from harness.spec.disk import Bad
-from harness.spec.plan import Repeat, Step
 
 agent = load_agent("fslab_guest_twins")
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from vmhelpers import fslab, no_qemu_left
 
-from harness.results import fidelity as results
-from harness.spec import fidelity as spec
+from harness.config import fidelity_plan as spec
+from harness.results import fidelity_results as results
 
 pytestmark = pytest.mark.vm
 

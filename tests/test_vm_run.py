@@ -17,8 +17,8 @@ import pytest
 from browser import HEIGHT, WIDTH, chromium, first_screen, png_size, screenshot, visible
 from vmhelpers import fslab, fslab_tty, no_qemu_left, read_records
 
+from harness.hostinfo import accel
 from harness.image import store as images
-from harness.vm import accel
 
 pytestmark = pytest.mark.vm
 
@@ -52,7 +52,7 @@ def test_smoke_run_end_to_end(image, smoke_run):
     assert "fio-" in manifest["guest"]["fio"]
     assert manifest["host"]["kernel"] and manifest["git"]["revision"]
     assert manifest["timings"]["qemu_to_agent_s"] > 0
-    # where the wall time went (harness/vm/overhead.py): every part measured, the fio runs' own time
+    # where the wall time went (harness/run/overhead.py): every part measured, the fio runs' own time
     # (2 x 5 s) inside the cases, and the split printed before the status line
     o = manifest["overhead"]
     assert o["cases"] == 2 and o["cases_without_work_s"] == 0, o

@@ -8,13 +8,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING
 
 from harness.analysis import stats
 from harness.analysis.runs import Run, key_of, measured
-
-if TYPE_CHECKING:
-    from harness.analysis.claims import Fs, Measure
+from harness.suites.claim import Fs, Measure
 
 
 @dataclass

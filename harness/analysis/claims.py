@@ -1,7 +1,7 @@
 """Did the studies' findings hold? Claims as data, and the engine that checks them against runs.
 
-Longer than ~400 lines because it holds one thing, the claim checker: the declarations the
-suites' `<suite>_claims.py` files use (Fs, Measure, Side, Claim) and the verdict rules, which
+Longer than ~400 lines because it holds one thing, the claim checker: the verdict rules (the declarations the
+suites' `<suite>_claims.py` files use, Fs, Measure, Side, Claim, are in harness/suites/claim.py), which
 only make sense read together; this docstring is their specification. How a claim finds its
 records is in harness/analysis/claim_records.py.
 
@@ -22,7 +22,7 @@ and table/figure), and the comparison it implies over the run's records:
 (stats.higher_is_better; a claim may say it itself).
 
 How a claim finds its records. Each side names a filesystem (Fs) and a Measure. A run's
-filesystem matches an Fs when its name or its variant (harness/spec/variants.py) is one of the
+filesystem matches an Fs when its name or its variant (harness/plan/variants.py) is one of the
 Fs's spellings (`names`, default its label: a study's xfs may be run as `xfs`, `s1-xfs` or
 `s2-xfs`), else when the Fs gives a catalog `type` and the filesystem has that type (and the
 Fs's `layout`); `with_option` / `without_option` then check its mount options (ReiserFS with
@@ -90,17 +90,15 @@ The verdict of a claim on one run, checked in this order (the first that applies
 
 from __future__ import annotations
 
-import importlib
-import math
-import pkgutil
 from dataclasses import dataclass, field
 
 from harness.analysis import stats
 from harness.analysis.claim_records import SideData, combine, resolve, run_filesystems
 from harness.analysis.runs import Run
+from harness.suites.claim import COMBINE, KINDS, Claim, Fs, Measure, Side, all_claims, claims_for
 
-KINDS = ("direction", "ratio", "extreme", "order", "equal", "absolute")
-COMBINE = ("pool", "geomean", "sum")
+__all__ = ["COMBINE", "KINDS", "Claim", "Fs", "Measure", "Side", "all_claims", "claims_for"]
+
 SMOKE = "smoke"
 
 HOLDS = "holds"
@@ -116,120 +114,6 @@ VERDICTS = (HOLDS, SIZE_DIFFERS, REVERSED, NO_DIFFERENCE, INCONCLUSIVE, UNTESTED
 TCG_SIZE = ("TCG slows the guest's CPU, not its disk, by an unknown factor, which changes the size of any "
             "ratio; only directions between filesystems are judged under TCG")
 TCG_ABSOLUTE = "absolute values of the article's machine (2001-2014 hardware): shown for context, never judged"
-
-
-# --- declarations (what the suites' claim files use) -------------------------------------------------
-
-@dataclass(frozen=True)
-class Fs:
-    """A filesystem as a claim names it, and the spellings that find it in a run (see the module
-    docstring). `names` default to (label,)."""
-
-    label: str
-    names: tuple[str, ...] = ()
-    type: str | None = None
-    layout: str | None = None
-    with_option: str | None = None
-    without_option: str | None = None
-
-    def spellings(self) -> tuple[str, ...]:
-        return self.names or (self.label,)
-
-
-@dataclass(frozen=True)
-class Measure:
-    """Which records make a side's sample, and how (see the module docstring)."""
-
-    metric: str
-    cases: tuple[str, ...] = ("*",)
-    steps: tuple[str, ...] = ("",)
-    combine: str = "pool"
-    replicate: tuple[str, ...] = ("rep",)
-    rate_of: str | None = None
-    unit: str = ""
-    detail: str | None = None  # only records of this detail (runs.key_of), "" = none; None = any
-
-    def where(self) -> str:
-        """'iops of read-*-buffered-many-small' or 'real_s of compile/cp'."""
-        steps = [s for s in self.steps if s]
-        return f"{self.metric} of {','.join(self.cases)}" + (f"/{','.join(steps)}" if steps else "")
-
-
-@dataclass(frozen=True)
-class Side:
-    """One side of a comparison: a filesystem (None: each of the claim's `for_each`), a measure
-    (None: the claim's) and how the row labels it (default: the filesystem's label)."""
-
-    fs: Fs | None = None
-    measure: Measure | None = None
-    label: str = ""
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One published finding and the comparison it implies (see the module docstring)."""
-
-    id: str
-    text: str
-    source: str  # "seed 001, table 119"
-    paper: str  # the paper's number(s), with units
-    suite: str
-    kind: str
-    sides: tuple[Side | Fs, ...]
-    measure: Measure | None = None
-    ratio: float | None = None
-    band: tuple[float | None, float | None] | None = None
-    extreme: str = ""  # extreme claims: "best" or "worst"
-    for_each: tuple[Fs, ...] = ()
-    profiles: tuple[str, ...] | None = None
-    tcg: str | None = None  # why TCG cannot judge this claim, beyond its kind's rule
-    higher_is_better: bool | None = None
-    note: str = ""
-    pending: str = ""  # the suite it names is not in this tree yet: why, and what checks it later
-
-    compared: tuple[Side, ...] = field(init=False, repr=False, compare=False)  # `sides`, each a Side
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "compared", tuple(s if isinstance(s, Side) else Side(s) for s in self.sides))
-        problems = _problems(self)
-        if problems:
-            raise ValueError(f"claim {self.id}: " + "; ".join(problems))
-
-    def side_measure(self, side: Side) -> Measure:
-        m = side.measure or self.measure
-        assert m is not None  # __post_init__ checked
-        return m
-
-
-def _problems(c: Claim) -> list[str]:
-    out = []
-    if c.kind not in KINDS:
-        out.append(f"kind {c.kind!r} is not allowed; allowed: {', '.join(KINDS)}")
-    least = {"direction": 2, "ratio": 2, "extreme": 2, "order": 2, "equal": 2, "absolute": 1}.get(c.kind, 1)
-    if len(c.compared) < least or (c.kind in ("direction", "ratio") and len(c.compared) != 2):
-        out.append(f"a {c.kind} claim needs {least} sides{'' if c.kind not in ('direction', 'ratio') else ' exactly'}")
-    if any(s.measure is None for s in c.compared) and c.measure is None:
-        out.append("a side has no measure and the claim none either")
-    for s in c.compared:
-        m = s.measure or c.measure
-        if m is not None and m.combine not in COMBINE:
-            out.append(f"combine {m.combine!r} is not allowed; allowed: {', '.join(COMBINE)}")
-    if any(s.fs is None for s in c.compared) != bool(c.for_each):
-        out.append("for_each and sides without a filesystem go together")
-    if c.kind == "ratio" and (c.ratio is None or c.band is None):
-        out.append("a ratio claim needs ratio and band")
-    if c.kind == "ratio" and c.ratio is not None and c.ratio == 1:
-        out.append("a ratio of 1 is an equal claim")
-    if c.kind == "ratio" and c.ratio is not None and c.band is not None and not (
-            (c.band[0] is None or c.band[0] <= c.ratio) and (c.band[1] is None or c.ratio <= c.band[1])):
-        out.append(f"the paper's ratio {c.ratio} is outside its band")
-    if c.kind == "equal" and (c.band is None or not (c.band[0] or 0) <= 1 <= (c.band[1] or math.inf)):
-        out.append("an equal claim needs a band around 1")
-    if c.band is not None and None not in c.band and c.band[0] > c.band[1]:  # type: ignore[operator]
-        out.append("band low above band high")
-    if c.kind == "extreme" and c.extreme not in ("best", "worst"):
-        out.append("an extreme claim says extreme='best' or 'worst'")
-    return out
 
 
 # --- the verdicts -----------------------------------------------------------------------------------
@@ -507,22 +391,6 @@ def _row(c: Claim, run: Run, rid: str, data: list[SideData], test: str) -> Claim
 
 
 # --- claims of the suites, and of runs ----------------------------------------------------------------
-
-def all_claims() -> dict[str, tuple[Claim, ...]]:
-    """Every harness/suites/<module>_claims.py's CLAIMS, by module name."""
-    import harness.suites as pkg
-
-    out = {}
-    for info in pkgutil.iter_modules(pkg.__path__):
-        if info.name.endswith("_claims"):
-            mod = importlib.import_module(f"harness.suites.{info.name}")
-            out[info.name] = tuple(mod.CLAIMS)
-    return out
-
-
-def claims_for(suite: str) -> list[Claim]:
-    return [c for cs in all_claims().values() for c in cs if c.suite == suite]
-
 
 def run_suites(run: Run) -> list[str]:
     """The suites a run has records of (the plan's first)."""

@@ -8,14 +8,11 @@ Every form shows, per claim: its id and one line, the paper's value, this run's 
 from __future__ import annotations
 
 import html
-from typing import TYPE_CHECKING
 
 from harness.analysis import claims as cl
 from harness.analysis import stats
-
-if TYPE_CHECKING:
-    from harness.analysis.report import Section
-    from harness.analysis.runs import Run
+from harness.analysis.report_model import Section
+from harness.analysis.runs import Run
 
 TCG_RULE = ("Under TCG (software emulation) only directions and rankings between filesystems doing the same "
             "work are judged, marked (TCG); sizes of ratios, equalities, device speeds and absolute values "
@@ -163,7 +160,6 @@ def claims_section(runs: list[Run]) -> Section | None:
     """The report's "Paper vs this run" section (placed right after the answer), or None when no
     run holds a suite with published findings: a report of a fio-basic run or of a user's job
     file has no study to check, and an empty section would only push the data down."""
-    from harness.analysis.report import Section
 
     if not any(cl.claims_for(s) for run in runs for s in cl.run_suites(run)):
         return None

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from html import escape
 
 from harness.analysis import ranking
-from harness.analysis.numbers import fmt
+from harness.analysis.number_format import fmt
 from harness.analysis.runs import Run, measured
 
 SUITE = "power-loss"

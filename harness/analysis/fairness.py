@@ -13,10 +13,10 @@ flagged. A filesystem without a disk (tmpfs) is left out.
 
 from __future__ import annotations
 
-from harness.analysis.numbers import size
-from harness.spec import disk
+from harness.analysis.number_format import size
+from harness.plan import disk
 
-SETTINGS = tuple(s.field for s in disk.SETTINGS)  # spec/disk.py: the settings that define a measurement
+SETTINGS = tuple(s.field for s in disk.SETTINGS)  # plan/disk.py: the settings that define a measurement
 
 
 def _value(key: str, disks: list[dict]) -> str:

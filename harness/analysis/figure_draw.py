@@ -13,7 +13,7 @@ from __future__ import annotations
 import io
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import matplotlib
 
@@ -21,9 +21,7 @@ matplotlib.use("Agg")
 from matplotlib.figure import Figure  # noqa: E402  (after choosing the backend)
 
 from harness.analysis import stats  # noqa: E402
-
-if TYPE_CHECKING:
-    from harness.analysis.figures import Panel, Spec
+from harness.analysis.figure_spec import Panel, Spec
 
 RC: Any = {"svg.hashsalt": "fslab", "svg.fonttype": "path", "font.size": 9}  # rc keys are Literal-typed
 HATCHES = ("", "//", "..", "xx", "\\\\", "oo")

@@ -17,10 +17,10 @@ import json
 from pathlib import Path
 
 from harness.analysis.runs import Run
-from harness.spec import disk
+from harness.plan import disk
 
 HEAD = ["suite", "case", "fs", "metric", "value", "unit", "rep", "ok", "accel", "error"]
-DISK_FIELDS = tuple(s.field for s in disk.SETTINGS)  # spec/disk.py: the settings that define a measurement
+DISK_FIELDS = tuple(s.field for s in disk.SETTINGS)  # plan/disk.py: the settings that define a measurement
 FS_COLS = ["disks", *(f"disk_{k}" for k in DISK_FIELDS), "mount_options", "mounted"]
 
 

@@ -10,7 +10,7 @@ unequal disks, runs that did not finish or differ). Then any extra sections the 
 deltas of a multi-run report (as `fslab compare`), the other warnings folded by kind, the
 figures of each suite (harness/analysis/figures.py), a table of every case (mean with 95 % CI,
 median with its CI, n, CV, state, flags), every metric in a folded table, and the provenance of
-each run (harness/analysis/provenance.py).
+each run (harness/analysis/report_provenance.py).
 
 index.html is self-contained (inline CSS, figures as base64 SVG) so it opens offline and can be
 mailed as one file. Nothing in it depends on the time it was made: the same runs give the same
@@ -20,90 +20,17 @@ bytes.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.analysis import compare, figures, ranking, stats
 from harness.analysis import report_warnings as warn
-from harness.analysis.numbers import ci_text, fmt
-from harness.analysis.provenance import provenance
 from harness.analysis.records_csv import write_csv
-from harness.analysis.runs import Key, Run, failures, label_runs, load_run, samples
+from harness.analysis.report_html import render_html
+from harness.analysis.report_md import render_markdown
+from harness.analysis.report_model import Delta, FigureOut, Report, Row, Section, unstable_cv_of
+from harness.analysis.report_provenance import provenance
+from harness.analysis.runs import Run, failures, label_runs, load_run, samples
 from harness.errors import FslabError
-
-
-@dataclass
-class Section:
-    """An extra section of the report, placed right after the ranking and the score: `html` is a
-    fragment (escaped by its maker), `markdown` its summary.md text (without the heading)."""
-
-    id: str
-    title: str
-    html: str
-    markdown: str
-
-
-@dataclass
-class Row:
-    """One line of a case table."""
-
-    run: str
-    key: Key
-    unit: str
-    summary: stats.Summary
-    flags: list[str]
-    state: str = ""  # stable | unstable | single | skipped | failed
-    skipped: str = ""
-
-    def where(self, multi: bool) -> str:
-        k = self.key
-        return (f"{self.run + ': ' if multi else ''}{k.fs} / {k.case}" + (f" / {k.step}" if k.step else "")
-                + (f" / {k.detail}" if k.detail else "") + f" / {k.metric}")
-
-
-@dataclass
-class FigureOut:
-    spec: figures.Spec
-    png: str  # relative to the report directory
-    svg: str
-    svg_bytes: bytes
-
-
-@dataclass
-class Delta:
-    """Run against run: B's rows against A's, as `fslab compare` makes them."""
-
-    a: str
-    b: str
-    rows: list[compare.Row]
-
-
-@dataclass
-class Report:
-    runs: list[Run]
-    out_dir: Path
-    baseline: str | None = None
-    warnings: list[warn.Caveat] = field(default_factory=list)
-    groups: list[ranking.Group] = field(default_factory=list)  # every run's ranking tables
-    scores: list[ranking.Score] = field(default_factory=list)
-    deltas: list[Delta] = field(default_factory=list)
-    sections: list[Section] = field(default_factory=list)
-    figures: list[FigureOut] = field(default_factory=list)
-    rows: list[Row] = field(default_factory=list)  # headline metrics
-    all_rows: list[Row] = field(default_factory=list)  # every metric
-    provenance: list[dict] = field(default_factory=list)
-
-    @property
-    def multi(self) -> bool:
-        return len(self.runs) > 1
-
-    @property
-    def unstable_cv(self) -> float:
-        return _unstable_cv(self.runs[0]) if self.runs else 0.05
-
-
-def _unstable_cv(run: Run) -> float:
-    return float((run.plan.get("repeat") or {}).get("unstable_cv", 0.05))
 
 
 def _rows(run: Run, label: str, headline_only: bool) -> list[Row]:
@@ -123,27 +50,12 @@ def _rows(run: Run, label: str, headline_only: bool) -> list[Row]:
             flags.append(f"SKIPPED: {s.skipped}")
         if s.none_reps:
             flags.append(f"NO VALUE in rep {', '.join(map(str, s.none_reps))}" + (f": {s.note}" if s.note else ""))
-        summary = stats.summarize(s.values, _unstable_cv(run))
+        summary = stats.summarize(s.values, unstable_cv_of(run))
         if summary.stability == "unstable":
             flags.append(f"UNSTABLE (CV {summary.cv:.1%})")
         state = summary.stability if s.values else "skipped" if s.skipped else "failed"
         out.append(Row(label, k, s.unit, summary, flags, state, s.skipped or ""))
     return out
-
-
-def case_table(rep: Report, rows: list[Row]) -> tuple[list[str], list[list[str]]]:
-    """Header and cells of a case table (shared by HTML and Markdown)."""
-    head = (["run"] if rep.multi else []) + ["suite", "case", "fs", "step", "metric", "unit", "mean", "95% CI",
-                                             "median", "median CI", "n", "CV", "state", "flags"]
-    cells = []
-    for r in rows:
-        s = r.summary
-        step = ":".join(x for x in (r.key.step, r.key.detail) if x) or "-"
-        cells.append(([r.run] if rep.multi else []) + [
-            r.key.suite, r.key.case, r.key.fs, step, r.key.metric, r.unit or "-", fmt(s.mean), ci_text(s.ci),
-            fmt(s.median.estimate if s.median else None), ci_text(s.median), str(s.n),
-            "-" if s.cv is None or s.n < 2 else f"{s.cv:.1%}", r.state, "; ".join(r.flags)])
-    return head, cells
 
 
 def _deltas(runs: list[Run]) -> list[Delta]:
@@ -165,8 +77,6 @@ def build(run_dirs: list[str | Path], out_dir: str | Path | None = None, baselin
     `baseline`: the filesystem the ranking's % changes and the score are against (default: the
     best of each quantity). `sections`: extra sections placed after the ranking and score, in
     this order: a Section as it is, or a function of the runs that makes one (or None)."""
-    from harness.analysis.report_html import render_html
-    from harness.analysis.report_md import render_markdown
 
     runs = [load_run(d) for d in run_dirs]
     label_runs(runs)

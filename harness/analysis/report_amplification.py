@@ -9,15 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from html import escape
-from typing import TYPE_CHECKING
 
 from harness.analysis import stats
-from harness.analysis.numbers import ci_text, fmt
+from harness.analysis.number_format import ci_text, fmt
+from harness.analysis.report_model import Section
 from harness.analysis.runs import Run, Sample, samples
 from harness.results.amplification import METRICS
-
-if TYPE_CHECKING:
-    from harness.analysis.report import Section
 
 SHOWN = ("write_amplification", "read_amplification", "device_write_bytes_per_op", "device_read_bytes_per_op")
 WORDS = {"write_amplification": "write amplification (x)", "read_amplification": "read amplification (x)",
@@ -83,8 +80,7 @@ def tables(runs: list[Run]) -> list[Table]:
 
 def amplification_section(runs: list[Run]) -> Section | None:
     """The report Section, or None when no run has amplification records (older runs, tmpfs)."""
-    from harness.analysis.report import Section
-    from harness.analysis.report_answer import md_table
+    from harness.analysis.report_ranking import md_table
 
     ts = tables(runs)
     if not ts:

@@ -1,6 +1,6 @@
 """The report's "VM fidelity" line: how much of the device the VM of a run shows, cited from a
 `fslab bench fidelity` result of the same host (provenance host name) and accelerator in the
-results directory that holds the run (<results>/fidelity/, harness/results/fidelity.py). No such
+results directory that holds the run (<results>/fidelity/, harness/results/fidelity_results.py). No such
 result: no section. A user then knows when the virtualisation, not the filesystem, is the
 bottleneck.
 """
@@ -9,13 +9,10 @@ from __future__ import annotations
 
 from html import escape
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from harness.analysis.report_model import Section
 from harness.analysis.runs import Run
-from harness.results import fidelity
-
-if TYPE_CHECKING:
-    from harness.analysis.report import Section
+from harness.results import fidelity_results as fidelity
 
 
 def lines(runs: list[Run]) -> list[str]:
@@ -41,7 +38,6 @@ def lines(runs: list[Run]) -> list[str]:
 
 def fidelity_section(runs: list[Run]) -> Section | None:
     """The report Section, or None when no fidelity result of the runs' host and accelerator exists."""
-    from harness.analysis.report import Section
 
     found = lines(runs)
     if not found:

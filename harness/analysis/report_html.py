@@ -10,13 +10,10 @@ from __future__ import annotations
 
 import base64
 from html import escape
-from typing import TYPE_CHECKING
 
-from harness.analysis import report_answer as answer
+from harness.analysis import report_ranking as answer
 from harness.analysis import report_warnings as warn
-
-if TYPE_CHECKING:
-    from harness.analysis.report import Report
+from harness.analysis.report_model import Report, case_table
 
 CSS = """
 body { font: 14px/1.4 system-ui, sans-serif; margin: .8em auto; max-width: 1240px; color: #222; padding: 0 1em; }
@@ -85,7 +82,6 @@ def _runs_line(rep: Report) -> str:
 
 def render_html(rep: Report) -> str:
     """The whole page."""
-    from harness.analysis.report import case_table
 
     title = f"fslab report: {', '.join(r.label for r in rep.runs)}"
     h = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',

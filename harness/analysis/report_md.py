@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from harness.analysis import report_answer as answer
+from harness.analysis import report_ranking as answer
 from harness.analysis import report_warnings as warn
-
-if TYPE_CHECKING:
-    from harness.analysis.report import Report
+from harness.analysis.report_model import Report, case_table
 
 
 def render_markdown(rep: Report) -> str:
-    from harness.analysis.report import case_table
 
     lines = [f"# fslab report: {', '.join(r.label for r in rep.runs)}", ""]
     if rep.multi:

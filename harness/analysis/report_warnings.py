@@ -9,14 +9,12 @@ single measurements, zero results, steps skipped on purpose.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
 from harness.analysis import compare, fairness
+from harness.analysis.report_model import Caveat, Fold, Report
 from harness.analysis.runs import failures
 
-if TYPE_CHECKING:
-    from harness.analysis.report import Report
+__all__ = ["Caveat", "Fold", "gather", "fold"]
+
 
 LOUD = ("tcg", "unfair", "status", "differ")
 # kind -> how its folded line starts; {n} is the count, {cv} the unstable threshold
@@ -27,21 +25,6 @@ FOLDED = {
     "zero": "{n} zero result(s), kept, not hidden",
     "skipped": "{n} step(s) skipped on purpose (not failed)",
 }
-
-
-@dataclass
-class Caveat:
-    """One warning of the report: its kind (LOUD or FOLDED's keys) and its text."""
-
-    kind: str
-    text: str
-
-
-@dataclass
-class Fold:
-    kind: str
-    summary: str
-    items: list[str]
 
 
 def gather(rep: Report) -> list[Caveat]:

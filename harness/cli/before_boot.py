@@ -3,10 +3,10 @@
 - the output directories: --results-dir and --scratch-dir can be created and written (checked by
   making and removing them, so a refused path leaves nothing behind);
 - runs an earlier fslab left half-done in the same results directory are salvaged first
-  (harness/vm/salvage.py);
-- a user's fio job: every rewrite fslab made to it and every warning (harness/spec/fiojob.py);
+  (harness/run/salvage.py);
+- a user's fio job: every rewrite fslab made to it and every warning (harness/plan/fiojob.py);
 - fit: each fio section's needs against the deadline and the filesystems, refused when the plan
-  cannot possibly fit (or, with --strict, when it may not) (harness/spec/planfit.py).
+  cannot possibly fit (or, with --strict, when it may not) (harness/config/fit.py).
 """
 
 from __future__ import annotations
@@ -16,10 +16,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+from harness.config import fit as planfit
+from harness.config import vmconfig as config
 from harness.errors import FslabError
-from harness.spec import config, fiojob, planfit
-from harness.spec.plan import Plan
-from harness.vm import hosts, provenance, salvage
+from harness.hostinfo import facts as provenance
+from harness.plan import fiojob
+from harness.plan.document import Plan
+from harness.run import salvage
+from harness.vm import hosts
 
 ALLOWED_DIR = "allowed: a directory fslab can create and write"
 

@@ -4,7 +4,7 @@
 fio-matrix, profile quick); `just bench-all suites=all` runs every suite on its study's vmconfig,
 one VM after another, and leaves one run directory per VM.
 
-`fslab bench boot` (`just bench-boot`) is the boot benchmark (harness/vm/bootbench.py): its own
+`fslab bench boot` (`just bench-boot`) is the boot benchmark (harness/run/bootbench.py): its own
 parser here, chosen by main.parse_args before the main job's (whose first argument is a vmconfig).
 """
 
@@ -14,7 +14,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from harness.cli import before_boot, toplevel
+from harness.cli import before_boot
+from harness.cli import exit_codes as toplevel
 from harness.errors import FslabError
 
 DEFAULT = "vmconfigs/default.yaml"
@@ -63,8 +64,9 @@ def boot_parser() -> argparse.ArgumentParser:
 
 def cmd_boot(args: argparse.Namespace) -> int:
     """The boot benchmark; exit 1 when a boot of either kind failed."""
+    from harness.hostinfo import accel
     from harness.image import store as images
-    from harness.vm import accel, bootbench
+    from harness.run import bootbench
 
     if args.n < 1:
         raise FslabError(f"--n: {args.n} is not allowed; allowed: 1 or more")

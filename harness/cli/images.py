@@ -18,10 +18,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from harness.config.vmconfig import ACCELERATORS
 from harness.errors import FslabError
+from harness.image import build as image_build
 from harness.image import store as images
 from harness.results.jsonl import read_jsonl
-from harness.spec.config import ACCELERATORS
 
 
 def _err(msg: str) -> None:
@@ -129,7 +130,7 @@ def _import(args: argparse.Namespace, bundle) -> int:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from harness.cli import before_boot, recover
-    from harness.vm import reproduce, runner
+    from harness.run import reproduce, runner
 
     original = Path(args.run_dir)
     recover.finished([args.run_dir])
@@ -156,7 +157,7 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
 
 def _comparison(a: Path, b: Path) -> None:
     """harness/analysis/compare.py's comparison when it is there, else a plain table of means."""
-    from harness.vm import reproduce
+    from harness.run import reproduce
 
     if importlib.util.find_spec("harness.analysis.compare") is not None:
         from harness.analysis import compare
@@ -179,7 +180,7 @@ def cmd_image(args: argparse.Namespace) -> int:
     if args.image_cmd == "build" and args.check_reproducible:
         return cmd_check_reproducible(args)
     if args.image_cmd == "build":
-        image = images.build(args.name, accelerator=args.accel, force=args.force)
+        image = image_build.build(args.name, accelerator=args.accel, force=args.force)
         print(f"{image.manifest['name']}: {image.digest} ({image.dir})")
     elif args.image_cmd == "list":
         found = images.list_images()
@@ -195,6 +196,6 @@ def cmd_image(args: argparse.Namespace) -> int:
         images.verify(image)
         print(f"{image.manifest['name']}: ok, {image.digest} matches its manifest")
     elif args.image_cmd == "validate":
-        for line in images.validate_templates():
+        for line in image_build.validate_templates():
             print(line)
     return 0

@@ -1,7 +1,7 @@
 """The `fslab` command line: the only place that prints for the user and exits.
 
 How every command ends (one line per error, exit codes, crash files, broken pipes) is decided in
-one place, harness/cli/toplevel.py: a user error is one line and exit 2, a run whose guest failed
+one place, harness/cli/exit_codes.py: a user error is one line and exit 2, a run whose guest failed
 exits 1, a bug exits 70 naming the file that holds its traceback.
 """
 
@@ -15,15 +15,22 @@ from dataclasses import replace
 from pathlib import Path
 
 from harness import suites
-from harness.cli import before_boot, bench, fidelity, recover, toplevel
+from harness.analysis.tables import format_table
+from harness.cli import before_boot, bench, recover
+from harness.cli import bench_fidelity as fidelity
+from harness.cli import exit_codes as toplevel
 from harness.cli import images as cli_images
+from harness.config import resolve
+from harness.config import vmconfig as config
+from harness.config.vmconfig import ACCELERATORS, BACKENDS
 from harness.errors import FslabError
+from harness.hostinfo import accel
+from harness.image import build as image_build
 from harness.image import store as images
-from harness.results.tables import format_table
-from harness.spec import config, filesystems, resolve
-from harness.spec.config import ACCELERATORS, BACKENDS
-from harness.spec.plan import Plan
-from harness.vm import accel, hosts, overhead, runner
+from harness.plan import filesystems
+from harness.plan.document import Plan
+from harness.run import overhead, runner
+from harness.vm import hosts
 
 DEFAULT_VMCONFIG = "vmconfigs/default.yaml"
 
@@ -115,7 +122,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.boots != 1 or args.show_command or args.dry_run:
             raise FslabError("--boots, --show-command and --dry-run take one host, not several")
         before_boot.fit(p, p.vm.accelerator, args.strict, args.fio_job)  # each host probes its own later
-        from harness.vm import spread
+        from harness.run import over_hosts as spread
 
         before_boot.salvage_stale(results_root)
         out = spread.run(p, image, host_list, results_root, retry=args.retry)
@@ -152,10 +159,10 @@ def _report(out: runner.Outcome) -> int:
 
 def _execute(p: Plan, image: images.Image, choice: accel.Choice, results_root: Path, boots: int,
              **kw) -> runner.Outcome:
-    """One VM, or `boots` VMs one after another pooled into one run directory (harness/vm/boots.py)."""
+    """One VM, or `boots` VMs one after another pooled into one run directory (harness/run/boots.py)."""
     if boots == 1:
         return runner.run(p, image, choice, results_root, **kw)
-    from harness.vm import boots as boots_mod
+    from harness.run import boots as boots_mod
 
     return boots_mod.run(p, image, choice, results_root, boots, **kw)
 
@@ -178,7 +185,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         before_boot.user_job(args.fio_job)
     before_boot.salvage_stale(results_root)
     for p in plans:
-        images.build(p.image, accelerator="auto")  # build or reuse: the inputs decide
+        image_build.build(p.image, accelerator="auto")  # build or reuse: the inputs decide
         image = _image_for(p, None)
         choice = accel.choose(p.vm.accelerator, image.kernel)
         if choice.warning:
@@ -394,7 +401,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The command line; the exit code (harness/cli/toplevel.py lists them)."""
+    """The command line; the exit code (harness/cli/exit_codes.py lists them)."""
     return toplevel.run_command(sys.argv[1:] if argv is None else argv, parse_args)
 
 

@@ -1,4 +1,4 @@
-"""`fslab recover`, and the salvage every command that reads runs does first (harness/vm/salvage.py)."""
+"""`fslab recover`, and the salvage every command that reads runs does first (harness/run/salvage.py)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import argparse
 import json
 from pathlib import Path
 
+from harness.analysis.tables import format_table
 from harness.cli import before_boot
 from harness.errors import FslabError
-from harness.results.tables import format_table
-from harness.vm import salvage
+from harness.run import salvage
 
 
 def finished(run_dirs: list[str]) -> None:

@@ -1062,7 +1062,7 @@ def probe_one(fs: dict, scratch: str) -> tuple[bool, str]:
 def probe(catalog_path: str, out_dir: str) -> int:
     """`fslab-guest probe CATALOG --out DIR`, run once while the image is built: which of the
     catalog's filesystems (a JSON list of plan filesystem entries, made by the host from
-    harness/spec/filesystems.py) this image can really make and mount. Writes DIR/filesystems.json
+    harness/plan/filesystems.py) this image can really make and mount. Writes DIR/filesystems.json
     (the names that worked) and DIR/probe.log; a filesystem that fails is left out, not an error."""
     with open(catalog_path) as f:
         entries = json.load(f)

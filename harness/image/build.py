@@ -30,7 +30,10 @@ from typing import Any
 
 from harness import proc
 from harness.errors import CommandError, FslabError
-from harness.image import catalog, ext4image, kernel_elf, pkglock
+from harness.hostinfo import accel
+from harness.hostinfo import facts as provenance
+from harness.image import ext4image, kernel_elf, pkglock
+from harness.image import fs_needs as catalog
 from harness.image import tree as image_tree
 from harness.image.packer import packer_build_argv, packer_vars, validate_templates
 from harness.image.packer import seed as _seed
@@ -56,7 +59,6 @@ from harness.image.store import (
     sha256_file,
     store_dir,
 )
-from harness.vm import accel, provenance
 
 __all__ = ["build", "build_into", "packer_build_argv", "packer_vars", "validate_templates", "_seed", "_ssh_key"]
 
@@ -212,7 +214,7 @@ def _build_in(work: Path, src: Path, name: str, digest: str, files: dict[str, st
     t = time.monotonic()
     facts = work / "facts"
     facts.mkdir()
-    probe_catalog = work / "catalog.json"  # what the guest proves it can make (image/catalog.py)
+    probe_catalog = work / "catalog.json"  # what the guest proves it can make (image/fs_needs.py)
     probe_catalog.write_text(catalog.probe_json(name, rhel=not definition(name).offline))
     key = _ssh_key(work / "ssh")
     seed = _seed(work / "seed", key.with_suffix(".pub").read_text().strip(), digest)

@@ -20,7 +20,8 @@ from pathlib import Path
 from harness import proc
 from harness.errors import CommandError, FslabError
 from harness.image import build as image_build
-from harness.image import catalog, pkglock
+from harness.image import fs_needs as catalog
+from harness.image import pkglock
 from harness.image import tree as image_tree
 from harness.image.build import Log, build_into, check_buildable, entry_lock
 from harness.image.store import (
@@ -65,7 +66,7 @@ def lock(name: str, log: Log = print) -> Path:
         env = {k: v for k, v in os.environ.items() if k == "PATH" or k.lower().endswith("_proxy")}
         env.update(LC_ALL="C", TZ="UTC", HOME="/root", SOURCE_DATE_EPOCH=str(epoch),
                    FSLAB_DEBIAN_MIRROR=mirror, FSLAB_DEBIAN_SUITE=DEBIAN_SUITE,
-                   FSLAB_EXTRA_PACKAGES=",".join(catalog.packages(name)))  # the catalog's (image/catalog.py)
+                   FSLAB_EXTRA_PACKAGES=",".join(catalog.packages(name)))  # the catalog's (image/fs_needs.py)
         log(f"image {name}: resolving {', '.join(lists)} on {mirror} (a full bootstrap) ...")
         try:
             proc.run(argv + [str(Path(tmp) / "out"), str(REPO / "harness" / "guest")], env=env, timeout=3600)

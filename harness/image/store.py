@@ -21,7 +21,8 @@ from typing import Any
 from harness import proc
 from harness.cachedir import cache_dir
 from harness.errors import FslabError
-from harness.spec import filesystems
+from harness.image import fs_needs as catalog
+from harness.plan import filesystems
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFEST = "manifest.json"
@@ -70,7 +71,7 @@ class Definition:
 
 _DEBIAN_OS = (("family", "debian"), ("id", "debian"), ("version", "12"))
 DEFINITIONS = {
-    # What each can make comes from the catalog (harness/spec/filesystems.py): Debian's kernel has
+    # What each can make comes from the catalog (harness/plan/filesystems.py): Debian's kernel has
     # every filesystem as a module; a RHEL-family kernel builds only ext4 (whose driver also mounts
     # ext2 and ext3) and xfs.
     "debian-12": Definition("debian-12", _DEBIAN_OS, filesystems.for_image("debian-12"), True),
@@ -208,9 +209,7 @@ def package_lists(name: str, root: Path = REPO) -> dict[str, Path]:
 def build_params(name: str, root: Path = REPO) -> dict[str, str]:
     """The non-file inputs of a build. The Debian mirror is not one: the package lock fixes every
     version, the mirror only delivers them (and the image's sources.list names no mirror). The
-    catalog's probe entries are one (image/catalog.py): what the build proves it can make."""
-    from harness.image import catalog
-
+    catalog's probe entries are one (image/fs_needs.py): what the build proves it can make."""
     d = definition(name)
     probe = hashlib.sha256(catalog.probe_json(name, rhel=not d.offline).encode()).hexdigest()
     if not d.offline:
@@ -220,9 +219,7 @@ def build_params(name: str, root: Path = REPO) -> dict[str, str]:
 
 def package_sums(name: str, root: Path = REPO) -> dict[str, str]:
     """The digests a package lock must have been made from: each packages.txt, and the package
-    list the catalog derives for the image (image/catalog.py)."""
-    from harness.image import catalog
-
+    list the catalog derives for the image (image/fs_needs.py)."""
     sums = {rel: sha256_file(p) for rel, p in package_lists(name, root).items()}
     if definition(name).offline:
         sums[catalog.CATALOG_LIST] = catalog.packages_digest(name)
@@ -331,21 +328,3 @@ def verify(image: Image) -> None:
     if image.digest != "sha256:" + image.manifest["files"]["disk.qcow2"]["sha256"]:
         raise FslabError(f"{image.dir / MANIFEST}: digest {image.digest} does not match files.disk.qcow2",
                          hint=hint)
-
-
-# ---------------------------------------------------------------------------------------------
-# Building (kept in image_build.py; re-exported here so callers need one module)
-
-
-def build(name: str, accelerator: str = "tcg", force: bool = False, log=print) -> Image:
-    """Build `name` (or reuse the stored build of the same inputs); see image_build.build."""
-    from harness.image import build as image_build
-
-    return image_build.build(name, accelerator=accelerator, force=force, log=log)
-
-
-def validate_templates() -> list[str]:
-    """`packer fmt -check` and `packer validate` of every template; see image_build."""
-    from harness.image import build as image_build
-
-    return image_build.validate_templates()

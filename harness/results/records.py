@@ -12,13 +12,13 @@ import json
 from pathlib import Path
 
 from harness.errors import FslabError
+from harness.plan.document import Case, Plan
+from harness.plan.fiocost import parse_time
+from harness.plan.fiojob import groups, parse
 from harness.results import amplification
 from harness.results.fio import finished_groups, fio_records, load_fio_json, record_sets
+from harness.results.missing_reasons import NoResult
 from harness.results.steps import steps_records
-from harness.results.unfinished import NoResult
-from harness.spec.fiocost import parse_time
-from harness.spec.fiojob import groups, parse
-from harness.spec.plan import Case, Plan
 
 NO_RESULT = "no result returned (guest stopped before this case)"
 
@@ -143,7 +143,7 @@ def records_for_run(run_dir: str | Path, plan: Plan, accel: str, error: str | No
     flattened into fields (nested dicts as "a.b"); they never overwrite the fixed fields.
     `error` (e.g. a results stream this host cannot read) fails every repetition with it.
     `no_result` says why a repetition the guest sent nothing for has no result (how the VM ended,
-    harness/results/unfinished.py); by default NO_RESULT.
+    harness/results/missing_reasons.py); by default NO_RESULT.
     """
     run_dir = Path(run_dir)
     out: list[dict] = []

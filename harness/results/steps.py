@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.spec.plan import Step
+from harness.plan.document import Step
 
 
 def steps_records(steps: list[dict], plan_steps: tuple[Step, ...], raw: Path, base: dict) -> list[dict]:

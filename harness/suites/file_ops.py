@@ -72,8 +72,8 @@ from fractions import Fraction
 from pathlib import Path
 from types import ModuleType
 
-from . import Case, Suite
-from . import steps as as_steps
+from harness.suites.suite import Case, Suite
+from harness.suites.suite import steps as as_steps
 
 PROGRAM = "/usr/local/bin/fslab-objects"
 SEED = 2014

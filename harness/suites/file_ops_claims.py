@@ -10,7 +10,7 @@ contrast is not claimed (table 2's HDD column is shown as context only).
 
 from __future__ import annotations
 
-from harness.analysis.claims import Claim, Fs, Measure
+from harness.suites.claim import Claim, Fs, Measure
 
 ZFS = Fs("zfs", type="zfs")
 XFS_SSD = Fs("xfs-ssd", ("xfs-md", "xfs-ssd", "xfs-raid"), type="xfs", layout="md-raid0")

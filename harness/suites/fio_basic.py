@@ -8,9 +8,8 @@ Every case uses direct I/O through libaio so that the page cache does not hide t
 
 from __future__ import annotations
 
-from harness.spec.fiojob import MNT, render
-
-from . import Case, Suite
+from harness.plan.fiojob import MNT, render
+from harness.suites.suite import Case, Suite
 
 _CASES = {
     # id: (rw, bs, iodepth)

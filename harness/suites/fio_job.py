@@ -2,18 +2,17 @@
 
 Not in the suite registry (a vmconfig cannot name it): its one case comes from the file. The case
 id is the file's stem, its params hold the file's path, its job the confined text (every path on
-the filesystem under test, see harness/spec/fiojob.py) and its timeout is derived from the job's
-own runtime, ramp and sizes (harness/spec/fiocost.py), so the guest stops an overlong fio itself
+the filesystem under test, see harness/plan/fiojob.py) and its timeout is derived from the job's
+own runtime, ramp and sizes (harness/plan/fiocost.py), so the guest stops an overlong fio itself
 and keeps the sections that finished. Records carry the job section they measure (`section`).
 """
 
 from __future__ import annotations
 
 from harness.errors import FslabError
-from harness.spec.fiocost import TCG, Floor, JobCost, case_timeout, job_cost
-from harness.spec.fiojob import UserJob, load_user_job, parse
-
-from . import Case, Suite
+from harness.plan.fiocost import TCG, Floor, JobCost, case_timeout, job_cost
+from harness.plan.fiojob import UserJob, load_user_job, parse
+from harness.suites.suite import Case, Suite
 
 PROFILE = "custom-job"
 

@@ -28,9 +28,8 @@ from __future__ import annotations
 
 from itertools import product
 
-from harness.spec.fiojob import MNT, render
-
-from . import Case, Suite
+from harness.plan.fiojob import MNT, render
+from harness.suites.suite import Case, Suite
 
 PATTERNS = ("read", "write", "rw", "randread", "randwrite", "randrw")
 ENGINES = ("sync", "libaio")

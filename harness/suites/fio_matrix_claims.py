@@ -10,7 +10,7 @@ each repetition, so that every case weighs alike.
 
 from __future__ import annotations
 
-from harness.analysis.claims import Claim, Fs, Measure, Side
+from harness.suites.claim import Claim, Fs, Measure, Side
 
 EXT3 = Fs("ext3", ("ext3", "s1-ext3"), type="ext3")
 EXT4 = Fs("ext4", ("ext4", "s1-ext4"), type="ext4")

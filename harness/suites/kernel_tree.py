@@ -84,8 +84,8 @@ Profiles keep the two cases and every step and scale the tree and the build:
 
 from __future__ import annotations
 
-from . import Case, Suite
-from . import steps as as_steps
+from harness.suites.suite import Case, Suite
+from harness.suites.suite import steps as as_steps
 
 SOURCE = "/usr/src/fslab/linux"  # the image's unpacked linux-source package
 SUBSET = "/var/tmp/fslab-kernel-tree/smoke/linux"  # on the guest's root disk; basename linux, as SOURCE's

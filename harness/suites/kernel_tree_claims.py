@@ -11,7 +11,7 @@ cache (see the suite): the same work on the filesystem under test.
 
 from __future__ import annotations
 
-from harness.analysis.claims import Claim, Fs, Measure, Side
+from harness.suites.claim import Claim, Fs, Measure, Side
 
 XFS = Fs("xfs", type="xfs")
 REISERFS_NOTAIL = Fs("reiserfs-notail", ("reiserfs-notail",), type="reiserfs", with_option="notail")

@@ -38,8 +38,8 @@ runs all 15 cases again as a round; each round makes and removes its own trees, 
 
 from __future__ import annotations
 
-from . import Case, Suite
-from . import steps as as_steps
+from harness.suites.suite import Case, Suite
+from harness.suites.suite import steps as as_steps
 
 PROGRAM = "/usr/local/bin/fslab-maildir"
 WRITERS = (1, 2, 4, 8, 16)

@@ -10,7 +10,7 @@ over the three runs. Filesystems: the article's exact options are our variants s
 
 from __future__ import annotations
 
-from harness.analysis.claims import Claim, Fs, Measure, Side
+from harness.suites.claim import Claim, Fs, Measure, Side
 
 ORDERED = Fs("ext3-ordered", ("ext3-ordered", "s2-ext3-ordered"))
 WRITEBACK = Fs("ext3-writeback", ("ext3-writeback", "s2-ext3-writeback"))

@@ -84,13 +84,12 @@ from types import ModuleType
 from typing import Any
 
 from harness.errors import FslabError
-from harness.vm.seed import PLAN_PATH
-
-from . import Case, Suite
-from . import steps as as_steps
+from harness.plan.document import PLAN_PATH
+from harness.suites.suite import Case, Suite
+from harness.suites.suite import steps as as_steps
 
 PROGRAM = "/usr/local/bin/fslab-powerloss"
-LAYOUT = "log-writes"  # harness/spec/layouts.py: the data disk, then the log disk
+LAYOUT = "log-writes"  # harness/plan/layouts.py: the data disk, then the log disk
 CONTROL = "control"
 CONTROL_WORKLOAD = "replace-fsync"
 CACHED = ("none", "writeback", "unsafe")  # disk cache modes that show the guest a volatile write cache

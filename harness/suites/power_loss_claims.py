@@ -30,8 +30,8 @@ untested. The totals are the records without a `kind` (Measure.detail "").
 
 from __future__ import annotations
 
-from harness.analysis.claims import Claim, Fs, Measure
 from harness.suites import power_loss
+from harness.suites.claim import Claim, Fs, Measure
 
 SUITE = power_loss.SUITE.name
 WORKLOADS = tuple(power_loss.program().WORKLOADS)  # the workload cases (not the control)

@@ -40,8 +40,8 @@ the sizes stay whole blocks); cycles, tries and the buffer stay the study's.
 
 from __future__ import annotations
 
-from . import Case, Suite
-from . import steps as as_steps
+from harness.suites.suite import Case, Suite
+from harness.suites.suite import steps as as_steps
 
 PROGRAM = "/usr/local/bin/fslab-random"
 FILES_MB = (1, 10, 100, 250, 500)

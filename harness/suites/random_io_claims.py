@@ -9,7 +9,7 @@ its page cache's (285 MB/s for 1 MB); ours include getting the data to the disk.
 
 from __future__ import annotations
 
-from harness.analysis.claims import Claim, Fs, Measure, Side
+from harness.suites.claim import Claim, Fs, Measure, Side
 
 XFS = Fs("xfs", type="xfs")
 REISERFS_NOTAIL = Fs("reiserfs-notail", ("reiserfs-notail",), type="reiserfs", with_option="notail")

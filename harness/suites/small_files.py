@@ -77,7 +77,7 @@ from types import ModuleType
 from typing import Any
 
 from harness.errors import FslabError
-from harness.suites import Case, Suite, steps
+from harness.suites.suite import Case, Suite, steps
 
 PROGRAM = "/usr/local/bin/fslab-smallfiles"
 SEED = 2001  # seed 001's year

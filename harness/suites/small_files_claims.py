@@ -11,7 +11,7 @@ tails, its default), XFS, ext2.
 
 from __future__ import annotations
 
-from harness.analysis.claims import Claim, Fs, Measure
+from harness.suites.claim import Claim, Fs, Measure
 
 REISERFS = Fs("reiserfs", ("reiserfs",), type="reiserfs", without_option="notail")
 XFS = Fs("xfs", type="xfs")

@@ -10,7 +10,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.spec.plan import Plan
+from harness.plan.document import Plan
 from harness.vm import drive
 
 DEFAULT_CMDLINE = "root=LABEL=fslab-root ro console=ttyS0,115200 net.ifnames=0"

@@ -2,7 +2,7 @@
 
 Two backends satisfy it: `vm/qemu_backend.py` (QEMU as a child process) and
 `vm/libvirt_backend.py` (a transient libvirt domain, on this machine or a remote host). The runner
-(vm/runner.py) drives either through these methods only; tests/test_backends.py checks that both
+(run/runner.py) drives either through these methods only; tests/test_backends.py checks that both
 classes have them (mypy checks the signatures).
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from harness.spec.plan import Plan
+from harness.plan.document import Plan
 from harness.vm.argv import RunPaths
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import FslabError
+from harness.plan.disk import Disk
 from harness.proc import run
-from harness.spec.disk import Disk
 from harness.units import format_size
 
 

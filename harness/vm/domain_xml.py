@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from harness.spec.plan import Plan
+from harness.plan.document import Plan
 from harness.vm import drive
 from harness.vm.argv import DEFAULT_CMDLINE, PROGRESS_PORT, RESULTS_PORT, RunPaths
 

@@ -3,9 +3,9 @@
 The QEMU argv (vm/argv.py) uses both as they are. The libvirt domain XML (vm/domain_xml.py)
 turns the same drive options into `<driver>` attributes through LIBVIRT_DRIVER below, and an
 NVMe disk (no libvirt 9 disk bus) is passed through verbatim as these very arguments. So a disk
-setting (spec/disk.py) reaches QEMU by one road whichever backend runs the VM.
+setting (plan/disk.py) reaches QEMU by one road whichever backend runs the VM.
 
-    >>> from harness.spec.disk import Disk
+    >>> from harness.plan.disk import Disk
     >>> d = Disk("d0", 1024**3, "raw", "falloc", "none", "native", "nvme")
     >>> drive_options(d, "/s/d0.raw")
     'if=none,id=disk-d0,file=/s/d0.raw,format=raw,cache=none,aio=native'
@@ -15,7 +15,7 @@ setting (spec/disk.py) reaches QEMU by one road whichever backend runs the VM.
 
 from __future__ import annotations
 
-from harness.spec.disk import Disk
+from harness.plan.disk import Disk
 
 # Disk field -> QEMU -drive option, in the order they are written.
 DRIVE_OPTIONS = (("format", "format"), ("cache", "cache"), ("aio", "aio"))

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from harness.errors import FslabError
-from harness.vm.machine import IO_ERROR, _die_with_parent
+from harness.vm.qemu_process import IO_ERROR, _die_with_parent
 
 START_TIMEOUT = 120.0
 _DAEMON_HINT = "start it: `systemctl start libvirtd` (or, with no init system, `virtlogd -d && libvirtd -d`)"

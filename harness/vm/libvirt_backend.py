@@ -16,7 +16,7 @@ from typing import Any
 
 from harness.errors import FslabError
 from harness.image import store as images
-from harness.spec.plan import Plan
+from harness.plan.document import Plan
 from harness.vm import argv as qemu
 from harness.vm import disks, hosts, libvirt
 from harness.vm import domain_xml as libvirt_xml

@@ -3,7 +3,7 @@
 A run's manifest records its owner while it runs ("owner": pid, the process's start time, the
 boot and the host). A later fslab that finds the run still marked `running` asks `state`: "gone"
 (the process ended without finishing the run: kill -9, a crash, a reboot) lets it salvage the run
-(harness/vm/salvage.py); "alive" and "unknown" (another host's run) do not.
+(harness/run/salvage.py); "alive" and "unknown" (another host's run) do not.
 
 The start time tells a reused pid apart from the owner; the boot id tells a reboot.
 """

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness.spec.plan import Plan
+from harness.plan.document import Plan
 from harness.vm.timings import History, case_key
 
 
@@ -77,7 +77,7 @@ class Progress:
         self.done = 0
         self.done_in_fs: dict[str, int] = {}
         self.case_seconds: list[float] = []
-        self.case_work: list[float | None] = []  # beside case_seconds: its work_s (harness/vm/overhead.py)
+        self.case_work: list[float | None] = []  # beside case_seconds: its work_s (harness/run/overhead.py)
         self.case_ids: list[tuple[str, str, int]] = []  # beside case_seconds: (fs, case, rep)
         self.measured: dict[str, list[float]] = {}  # case id -> seconds in this run
         self.case_log: dict[str, list[float]] = {}  # case_key -> seconds, for the history

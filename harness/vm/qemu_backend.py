@@ -1,6 +1,6 @@
 """The qemu backend of one VM run: QEMU as a child process of fslab (the default).
 
-The runner (vm/runner.py) drives it through the steps of vm/backend.py `Backend`; the libvirt
+The runner (run/runner.py) drives it through the steps of vm/backend.py `Backend`; the libvirt
 backend (vm/libvirt_backend.py) is the other implementation of the same steps.
 """
 
@@ -10,12 +10,13 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from harness.hostinfo import facts as provenance
 from harness.image import store as images
-from harness.spec.plan import Plan
+from harness.plan.document import Plan
 from harness.vm import argv as qemu
-from harness.vm import disks, provenance
+from harness.vm import disks
 from harness.vm import seed as cloudinit
-from harness.vm.machine import Machine
+from harness.vm.qemu_process import Machine
 
 
 def prepare(plan: Plan, image: images.Image, accel: str, run_dir: Path,

@@ -12,10 +12,8 @@ from pathlib import Path
 
 import yaml
 
+from harness.plan.document import PLAN_PATH, Plan
 from harness.proc import run, which
-from harness.spec.plan import Plan
-
-PLAN_PATH = "/run/fslab/plan.json"
 
 
 def user_data(plan: Plan) -> str:

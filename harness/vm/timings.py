@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.spec.plan import Plan
+from harness.plan.document import Plan
 
 FILE = "timings.jsonl"
 MAX_RUNS = 20

@@ -112,7 +112,7 @@ if [ -n "${FSLAB_PACKAGE_LOCK:-}" ]; then
 	packages=$(list "$FSLAB_PACKAGE_LOCK" | paste -sd, -)
 else
 	packages=$(list "$here/packages.txt" ${variant:+"$variant/packages.txt"} | paste -sd, -)
-	# The filesystems' and layouts' tools come from fslab's catalog (harness/image/catalog.py).
+	# The filesystems' and layouts' tools come from fslab's catalog (harness/image/fs_needs.py).
 	packages=$packages${FSLAB_EXTRA_PACKAGES:+,$FSLAB_EXTRA_PACKAGES}
 fi
 [ -n "$packages" ] || die "no packages to install"

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Prove which filesystems this image can make: the guest agent makes and mounts each filesystem
-# of fslab's catalog (/tmp/fslab-catalog.json, uploaded by Packer; harness/image/catalog.py) on a
+# of fslab's catalog (/tmp/fslab-catalog.json, uploaded by Packer; harness/image/fs_needs.py) on a
 # loop device, exactly as a run would (the same mkfs, setup and teardown; ZFS as a one-disk pool).
 # The list that worked goes to /var/lib/fslab/filesystems.json (the image manifest's
 # "filesystems"), what each said to /var/lib/fslab/probe.log. A filesystem that fails is left out

@@ -31,9 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import FslabError
-from harness.results import unfinished
-from harness.spec.plan import Plan
-from harness.vm import disks, owner, runner
+from harness.plan.document import Plan
+from harness.results import missing_reasons as unfinished
+from harness.run import runner
+from harness.vm import disks, owner
 from harness.vm.argv import RunPaths
 
 Log = Callable[[str], None]
@@ -125,7 +126,7 @@ def salvage(run_dir: Path, log: Log, force: bool = False) -> runner.Outcome | No
                   f"{os.getpid()} at {runner.now()}")
         not_run = unfinished.not_run(unfinished.killed(_pid(m)))
         if (run_dir / "boots").is_dir():
-            from harness.vm import boots
+            from harness.run import boots
 
             for d in sorted((run_dir / "boots").iterdir()):
                 if is_stale(d) or (force and (_manifest(d) or {}).get("status") == "running"):
@@ -134,7 +135,7 @@ def salvage(run_dir: Path, log: Log, force: bool = False) -> runner.Outcome | No
             boots.finish_manifest(run_dir, "interrupted", reason)
             out = _outcome(run_dir)
         elif (run_dir / "vms").is_dir():
-            from harness.vm import spread
+            from harness.run import over_hosts as spread
 
             for d in sorted((run_dir / "vms").iterdir()):
                 if is_stale(d) or (force and (_manifest(d) or {}).get("status") == "running"):

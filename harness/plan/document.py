@@ -1,6 +1,6 @@
 """The plan: everything one VM boot measures, as frozen dataclasses, and its JSON wire format.
 
-`spec/resolve.py` makes a Plan from a vmconfig, a suite and its profile; the host passes the Plan
+`config/resolve.py` makes a Plan from a vmconfig, a suite and its profile; the host passes the Plan
 to every step of a run; `Plan.to_json()` is `plan.json`, the only thing the guest agent reads (it
 stays a stdlib-only file working on plain dicts), and it is stored whole in the run's manifest.
 `Plan.from_json()` reads every plan version fslab ever wrote (a recorded run's plan for
@@ -23,9 +23,11 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from harness.errors import FslabError
-from harness.spec.disk import Disk
+from harness.plan.disk import Disk
 
 PLAN_VERSION = 1
+# Where the guest finds plan.json (the seed writes it there; guest programs take it as --plan).
+PLAN_PATH = "/run/fslab/plan.json"
 READABLE_VERSIONS = (1,)  # every plan version this host code reads
 BUILTINS = ("cold-start", "drop-caches")
 PARSERS = ("metrics",)

@@ -2,7 +2,7 @@
 compares with the least any boot of the same machine costs.
 
 N times, interleaved (so a change of load on a shared host hits both alike):
-  1. the image, through the normal runner (harness/vm/runner.py), with a tiny real plan: one ext4
+  1. the image, through the normal runner (harness/run/runner.py), with a tiny real plan: one ext4
      on one small virtio-blk disk and one steps case, `true`, so that a first case exists; its
      phases come from the run directory (harness/vm/boot_phases.py);
   2. the bare kernel and initramfs of the same image on the same machine (vm/argv.py
@@ -25,13 +25,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness.config import vmconfig as config
+from harness.config.resolve import new_run_id, render_filesystem
+from harness.hostinfo import accel as accel_mod
+from harness.hostinfo import facts as provenance
 from harness.image import store as images
-from harness.spec import config
-from harness.spec.plan import VM, Case, Plan, Repeat, Step, SuiteRef
-from harness.spec.resolve import new_run_id, render_filesystem
-from harness.vm import accel as accel_mod
+from harness.plan.document import VM, Case, Plan, Repeat, Step, SuiteRef
+from harness.run import runner
 from harness.vm import argv as qemu
-from harness.vm import boot_phases, provenance, runner
+from harness.vm import boot_phases
 
 Log = Callable[[str], None]
 RESULT_FORMAT = 1  # "fslab_bench_boot" of the JSON result

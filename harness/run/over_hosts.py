@@ -29,12 +29,13 @@ from typing import Any
 
 from harness.errors import FslabError
 from harness.image import store as images
+from harness.plan.document import Plan
 from harness.results.jsonl import read_jsonl, write_jsonl
+from harness.results.missing_reasons import NoResult
 from harness.results.records import records_for_run
-from harness.results.unfinished import NoResult
-from harness.spec.plan import Plan
-from harness.vm import hosts, owner, runner
-from harness.vm.boots import link_tree
+from harness.run import runner
+from harness.run.boots import link_tree
+from harness.vm import hosts, owner
 
 Log = Callable[[str], None]
 
@@ -180,7 +181,7 @@ def run(plan: Plan, image: images.Image, host_list: list[hosts.Host], results_ro
         raise FslabError("no libvirt hosts given", hint="--host qemu:///system")
     top = results_root / plan.run_id
     runner.make_dirs(top, top / "vms")
-    # Until _merge: a run in progress, whose owner a later fslab checks (vm/salvage.py).
+    # Until _merge: a run in progress, whose owner a later fslab checks (run/salvage.py).
     runner.write_manifest(top, {"fslab_run": runner.RUN_FORMAT, "run_id": plan.run_id, "status": "running",
                                 "started": runner.now(), "pid": os.getpid(), "owner": owner.owner(),
                                 "backend": "libvirt", "plan": plan.to_json()})
@@ -248,7 +249,7 @@ def _merge(s: _Spread) -> runner.Outcome:
 
 def merge_found(top: Path, plan: Plan, status: str, reason: str, not_run: NoResult) -> runner.Outcome:
     """The top run directory from what its VM directories hold, without the run's own state (a
-    run salvaged after its fslab died, vm/salvage.py): each VM's records with the host named in
+    run salvaged after its fslab died, run/salvage.py): each VM's records with the host named in
     its manifest; a VM that never started gets failed records saying why (`not_run`)."""
     records: list[dict[str, Any]] = []
     summary = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.spec import filesystems
+from harness.plan import filesystems
 
 Argv = tuple[str, ...]
 
@@ -29,7 +29,7 @@ class Layout:
     description: str = ""
     package: str = ""  # the Debian package its tools come from (the image installs it)
     only_first: bool = False  # the filesystem lives on the first disk alone (the others serve it: a log)
-    # How the member disks' sizes make the device's (fit before boot, spec/planfit.py): "sum"
+    # How the member disks' sizes make the device's (fit before boot, config/fit.py): "sum"
     # (concatenated, or md raid0 over unequal disks), "striped" (n x the smallest: LVM stripes),
     # "mirror" (the smallest), "btrfs-raid1" (two copies on different disks), "first" (the first
     # disk alone: the others serve it, e.g. a log).

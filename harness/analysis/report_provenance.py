@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import shlex
 
-from harness.analysis.numbers import size
+from harness.analysis.number_format import size
 from harness.analysis.runs import Run
-from harness.spec import disk
+from harness.plan import disk
 
 
 def resident(r: dict | None) -> str:
@@ -57,7 +57,7 @@ def provenance(run: Run) -> dict:
         ("vmconfig", ", ".join(f"{k} {v}" for k, v in (plan.get("vm") or {}).items())),
     ]
     actual = m.get("disks") or {}
-    settings = disk.SETTINGS  # spec/disk.py: every setting that defines a measurement, declared once
+    settings = disk.SETTINGS  # plan/disk.py: every setting that defines a measurement, declared once
     disk_head = ["disk", "serial", *(s.key for s in settings), "allocated"]
     disks = [[d.get("id"), d.get("serial"),
               *(size(d.get(s.field)) if s.field == "size_bytes" else d.get(s.field) for s in settings),

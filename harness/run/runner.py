@@ -26,21 +26,23 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import FslabError, interruption
+from harness.hostinfo import accel as accel_mod
+from harness.hostinfo import facts as provenance
 from harness.image import store as images
-from harness.results import unfinished
+from harness.plan.document import Plan
+from harness.results import missing_reasons as unfinished
 from harness.results.jsonl import write_jsonl
 from harness.results.records import records_for_run
 from harness.results.stream import read_stream, stream_format_of
-from harness.spec.plan import Plan
-from harness.vm import accel as accel_mod
-from harness.vm import hosts, overhead, owner, provenance, timings
+from harness.run import overhead
+from harness.vm import hosts, owner, timings
 from harness.vm.argv import RunPaths
 from harness.vm.backend import Backend
 from harness.vm.console_watch import ConsoleWatch, GuestPanicked
 from harness.vm.libvirt import HostLost
-from harness.vm.machine import IO_ERROR
 from harness.vm.progress import Progress
 from harness.vm.qemu_backend import QemuVM
+from harness.vm.qemu_process import IO_ERROR
 
 Log = Callable[[str], None]
 RUN_FORMAT = 1  # manifest.json's "fslab_run"
@@ -65,7 +67,7 @@ class Outcome:
     reason: str
     records: list[dict[str, Any]] = field(default_factory=list)
     host_failed: bool = False  # the VM's host failed (unreachable, lost), not the guest
-    overhead: dict[str, Any] | None = None  # where the wall time went (harness/vm/overhead.py)
+    overhead: dict[str, Any] | None = None  # where the wall time went (harness/run/overhead.py)
 
 
 def vm_for(plan: Plan, image: images.Image, accel: str, run_dir: Path, scratch: Path,
@@ -91,7 +93,7 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
     boot and case times the live view estimates from (default `results_root`; --boots and
     several hosts pass the user's results directory, not the nested one of each VM). `poll_s`: how
     often the progress events are read while the VM runs (the resolution of the host's times)."""
-    begin = time.monotonic()  # host preparation starts here (harness/vm/overhead.py)
+    begin = time.monotonic()  # host preparation starts here (harness/run/overhead.py)
     run_dir = results_root / plan.run_id
     scratch = (scratch_root / plan.run_id) if scratch_root else run_dir / "scratch"
     vm = vm_for(plan, image, choice.used, run_dir, scratch, host, name)

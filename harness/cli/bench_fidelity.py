@@ -1,4 +1,4 @@
-"""`fslab bench fidelity`: how much of the device the VM shows (harness/spec/fidelity.py says what
+"""`fslab bench fidelity`: how much of the device the VM shows (harness/config/fidelity_plan.py says what
 each side runs and why).
 
 1. Host side: a backing file made as the runner makes the vmconfig's disk (vm/disks.py: format,
@@ -23,16 +23,19 @@ from pathlib import Path
 from typing import Any
 
 from harness.cli import before_boot
+from harness.config import fidelity_plan as spec
+from harness.config import vmconfig as config
+from harness.config.resolve import new_run_id
 from harness.errors import FslabError
+from harness.hostinfo import accel
+from harness.hostinfo import facts as provenance
 from harness.image import store as images
-from harness.results import fidelity as results
-from harness.spec import config
-from harness.spec import fidelity as spec
-from harness.spec.disk import Disk
-from harness.spec.plan import VM, Plan
-from harness.spec.resolve import new_run_id
+from harness.plan.disk import Disk
+from harness.plan.document import VM, Plan
+from harness.results import fidelity_results as results
+from harness.run import runner
 from harness.units import format_size, parse_size
-from harness.vm import accel, disks, provenance, runner
+from harness.vm import disks
 
 PROG = "fslab bench fidelity"
 DEFAULT_VMCONFIG = "vmconfigs/fidelity.yaml"

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from harness.spec.fidelity import CITED, PATTERNS, RESULT_FORMAT, Pattern
+from harness.config.fidelity_plan import CITED, PATTERNS, RESULT_FORMAT, Pattern
 
 DIR = "fidelity"
 

@@ -1,6 +1,6 @@
 """Fit before boot: does a resolved plan's fio work fit its deadline and its filesystems?
 
-Each fio case (a built-in suite's or a user's job file) is costed by harness/spec/fiocost.py at
+Each fio case (a built-in suite's or a user's job file) is costed by harness/plan/fiocost.py at
 the accelerator's floor and judged by `fiocost.fit` against the deadline, given how often it runs
 in the VM (filesystems x repetitions), and against the smallest filesystem it runs on, whose
 capacity comes from its disks and layout (`capacity`). The cases of one plan share the deadline,
@@ -17,9 +17,9 @@ import re
 from dataclasses import dataclass
 
 from harness.errors import FslabError
-from harness.spec import fiocost, layouts
-from harness.spec.fiojob import parse
-from harness.spec.plan import Filesystem, Plan
+from harness.plan import fiocost, layouts
+from harness.plan.document import Filesystem, Plan
+from harness.plan.fiojob import parse
 
 MAX_SECTION_LINES = 8  # more sections than this: one line per case instead
 
@@ -29,8 +29,8 @@ def capacity(plan: Plan, fs: Filesystem) -> int | None:
     them (before the filesystem's own metadata); tmpfs: its size= (default half the RAM).
 
     >>> from pathlib import Path
-    >>> from harness.spec import config, resolve
-    >>> p = resolve.resolve(config.load(Path(__file__).parents[2] / "vmconfigs" / "smoke.yaml"))
+    >>> from harness.config import resolve, vmconfig
+    >>> p = resolve.resolve(vmconfig.load(Path(__file__).parents[2] / "vmconfigs" / "smoke.yaml"))
     >>> [capacity(p, f) // 2**20 for f in p.filesystems]
     [1024, 1024]
     """

@@ -24,14 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import FslabError, interruption
+from harness.hostinfo import accel as accel_mod
 from harness.image import store as images
+from harness.plan.document import Plan
 from harness.results.jsonl import read_jsonl, write_jsonl
+from harness.results.missing_reasons import NoResult
 from harness.results.records import records_for_run
-from harness.results.unfinished import NoResult
-from harness.spec.plan import Plan
-from harness.vm import accel as accel_mod
-from harness.vm import owner, runner
-from harness.vm.runner import RUN_FORMAT
+from harness.run import runner
+from harness.run.runner import RUN_FORMAT
+from harness.vm import owner
 
 Log = Callable[[str], None]
 
@@ -50,7 +51,7 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
     plan = plan.with_repeat(boots=boots)
     top = results_root / plan.run_id
     runner.make_dirs(top, top / "boots")
-    # Until the merge below: a run in progress, whose owner a later fslab checks (vm/salvage.py).
+    # Until the merge below: a run in progress, whose owner a later fslab checks (run/salvage.py).
     runner.write_manifest(top, {"fslab_run": RUN_FORMAT, "run_id": plan.run_id, "status": "running",
                                 "started": runner.now(), "pid": os.getpid(), "owner": owner.owner(),
                                 "accel": choice.used, "plan": plan.to_json()})

@@ -18,11 +18,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from harness.config import resolve
 from harness.errors import FslabError
+from harness.hostinfo import accel
+from harness.hostinfo import facts as provenance
+from harness.image import build as image_build
 from harness.image import store as images
-from harness.spec import disk, resolve
-from harness.spec.plan import Plan
-from harness.vm import accel, provenance, qemu_backend
+from harness.plan import disk
+from harness.plan.document import Plan
+from harness.vm import qemu_backend
 
 # -drive options that change what a disk measures (paths and node names do not).
 _DRIVE_KEYS = ("format", "cache", "aio", "cache.direct", "cache.no-flush", "discard", "detect-zeroes")
@@ -66,7 +70,7 @@ def find_image(recorded: dict[str, Any], bundle: Path | None, log) -> images.Ima
                 hint="pass --bundle FILE (made with `fslab image export` where the run was made), or "
                      "`fslab image rebuild MANIFEST` with that image's manifest.json")
         log(f"fslab: image {want} is not in the store; building {name} from this checkout's (recorded) inputs")
-        image = images.build(name, accelerator="auto", log=log)
+        image = image_build.build(name, accelerator="auto", log=log)
         if image.digest != want:
             raise FslabError(f"image {name} rebuilt from the recorded inputs is {image.digest}, the run used {want}",
                              hint="the build is not reproducible here; see `fslab image build --check-reproducible`")
@@ -86,7 +90,7 @@ def drive_options(argv: list[str]) -> list[dict[str, str]]:
 
 
 def _disk_settings(p: Plan) -> list[dict[str, Any]]:
-    """Each disk's id and measured settings (spec/disk.py, declared once)."""
+    """Each disk's id and measured settings (plan/disk.py, declared once)."""
     return [{"id": d.id, **d.measured()} for d in p.disks]
 
 

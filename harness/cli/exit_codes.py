@@ -17,7 +17,7 @@ Exit codes (the README's "When things go wrong" lists them for users):
          tool killed by SIGPIPE (128 + 13)
 
 A run left behind by an fslab that was killed (kill -9) is salvaged by the next fslab command that
-meets it (harness/vm/salvage.py).
+meets it (harness/run/salvage.py).
 """
 
 from __future__ import annotations

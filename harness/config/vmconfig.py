@@ -17,15 +17,15 @@ from typing import Any
 import yaml
 
 from harness import userfile
+from harness.config import host_uris as hosts_mod
 from harness.errors import FslabError
-from harness.spec import disk as disk_mod
-from harness.spec import filesystems, layouts, variants
-from harness.spec.disk import REQUIRED as _REQUIRED
-from harness.spec.disk import Bad as _Bad
-from harness.spec.disk import Disk
-from harness.spec.disk import choice as _choice
+from harness.plan import disk as disk_mod
+from harness.plan import filesystems, layouts, variants
+from harness.plan.disk import REQUIRED as _REQUIRED
+from harness.plan.disk import Bad as _Bad
+from harness.plan.disk import Disk
+from harness.plan.disk import choice as _choice
 from harness.units import format_size, parse_duration
-from harness.vm import hosts as hosts_mod
 
 ACCELERATORS = ("auto", "kvm", "tcg")
 BACKENDS = ("qemu", "libvirt")
@@ -179,7 +179,7 @@ VM_KEYS: dict[str, tuple[Callable[[Any], Any] | None, Any, str]] = {
 }
 DISK_KEYS: dict[str, tuple[Callable[[Any], Any] | None, Any, str]] = {
     "id": (_name, None, "disk id (default d0, d1, ...); the guest sees serial fslab-<id>"),
-    **{st.key: (st.parse, st.default, st.help) for st in disk_mod.SETTINGS},  # spec/disk.py, declared once
+    **{st.key: (st.parse, st.default, st.help) for st in disk_mod.SETTINGS},  # plan/disk.py, declared once
 }
 FS_KEYS: dict[str, tuple[Callable[[Any], Any] | None, Any, str]] = {
     "name": (_name, _REQUIRED, "variant name used in results (e.g. ext4-noatime)"),

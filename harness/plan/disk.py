@@ -2,7 +2,7 @@
 
 Each setting that defines a measurement is one `Setting` row below: its vmconfig key, its field
 in the plan, how it is parsed, its default, what is allowed, and its help. The vmconfig loader
-(spec/config.py), the plan (`Disk`), `fslab reproduce` and `fslab compare` (which refuse runs
+(config/vmconfig.py), the plan (`Disk`), `fslab reproduce` and `fslab compare` (which refuse runs
 whose measured settings differ), the report's provenance table and the one rendering of a disk
 for QEMU and libvirt (vm/drive.py) all read this table. Adding a disk option (e.g. `discard`) is a
 row here, its `Disk` field beside it, its rendering in vm/drive.py, and the goldens.

@@ -30,9 +30,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness.plan.fiocost import parse_time
 from harness.results.fio import load_fio_json
 from harness.results.records import case_dir
-from harness.spec.fiocost import parse_time
 
 
 def split(*, wall_s: float, prep_s: float, qemu_s: float | None, agent_s: float | None, done_s: float | None,

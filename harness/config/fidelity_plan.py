@@ -1,6 +1,6 @@
 """VM fidelity: the fio patterns run on the host and in the guest, and how each side runs them.
 
-`fslab bench fidelity` (harness/cli/fidelity.py) runs the same four patterns twice:
+`fslab bench fidelity` (harness/cli/bench_fidelity.py) runs the same four patterns twice:
 - on the host, against a backing file made as the runner makes the vmconfig's disk (same format,
   preallocation, size), with fio options that do to the file what QEMU's cache and aio settings
   do to it (`host_io`);
@@ -37,8 +37,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from harness.spec.disk import Disk
-from harness.spec.plan import VM, Case, Filesystem, Plan, Repeat, Step, SuiteRef
+from harness.plan.disk import Disk
+from harness.plan.document import VM, Case, Filesystem, Plan, Repeat, Step, SuiteRef
 
 RESULT_FORMAT = 1
 DEFAULT_RUNTIME_S = 10
@@ -166,7 +166,7 @@ def guest_plan(run_id: str, vm: VM, image: str, disk: Disk, runtime_s: int,
     """The guest side: one VM with `disk` alone, its one "filesystem" the raw device (`prepare`
     false: the agent only finds the disk and fills {dev}), one case whose steps run fio on it.
 
-    >>> from harness.spec.plan import VM
+    >>> from harness.plan.document import VM
     >>> p = guest_plan("r", VM("v", "v.yaml", 2, 2048, "tcg", 900), "debian-12",
     ...                Disk("d0", 2**30, "raw", "full", "none", "native", "virtio-blk"), 5)
     >>> p.filesystems[0].prepare, [s.name for s in p.cases[0].steps][:2], p.cases[0].steps[0].argv[2]

@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass, replace
 
 from harness.errors import FslabError
-from harness.spec.fiojob import JobFile, _split_names, _truthy, groups
+from harness.plan.fiojob import JobFile, _split_names, _truthy, groups
 
 MiB = 2**20
 GiB = 2**30
@@ -242,7 +242,7 @@ def _stage_s(jobs: list[_Job], floor: Floor) -> float | None:
 def job_cost(job: JobFile, floor: Floor = TCG) -> JobCost:
     """The cost of a parsed job file (fiojob.parse) at `floor` (see the module docstring).
 
-    >>> from harness.spec.fiojob import parse
+    >>> from harness.plan.fiojob import parse
     >>> c = job_cost(parse("[global]\\nsize=64m\\nruntime=10\\n[w]\\nrw=write\\n[r]\\nstonewall\\nrw=read\\n", "j"))
     >>> [(s.section, s.stage, s.layout_bytes // 2**20, s.est_s) for s in c.sections], c.est_s, c.disk_bytes // 2**20
     ([('w', 0, 0, 10.0), ('r', 1, 64, 26.0)], 41.0, 128)
@@ -291,7 +291,7 @@ def case_timeout(cost: JobCost, deadline_s: int, runs: int = 1) -> int:
     repetitions): so the guest stops an overlong fio itself, fio still writes what finished, and
     the cases after it keep their time. A job without an end gets its whole share.
 
-    >>> from harness.spec.fiojob import parse
+    >>> from harness.plan.fiojob import parse
     >>> case_timeout(job_cost(parse("[j]\\nsize=64m\\nruntime=5\\ntime_based\\n", "j")), 900)
     112
     >>> case_timeout(job_cost(parse("[j]\\nsize=1g\\nruntime=3600\\ntime_based\\n", "j")), 900, runs=2)
@@ -322,7 +322,7 @@ def fit(name: str, cost: JobCost, *, deadline_s: int, capacity_bytes: int | None
     VM_OVERHEAD_S, or its files exceed the filesystem; a warning when only its estimate at the
     floor does (the guest then stops it at its case timeout and keeps the sections that finished).
 
-    >>> from harness.spec.fiojob import parse
+    >>> from harness.plan.fiojob import parse
     >>> f = fit("big", job_cost(parse("[r]\\nrw=randread\\nsize=10g\\ntime_based\\nruntime=900\\n", "j")),
     ...         deadline_s=720, capacity_bytes=2**30)
     >>> f.impossible

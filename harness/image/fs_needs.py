@@ -1,5 +1,5 @@
-"""The filesystem catalog as an image build needs it, derived from harness/spec/filesystems.py
-and harness/spec/layouts.py (nothing here is a list of its own):
+"""The filesystem catalog as an image build needs it, derived from harness/plan/filesystems.py
+and harness/plan/layouts.py (nothing here is a list of its own):
 
 - `probe_entries`: the plan filesystem entries the build's guest makes and mounts on loop devices
   (`fslab-guest probe`), so the image's manifest says what it can really make;
@@ -17,9 +17,9 @@ import hashlib
 import json
 from typing import Any
 
-from harness.spec import filesystems, layouts
-from harness.spec.config import FsEntry
-from harness.spec.resolve import render_filesystem
+from harness.config.resolve import render_filesystem
+from harness.config.vmconfig import FsEntry
+from harness.plan import filesystems, layouts
 
 CATALOG_LIST = "catalog"  # its key among the package lists a lock records
 

@@ -12,10 +12,10 @@ import secrets
 from dataclasses import replace
 
 from harness import suites
+from harness.config.vmconfig import FsEntry, VMConfig
 from harness.errors import FslabError
-from harness.spec import filesystems, layouts
-from harness.spec.config import FsEntry, VMConfig
-from harness.spec.plan import VM, Case, Filesystem, Plan, Repeat, SuiteRef
+from harness.plan import filesystems, layouts
+from harness.plan.document import VM, Case, Filesystem, Plan, Repeat, SuiteRef
 from harness.suites import fio_job as fio_job_suite
 
 
@@ -35,7 +35,7 @@ def _fill_opts(argv: tuple[str, ...], opts: list[str]) -> tuple[str, ...]:
 def render_filesystem(f: FsEntry) -> Filesystem:
     """Everything the agent needs to make, mount, describe, check and tear down one filesystem.
 
-    >>> from harness.spec.config import FsEntry
+    >>> from harness.config.vmconfig import FsEntry
     >>> e = render_filesystem(FsEntry("r1", "xfs", None, ("d0", "d1"), "md-raid1", (), "noatime"))
     >>> e.setup[0][:3], e.device, e.mkfs[-1], e.check
     (('mdadm', '--create', '/dev/md/fslab-{name}'), '/dev/md/fslab-{name}', '{dev}', ('xfs_repair', '-n', '{dev}'))
@@ -96,7 +96,7 @@ def resolve(
 
     Repetitions: n measured repetitions of every case (the profile's default unless given), after
     `warmup` discarded ones; cases whose coefficient of variation stays above `cv_threshold` get
-    more, up to `max_reps` (see spec/plan.py `Repeat` for the defaults).
+    more, up to `max_reps` (see plan/document.py `Repeat` for the defaults).
     """
     if deadline is not None:
         cfg = replace(cfg, deadline=deadline)

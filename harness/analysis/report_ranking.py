@@ -8,7 +8,7 @@ from __future__ import annotations
 from html import escape
 
 from harness.analysis import compare, ranking, stats
-from harness.analysis.numbers import change_text, ci_text, direction_text, fmt
+from harness.analysis.number_format import change_text, ci_text, direction_text, fmt
 
 OPEN_ROWS = 12  # a longer ranking shows the quantities that fit in about this many rows, the rest one click away
 METRIC_NAMES = {
