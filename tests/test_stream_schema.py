@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from agentfakes import faked_agent
+from test_guest_agent import JOB, needs_fio
 
 from harness.analysis import records_csv, report_provenance
 from harness.analysis.runs import Run
@@ -26,16 +27,6 @@ from harness.vm import boot_phases
 from harness.vm.progress import Progress
 
 SCHEMA = json.loads((GUEST_DIR / "stream_schema.json").read_text())
-needs_fio = pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed")
-
-JOB = """[global]
-directory=${FSLAB_MNT}
-ioengine=psync
-size=1m
-bs=4k
-[read-4k]
-rw=read
-"""
 
 
 def pattern(name: str) -> re.Pattern[str]:
@@ -177,7 +168,7 @@ def plan_json() -> dict:
             "filesystems": [{**fs, "name": "good", "mkfs": ["true", "{dev}"]},
                             {**fs, "name": "bad", "mkfs": ["false"]}],
             "suite": {"name": "fio-basic", "profile": "smoke", "version": 1}, "repeat": {"n": 1},
-            "cases": [{"id": "read-4k", "kind": "fio", "rep": 0, "timeout_s": 120, "params": {"rw": "read"},
+            "cases": [{"id": "read-4k", "kind": "fio", "rep": 0, "timeout_s": 120, "params": {"rw": "randrw"},
                        "job": JOB},
                       {"id": "ops", "kind": "steps", "rep": 0, "timeout_s": 120, "params": {}, "steps": steps,
                        "job": ""}]}
