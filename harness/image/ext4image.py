@@ -43,8 +43,9 @@ across machines, with identical root trees. The causes, each shown by experiment
 3. What mkfs does depends on the host filesystem of the raw file: it discards it (punch hole)
    and, when that works, skips zeroing the inode tables (other group-descriptor flags); it
    zeroes with fallocate where it can, else writes zeros, and counts what it wrote in the
-   superblock (s_kbytes_written). Fix: -E nodiscard, and UNIX_IO_NOZEROOUT=1 (zeros always
-   written), so every host takes the same path.
+   superblock (s_kbytes_written, "Lifetime writes"). Fix: -E nodiscard, and UNIX_IO_NOZEROOUT=1
+   (zeros always written), so every host takes the same path; and s_kbytes_written is set to 0
+   last (an image rebuilt from its own tree, lost+found included, differed in that field only).
 
 What mkfs reads from the host file beyond bytes is otherwise harmless: it copies a file's
 SEEK_DATA ranges but skips every all-zero block inside them, so sparse, fallocated, dense or
@@ -210,8 +211,8 @@ def used_inodes(raw: Path) -> list[int]:
 
 
 def fix_inodes(raw: Path, epoch: int, xattr_commands: Sequence[str] = ()) -> None:
-    """In one debugfs session: run `xattr_commands`, then give every inode in use
-    atime = ctime = crtime = `epoch` (mtime stays as mkfs copied it).
+    """In one debugfs session: run `xattr_commands`, give every inode in use
+    atime = ctime = crtime = `epoch` (mtime stays as mkfs copied it), zero s_kbytes_written.
 
     About 1 s per 100,000 inodes.
     """
@@ -219,7 +220,9 @@ def fix_inodes(raw: Path, epoch: int, xattr_commands: Sequence[str] = ()) -> Non
     times = "".join(f"sif <{ino}> {field} {value.format(epoch=epoch)}\n"
                     for ino in used_inodes(raw) for field, value in _TIME_FIELDS)
     with tempfile.NamedTemporaryFile("w", prefix="fslab-debugfs-", suffix=".cmd") as f:
-        f.write(xattrs + times)
+        # Last: the superblock's count of bytes e2fsprogs wrote is a statistic of how the image was
+        # written, not of what it holds. At 0, no e2fsprogs tool adds to it again (closefs.c).
+        f.write(xattrs + times + "ssv kbytes_written 0\n")
         f.flush()
         cp = proc.run(["debugfs", "-w", "-f", f.name, str(raw)], env=mkfs_env(epoch))
     problems = [ln for ln in cp.stderr.splitlines() if ln.strip() and not ln.startswith("debugfs ")]
