@@ -245,7 +245,7 @@ def write_qcow2(raw: Path, qcow2: Path) -> int:
     table, the refcount table and the refcount blocks, each in a fixed order, every cluster with
     refcount 1. The same bytes give the same file, byte for byte.
     """
-    size = raw.stat().st_size
+    size = -(-raw.stat().st_size // 512) * 512  # QEMU counts whole sectors: the tail reads as zeros
     guest_clusters = -(-size // CLUSTER)
     l2_entries = CLUSTER // 8
     l1_size = max(1, -(-guest_clusters // l2_entries))
