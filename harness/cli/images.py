@@ -2,6 +2,7 @@
 these print for the user; main.py registers them, toplevel.py turns FslabError into one line and exit 2).
 
     fslab image build NAME --check-reproducible     two cold builds, same digests or what differs
+    fslab image build NAME --record                 write the build's digests to images/NAME/digests
     fslab image hash NAME                           the input hash (a CI cache key), one line
     fslab image lock NAME                           images/NAME/packages.lock from packages.txt
     fslab image rebuild MANIFEST                    rebuild from the inputs a manifest records
@@ -70,7 +71,7 @@ def _target(name: str) -> images.Image:
 def cmd_check_reproducible(args: argparse.Namespace) -> int:
     from harness.image import repro as image_repro
 
-    c = image_repro.check_reproducible(args.name, accelerator=args.accel)
+    c = image_repro.check_reproducible(args.name, accelerator=args.accel, record=args.record)
     for label, digest, secs in zip("AB", c.digests, c.seconds, strict=True):
         print(f"build {label}: {digest} ({secs:.0f} s)")
     if c.reproducible:
@@ -187,7 +188,7 @@ def cmd_image(args: argparse.Namespace) -> int:
     if args.image_cmd == "build" and args.check_reproducible:
         return cmd_check_reproducible(args)
     if args.image_cmd == "build":
-        image = images.build(args.name, accelerator=args.accel, force=args.force)
+        image = images.build(args.name, accelerator=args.accel, force=args.force, record=args.record)
         print(f"{image.manifest['name']}: {image.digest} ({image.dir})")
     elif args.image_cmd == "list":
         found = images.list_images()
