@@ -109,14 +109,19 @@ class Row:
 
 def compare_samples(key: Key, fs_a: str, sa: Sample | None, sb: Sample | None, test: str = "welch") -> Row:
     """The Row of two samples (either may be missing: 'only in A' / 'only in B')."""
-    va, vb = (sa.values if sa else []), (sb.values if sb else [])
+    va, vb = (sa.level()[0] if sa else []), (sb.level()[0] if sb else [])
     either = sb or sa
     unit = either.unit if either else ""
+    units = ((", ".join(sa.units) if sa else ""), (", ".join(sb.units) if sb else ""))
+    mixed = sa is not None and sb is not None and (units[0] != units[1] or len(sa.units) > 1)
     change = None
-    if va and vb and stats.mean(va) != 0:
+    if va and vb and stats.mean(va) != 0 and not mixed:
         change = stats.pct_change(va, vb)
     if sa is None or sb is None:
         verdict, p = ("only in B" if sa is None else "only in A"), None
+    elif mixed:  # units are checked before any comparison
+        verdict, p = (stats.untestable(va, vb, test, units=units) or
+                      f"not comparable (mixed units: {units[0]})"), None
     else:
         verdict, p = stats.verdict(va, vb, key.metric, unit, test=test)
     return Row(key, fs_a, unit, stats.summarize(va), stats.summarize(vb), change, p, verdict)

@@ -39,6 +39,8 @@ class Entry:
     vs_next: str = ""  # verdict against the entry ranked just above ("" for the first)
     p_next: float | None = None
     extra: dict[str, stats.Summary] = field(default_factory=dict)
+    level: str = "repetitions"  # what n counts: repetitions, or boot means (stats.level_values)
+    unit: str = ""  # the unit of its records ("a, b" when they mixed units)
 
     @property
     def single(self) -> bool:
@@ -97,8 +99,9 @@ def _fs_order(run: Run, suite: str) -> list[str]:
 
 def _entry(fs: str, s: Sample | None, time_sample: Sample | None, fail: list[tuple[int, str]] | None,
            unstable_cv: float) -> Entry:
-    values = s.values if s else []
-    e = Entry(fs, values, stats.summarize(values, unstable_cv))
+    values, level = s.level() if s else ([], "repetitions")
+    e = Entry(fs, values, stats.summarize(values, unstable_cv), level=level,
+              unit=s.units[0] if s and len(s.units) == 1 else ", ".join(s.units) if s else "")
     skipped = (s.skipped if s else None) or (time_sample.skipped if time_sample else None)
     if values:
         if fail:
@@ -130,7 +133,8 @@ def _compare(q: Quantity, ref_fs: str | None) -> None:
         if ref is not None and e is not ref and stats.mean(ref.values) != 0:
             e.vs_ref = stats.pct_change(ref.values, e.values)
         if i:
-            e.vs_next, e.p_next = stats.verdict(ok[i - 1].values, e.values, q.metric, q.unit)
+            why = stats.untestable(ok[i - 1].values, e.values, units=(ok[i - 1].unit, e.unit))
+            e.vs_next, e.p_next = (why, None) if why else stats.verdict(ok[i - 1].values, e.values, q.metric, q.unit)
 
 
 def rank_run(run: Run, baseline: str | None = None) -> list[Group]:
