@@ -146,10 +146,11 @@ def test_whole_plan_runs_real_fio_and_streams_results(agent, tmp_path):
             run_dir / "raw" / fs / "geometry.txt").read_text()
         assert list((tmp_path / "mnt" / fs).iterdir()) == []  # fio's data files were removed
     assert agent.calls["mount"][0] == ("ext4", "noatime", "/dev/fake-fslab-d0", str(tmp_path / "mnt/ext4"))
-    # Every case starts cold: umount + mount before each of the 2 cases, then the final umount.
+    # Both are made and mounted first; then every case runs on each filesystem in turn (a round
+    # across the filesystems), starting cold: umount + mount before it; the final umounts last.
     ext4, xfs = str(tmp_path / "mnt/ext4"), str(tmp_path / "mnt/xfs")
-    assert agent.calls["umount"] == [ext4] * 3 + [xfs] * 3
-    assert [c[3] for c in agent.calls["mount"]] == [ext4] * 3 + [xfs] * 3
+    assert agent.calls["umount"] == [ext4, xfs] * 3
+    assert [c[3] for c in agent.calls["mount"]] == [ext4, xfs] * 3
     assert agent.calls["poweroff"] == 1
     info = json.loads((run_dir / "guest/info.json").read_text())
     assert info["fio"].startswith("fio-") and info["kernel"]

@@ -4,6 +4,7 @@ import base64
 import json
 import shutil
 import subprocess
+import zlib
 from pathlib import Path
 
 import plans
@@ -147,7 +148,14 @@ def test_repetitions_default_per_profile_and_overrides():
     cfg = config.load(ROOT / "vmconfigs" / "smoke.yaml")
     assert resolve.resolve(cfg, suite="fio-matrix", profile="smoke").repeat.n == 1
     quick = resolve.resolve(cfg, suite="fio-matrix", profile="quick").repeat
-    assert (quick.n, quick.cap, quick.cv_threshold, quick.warmup) == (3, 12, 0.03, 0)
+    # a fixed n by default (issue 30): no adaptive rounds unless --max-reps; rounds in a random
+    # order from a seed recorded in the plan (the run id's CRC-32), a fresh mkfs every round
+    assert (quick.n, quick.cap, quick.cv_threshold, quick.warmup, quick.adaptive) == (3, 3, 0.03, 0, False)
+    assert (quick.order, quick.redo, quick.redo_why) == ("random", "mkfs", "")
+    fixed = resolve.resolve(cfg, run_id="R1", seed=None).repeat
+    assert fixed.seed == zlib.crc32(b"R1") and resolve.resolve(cfg, seed=7, order="balanced").repeat.seed == 7
+    file_ops = resolve.resolve(cfg, suite="file-ops", profile="smoke").repeat
+    assert file_ops.redo == "remount" and "objects are made once per filesystem" in file_ops.redo_why
     assert resolve.resolve(cfg, suite="fio-matrix", profile="paper").repeat.n >= 5
     custom = resolve.resolve(cfg, reps=4, warmup=1, max_reps=6, cv_threshold=0.05).repeat
     assert (custom.n, custom.warmup, custom.cap, custom.cv_threshold) == (4, 1, 6, 0.05)

@@ -105,6 +105,7 @@ class Row:
     change: stats.Change | None
     p_value: float | None
     verdict: str
+    family: int = 1  # --baseline: the quantity's comparisons, Holm-adjusted together (p_value adjusted)
 
 
 def compare_samples(key: Key, fs_a: str, sa: Sample | None, sb: Sample | None, test: str = "welch") -> Row:
@@ -155,6 +156,13 @@ def compare_baseline(run: Run, baseline: str, metrics: list[str] | None = None, 
         if k.fs == baseline or (want is not None and k.metric not in want):
             continue
         rows.append(compare_samples(k, baseline, ss.get(k._replace(fs=baseline)), s, test))
+    # each quantity's k - 1 comparisons against the baseline are one family: Holm (issue 30)
+    families: dict[Key, list[Row]] = {}
+    for r in rows:
+        families.setdefault(r.key._replace(fs=""), []).append(r)
+    for fam in families.values():
+        for r, (v, p) in zip(fam, stats.family_verdicts([(r.verdict, r.p_value) for r in fam]), strict=True):
+            r.verdict, r.p_value, r.family = v, p, len(fam)
     return rows
 
 

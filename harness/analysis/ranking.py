@@ -6,8 +6,10 @@ case (the step suites), for one metric. Its *entries* are the filesystems, best 
 metric's direction (harness/analysis/stats.py `higher_is_better`), then the ones that skipped it
 (on purpose: e.g. does not fit in tmpfs), then the ones that failed. Each entry carries its
 mean, 95 % CI and n; its % change against the reference (the best entry, or `--baseline`); and
-the verdict of the test against the entry ranked just above it (Welch, alpha 0.05): "worse"
-only when significant, "not testable (n=1)" for a single measurement, never an invented one.
+the verdict of the test against the entry ranked just above it (Welch, alpha 0.05, Holm over the
+quantity's k - 1 neighbour tests): "worse" only when significant, "not testable (...)" when the
+test cannot answer (a single measurement, units that differ), never an invented one. n counts
+the repetitions, or the boots' means when the run has several boots (`Entry.level`).
 
 A step that has a rate (random-io's dd steps: `mib_per_s`, MiB/s per file size) ranks on the
 rate, the study's unit, instead of its seconds. fio cases carry mean and p99 latency beside
@@ -40,6 +42,7 @@ class Entry:
     p_next: float | None = None
     extra: dict[str, stats.Summary] = field(default_factory=dict)
     level: str = "repetitions"  # what n counts: repetitions, or boot means (stats.level_values)
+    family: int = 1  # the tests of its quantity, Holm-adjusted together (p_next is the adjusted p)
     unit: str = ""  # the unit of its records ("a, b" when they mixed units)
 
     @property
@@ -135,6 +138,11 @@ def _compare(q: Quantity, ref_fs: str | None) -> None:
         if i:
             why = stats.untestable(ok[i - 1].values, e.values, units=(ok[i - 1].unit, e.unit))
             e.vs_next, e.p_next = (why, None) if why else stats.verdict(ok[i - 1].values, e.values, q.metric, q.unit)
+    # the neighbours' tests of one quantity are one family: Holm, so that k identical filesystems
+    # show some "significantly" at most 5 % of the time (issue 30)
+    family = stats.family_verdicts([(e.vs_next, e.p_next) for e in ok[1:]])
+    for e, (v, p) in zip(ok[1:], family, strict=True):
+        e.vs_next, e.p_next, e.family = v, p, len(ok) - 1
 
 
 def rank_run(run: Run, baseline: str | None = None) -> list[Group]:

@@ -212,7 +212,8 @@ def welch(a: list[float], b: list[float]) -> TestResult:
 
     If both samples have no spread, the noise is below the values' resolution r (`resolution`):
     a difference of at most r gives p = 1, a larger one is tested with each value's variance
-    floored at r^2 / 12 (the variance of rounding to a step r), never p = 0. Published example, R's `t.test(extra ~ group, data = sleep)`
+    floored at r^2 / 12 (the variance of rounding to a step r), never p = 0. Published example,
+    R's `t.test(extra ~ group, data = sleep)`
     (Student's 1908 sleep data): t = -1.8608, df = 17.776, p = 0.07939.
 
     >>> r = welch([0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0],
@@ -501,6 +502,48 @@ def verdict(a: list[float], b: list[float], metric: str, unit: str = "", alpha: 
     if better is None:
         return ("higher" if up else "lower"), res.p_value
     return ("better" if up == better else "worse"), res.p_value
+
+
+def holm_adjust(ps: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values of a family of tests (Holm 1979): sorted ascending,
+    p(i) * (m - i + 1), made monotone, capped at 1. Rejecting where the adjusted p < alpha keeps
+    the chance of any false "significant" in the family at or below alpha, whatever the tests'
+    dependence: used for the comparisons of one quantity (the ranking's neighbours, `fslab compare
+    --baseline`'s filesystems), so that an A/A run of k identical filesystems calls some pair
+    different at most 5 % of the time, not about k(k-1)/2 x 5 %.
+
+    >>> holm_adjust([0.01, 0.04, 0.03])
+    [0.03, 0.06, 0.06]
+    >>> holm_adjust([0.2])
+    [0.2]
+    """
+    m = len(ps)
+    out = [0.0] * m
+    run = 0.0
+    for rank, i in enumerate(sorted(range(m), key=lambda i: ps[i])):
+        run = max(run, min(1.0, (m - rank) * ps[i]))
+        out[i] = round(run, 12)
+    return out
+
+
+def family_verdicts(results: list[tuple[str, float | None]], alpha: float = ALPHA) -> list[tuple[str, float | None]]:
+    """A family's (verdict, p) pairs with Holm-adjusted p-values: a "better"/"worse"/"higher"/
+    "lower" whose adjusted p is not below alpha becomes "no significant change"; a verdict
+    without a p (not testable) stays as it is.
+
+    >>> family_verdicts([("worse", 0.03), (NO_CHANGE, 0.4)])
+    [('no significant change', 0.06), ('no significant change', 0.4)]
+    """
+    idx = [i for i, (_, p) in enumerate(results) if p is not None]
+    adj = holm_adjust([float(results[i][1]) for i in idx])  # type: ignore[arg-type]
+    out = list(results)
+    for i, pa in zip(idx, adj, strict=True):
+        v = out[i][0]
+        out[i] = (v if pa < alpha or v not in DIFFERENT else NO_CHANGE, pa)
+    return out
+
+
+DIFFERENT = ("better", "worse", "higher", "lower")
 
 
 @dataclass(frozen=True)

@@ -42,8 +42,14 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
                    "paper 5, quick 3, smoke 1)")
     p.add_argument("--warmup", type=int, default=0, help="discarded repetitions before the measured ones")
     p.add_argument("--cv", type=float, default=3.0, metavar="PCT",
-                   help="run more repetitions while a case's coefficient of variation exceeds PCT %% (default 3)")
-    p.add_argument("--max-reps", type=int, help="cap on repetitions of a case (default 4 x reps)")
+                   help="with --max-reps: run more rounds while a case's coefficient of variation exceeds PCT %% "
+                   "on any filesystem (default 3)")
+    p.add_argument("--max-reps", type=int, help="opt-in adaptive repetitions: up to this many rounds while a case "
+                   "varies more than --cv (default: none, a fixed number of repetitions, --reps)")
+    p.add_argument("--order", choices=("random", "balanced", "sequential"), default="random",
+                   help="the filesystems' order in each round of repetitions: random (default; from --seed), "
+                   "balanced (ABC CBA ...) or sequential (the vmconfig's order every round)")
+    p.add_argument("--seed", type=int, help="seed of the random order (default: from the run id); recorded")
     p.add_argument("--strict", action="store_true",
                    help="refuse to boot when the fio work may not fit the deadline or the disks at the "
                    "accelerator's slowest plausible rate (by default only when it cannot possibly fit)")
@@ -63,7 +69,7 @@ def _resolve(args: argparse.Namespace) -> Plan:
     return resolve.resolve(cfg, suite=args.suite, profile=args.profile, fio_job=args.fio_job,
                         deadline=deadline, accelerator=args.accel, backend=args.backend, reps=args.reps,
                         warmup=args.warmup,
-                        cv_threshold=args.cv / 100.0, max_reps=args.max_reps)
+                        cv_threshold=args.cv / 100.0, max_reps=args.max_reps, order=args.order, seed=args.seed)
 
 
 def _image_for(p: Plan, image_dir: str | None) -> images.Image:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import secrets
+import zlib
 from dataclasses import replace
 
 from harness import suites
@@ -91,12 +92,16 @@ def resolve(
     warmup: int = 0,
     cv_threshold: float | None = None,
     max_reps: int | None = None,
+    order: str | None = None,
+    seed: int | None = None,
 ) -> Plan:
     """The fully resolved plan for one VM boot. Command-line choices override the vmconfig.
 
     Repetitions: n measured repetitions of every case (the profile's default unless given), after
-    `warmup` discarded ones; cases whose coefficient of variation stays above `cv_threshold` get
-    more, up to `max_reps` (see spec/plan.py `Repeat` for the defaults).
+    `warmup` discarded ones, in rounds across the filesystems in `order` (default random, from
+    `seed`, default the CRC-32 of the run id); a fixed n unless `max_reps` (then cases whose
+    coefficient of variation stays above `cv_threshold` get more, up to `max_reps`). Each round
+    starts from a fresh mkfs unless the suite says why not (spec/plan.py `Repeat`).
     """
     if deadline is not None:
         cfg = replace(cfg, deadline=deadline)
@@ -105,10 +110,14 @@ def resolve(
     if profile is None and prof not in s.profiles:
         prof = next(iter(s.profiles))  # the vmconfig's profile belongs to its own suite
     cases = _cases(cfg, s, prof, fio_job)
+    run_id = run_id or new_run_id(cfg.name)
+    redo_why = s.redo_why or ("" if s.prepare else "its cases make the filesystem themselves")
     repeat = Repeat.make(reps if reps is not None else s.default_reps(prof), warmup, max_reps,
-                         *(() if cv_threshold is None else (cv_threshold,)))
+                         *(() if cv_threshold is None else (cv_threshold,)),
+                         order=order or "random", seed=seed if seed is not None else zlib.crc32(run_id.encode()),
+                         redo="remount" if redo_why else "mkfs", redo_why=redo_why)
     plan = Plan(
-        run_id=run_id or new_run_id(cfg.name),
+        run_id=run_id,
         vm=VM(name=cfg.name, source=cfg.source, vcpus=cfg.vcpus, memory_mib=cfg.memory // 1024**2,
               accelerator=accelerator or cfg.accelerator, deadline_s=cfg.deadline, backend=backend or cfg.backend),
         image=cfg.image,
