@@ -170,3 +170,14 @@ def test_image_support_is_checked_before_boot_by_name():
     with pytest.raises(FslabError, match=r"image centos-stream-9 cannot make reiserfs-notail \(reiserfs\), "
                                          r"btrfs \(btrfs\), f2fs \(f2fs\)"):
         resolve.check_image_support(p, "centos-stream-9", ["ext2", "ext3", "ext4", "xfs"])
+
+
+def test_order_of_a_suite_that_cannot_interleave_says_why():
+    cfg = config.load(ROOT / "vmconfigs" / "smoke.yaml")
+    file_ops = resolve.resolve(cfg, suite="file-ops", profile="smoke").repeat
+    assert file_ops.order == "grouped" and "tmpfs holds the objects in RAM" in file_ops.order_why
+    asked = resolve.resolve(cfg, order="grouped").repeat
+    assert (asked.order, asked.order_why) == ("grouped", "asked for (--order grouped)")
+    assert resolve.resolve(cfg).repeat.order_why == ""
+    with pytest.raises(FslabError, match="--order: 'shuffled' is not allowed; allowed: random, balanced"):
+        resolve.resolve(cfg, order="shuffled")

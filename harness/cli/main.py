@@ -46,9 +46,11 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
                    "on any filesystem (default 3)")
     p.add_argument("--max-reps", type=int, help="opt-in adaptive repetitions: up to this many rounds while a case "
                    "varies more than --cv (default: none, a fixed number of repetitions, --reps)")
-    p.add_argument("--order", choices=("random", "balanced", "sequential"), default="random",
-                   help="the filesystems' order in each round of repetitions: random (default; from --seed), "
-                   "balanced (ABC CBA ...) or sequential (the vmconfig's order every round)")
+    p.add_argument("--order", choices=("random", "balanced", "sequential", "grouped"),
+                   help="the filesystems' order in each round of repetitions: random (default; a randomised Latin "
+                   "square from --seed), balanced (ABC CBA ...), sequential (the vmconfig's order every round) or "
+                   "grouped (one filesystem after the other, all its repetitions: time and filesystem confounded; "
+                   "the default of a suite that cannot interleave, which says why)")
     p.add_argument("--seed", type=int, help="seed of the random order (default: from the run id); recorded")
     p.add_argument("--strict", action="store_true",
                    help="refuse to boot when the fio work may not fit the deadline or the disks at the "

@@ -900,7 +900,7 @@ def repetitions(plan: dict) -> tuple[int, int, int, float, int]:
             float(r.get("cv_threshold", 0.03)), int(r.get("rep_offset", 0)))
 
 
-ORDERS = ("random", "balanced", "sequential")
+ORDERS = ("random", "balanced", "sequential", "grouped")
 
 
 def round_order(names: list[str], how: str, seed: int, rnd: int, boot: int = 1) -> list[str]:
@@ -912,7 +912,8 @@ def round_order(names: list[str], how: str, seed: int, rnd: int, boot: int = 1) 
     (random.Random seeded with a string is the same on every CPython since 3.2, so the host can
     say the order before the run: harness/spec/plan.py `Repeat.round_order`); "balanced": the
     plan's order, reversed every other round (ABC CBA: a linear drift falls on every filesystem
-    alike); "sequential": the plan's order every round (a suite that cannot interleave).
+    alike); "sequential" and "grouped": the plan's order ("grouped": run_plan gives one
+    filesystem at a time, all its rounds, for a suite that cannot interleave).
     """
     order = list(names)
     if how == "balanced" and rnd % 2:
@@ -1245,18 +1246,24 @@ def run_plan(plan: dict, out: TarWriter, rep: Reporter) -> tuple[int, int]:
         counts[0], counts[1] = counts[0] + 1, counts[1] + ok
         return value
 
-    try:
-        for name in fss:
-            make(name, None)
-        r = plan.get("repeat") or {}
-        rounds = run_rounds(plan, list(fss), run_one, remake, rep.log)
-        out.add_json("guest/order.json", {"order": r.get("order", "sequential"), "seed": r.get("seed", 0),
-                                          "redo": r.get("redo", "remount"), "rounds": rounds})
-    finally:
-        for name in fss:
-            if name in ctxs:
-                finish_fs(fss[name], ctxs[name], rep)
-            rep.event("fs-end", fs=name, ok=errors.get(name) is None)
+    r = plan.get("repeat") or {}
+    rounds: list[dict] = []
+    # "grouped": one filesystem at a time, all its rounds, as before issue 30 (a suite whose
+    # filesystems must not be mounted together, e.g. a tmpfs holding GBs of objects in RAM)
+    groups = [[name] for name in fss] if r.get("order") == "grouped" else [list(fss)]
+    for group in groups:
+        try:
+            for name in group:
+                make(name, None)
+            for rd in run_rounds(plan, group, run_one, remake, rep.log):
+                rounds.append(rd)
+        finally:
+            for name in group:
+                if name in ctxs:
+                    finish_fs(fss[name], ctxs[name], rep)
+                rep.event("fs-end", fs=name, ok=errors.get(name) is None)
+    out.add_json("guest/order.json", {"order": r.get("order", "sequential"), "seed": r.get("seed", 0),
+                                      "redo": r.get("redo", "remount"), "rounds": rounds})
     return counts[0], counts[1]
 
 

@@ -154,7 +154,9 @@ class Case:
 
 CV_THRESHOLD = 0.03  # more repetitions while a case's headline varies more than this
 UNSTABLE_CV = 0.05  # the report calls a quantity unstable above this
-ORDERS = ("random", "balanced", "sequential")  # the filesystems' order in each round (agent: round_order)
+# the filesystems' order in each round (agent: round_order); "grouped": one filesystem after the
+# other, all its rounds (a suite that cannot interleave: Suite.interleave_why)
+ORDERS = ("random", "balanced", "sequential", "grouped")
 REDOS = ("mkfs", "remount")  # what each repetition re-does before its case
 
 
@@ -182,6 +184,7 @@ class Repeat:
     seed: int = 0
     redo: str = "remount"  # what a plan written before issue 30 did; resolve: the suite's
     redo_why: str = ""
+    order_why: str = ""  # why a suite runs its filesystems one after the other ("grouped")
 
     @classmethod
     def make(cls, n: int, warmup: int = 0, cap: int | None = None, cv_threshold: float = CV_THRESHOLD,

@@ -114,8 +114,11 @@ def resolve(
     redo_why = s.redo_why or ("" if s.prepare else "its cases make the filesystem themselves")
     repeat = Repeat.make(reps if reps is not None else s.default_reps(prof), warmup, max_reps,
                          *(() if cv_threshold is None else (cv_threshold,)),
-                         order=order or "random", seed=seed if seed is not None else zlib.crc32(run_id.encode()),
-                         redo="remount" if redo_why else "mkfs", redo_why=redo_why)
+                         order=order or ("grouped" if s.interleave_why else "random"),
+                         seed=seed if seed is not None else zlib.crc32(run_id.encode()),
+                         redo="remount" if redo_why else "mkfs", redo_why=redo_why,
+                         order_why="" if (order or "grouped") != "grouped" or not (s.interleave_why or order) else
+                         s.interleave_why if order is None else "asked for (--order grouped)")
     plan = Plan(
         run_id=run_id,
         vm=VM(name=cfg.name, source=cfg.source, vcpus=cfg.vcpus, memory_mib=cfg.memory // 1024**2,

@@ -69,12 +69,15 @@ class Progress:
         rounds = [-(w + 1) for w in range(self.warmup)] + list(range(self.n))
         # the agent's order: every filesystem made, then rounds across the filesystems (each after
         # the first made again when repeat.redo is mkfs), per case every filesystem in the round's order
-        self.items: list[tuple] = [("boot",), *(("setup", fs) for fs in self.fss)]
-        for k, rnd in enumerate(rounds):
-            order = r.round_order(self.fss, rnd)
-            if k and r.redo == "mkfs":
-                self.items += [("remake", fs, rnd) for fs in order]
-            self.items += [("case", fs, rnd, i) for i in range(len(self.cases)) for fs in order]
+        self.grouped = r.order == "grouped"
+        self.items: list[tuple] = [("boot",)]
+        for group in ([[fs] for fs in self.fss] if self.grouped else [self.fss]):
+            self.items += [("setup", fs) for fs in group]
+            for k, rnd in enumerate(rounds):
+                order = r.round_order(group, rnd)
+                if k and r.redo == "mkfs":
+                    self.items += [("remake", fs, rnd) for fs in order]
+                self.items += [("case", fs, rnd, i) for i in range(len(self.cases)) for fs in order]
         self.items.append(("tail",))
         self.index = {it: k for k, it in enumerate(self.items)}
         self.pos, self.item_start, self.extra = 0, 0.0, False  # extra: a round beyond the plan
@@ -204,7 +207,7 @@ class Progress:
             item = ("case", fs, rnd, i)
             if item in self.index:
                 self._move(item, now)
-            elif self.fs_ready:  # an adaptive round beyond n, after every planned round: then power-off
+            elif self.fs_ready and not self.grouped:  # an adaptive round beyond n, after every planned one
                 self.pos, self.item_start, self.extra = len(self.items) - 2, now, True
             else:  # an adaptive round beyond n (an agent before issue 30): then the later filesystems
                 last = max((k for k, it in enumerate(self.items) if len(it) > 1 and it[1] == fs), default=self.pos)
@@ -232,7 +235,7 @@ class Progress:
                 self._line(f"{fs}/{ev.get('case')} {self._rep_text(rnd)} FAILED", now)
         elif name == "fs-end":
             self.fs_ended.add(str(fs))
-            if str(fs) in self.fs_ready:  # interleaved: the end is the last umount, after every round
+            if str(fs) in self.fs_ready and not self.grouped:  # interleaved: the last umount, after every round
                 if self.fs_ended >= set(self.fss):
                     self._move(("tail",), now)
             else:  # an agent before issue 30: one filesystem after the other
