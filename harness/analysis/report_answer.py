@@ -33,7 +33,7 @@ def verdict_text(e: ranking.Entry) -> str:
     >>> verdict_text(e)
     'significantly worse (p 0.0031)'
     """
-    p = "" if e.p_next is None else f" (p {e.p_next:.2g})"
+    p = "" if e.p_next is None else f" (p {e.p_next:.2g}" + (f", Holm over {e.family})" if e.family > 1 else ")")
     return {"": "", "worse": f"significantly worse{p}", "better": f"significantly better{p}",
             stats.NO_CHANGE: f"no significant difference{p}"}.get(e.vs_next, f"{e.vs_next}{p}")
 

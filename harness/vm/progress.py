@@ -9,9 +9,10 @@ The ETA is the estimated time of the work still ahead, less the time already spe
 current item, so it moves every tick. The work ahead is the plan laid out in the agent's order
 (boot; every filesystem's mkfs and mount; warm-up rounds, then `repeat.n` rounds, each case on
 every filesystem in the round's order, `Repeat.round_order`, each round after the first starting
-with a fresh mkfs of every filesystem when `repeat.redo` is mkfs; power-off). Each item's time comes from, in this order: this run's own measurements of it; the
-history of earlier runs on this host and accelerator (harness/vm/timings.py; the line says
-"estimated from N earlier runs"); for a fio case its runtime + ramp_time. Without any of them
+with a fresh mkfs of every filesystem when `repeat.redo` is mkfs; power-off). Each item's time
+comes from, in this order: this run's own measurements of it; the history of earlier runs on
+this host and accelerator (harness/vm/timings.py; the line says "estimated from N earlier
+runs"); for a fio case its runtime + ramp_time. Without any of them
 (the first run on a machine, during its boot) the ETA is "?" and says why, not a guess.
 
 Repetitions: with an adaptive rule (n >= 2 and a cap above n, the guest repeats a case while its
@@ -194,7 +195,7 @@ class Progress:
             self.current = "guest agent started"
         elif name == "fs-start" and fs in self.fss:
             rnd = ev.get("round")
-            item = ("setup", fs) if rnd is None else ("remake", fs, rnd)
+            item: tuple = ("setup", fs) if rnd is None else ("remake", fs, rnd)
             if item in self.index:
                 self._move(item, now)
             self.fs_started[str(fs)] = now
