@@ -181,3 +181,15 @@ def test_order_of_a_suite_that_cannot_interleave_says_why():
     assert resolve.resolve(cfg).repeat.order_why == ""
     with pytest.raises(FslabError, match="--order: 'shuffled' is not allowed; allowed: random, balanced"):
         resolve.resolve(cfg, order="shuffled")
+
+
+def test_aa_makes_every_filesystem_a_copy_of_the_first_on_identical_disks(tmp_path):
+    cfg = config.load(ROOT / "vmconfigs" / "seed000.yaml")  # ext3, ext4, xfs, jfs on four equal disks
+    p = resolve.resolve(cfg, aa=True)
+    first = resolve.resolve(cfg).filesystems[0]
+    assert [f.name for f in p.filesystems] == [f"{first.name}-{x}" for x in "abcd"]
+    assert [f.disks for f in p.filesystems] == [f.disks for f in resolve.resolve(cfg).filesystems]
+    assert {(f.type, f.mount_options, tuple(f.mkfs[:-1])) for f in p.filesystems} == {
+        (first.type, first.mount_options, tuple(first.mkfs[:-1]))}
+    with pytest.raises(FslabError, match=r"smoke.yaml: disks: --aa needs every filesystem on disks like ext4's"):
+        resolve.resolve(config.load(ROOT / "vmconfigs" / "smoke.yaml"), aa=True)  # its two disks differ

@@ -52,6 +52,9 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
                    "grouped (one filesystem after the other, all its repetitions: time and filesystem confounded; "
                    "the default of a suite that cannot interleave, which says why)")
     p.add_argument("--seed", type=int, help="seed of the random order (default: from the run id); recorded")
+    p.add_argument("--aa", action="store_true",
+                   help="an A/A run: every filesystem becomes a copy of the first, on its own (identical) disks; "
+                   "the report must find no significant difference between them")
     p.add_argument("--strict", action="store_true",
                    help="refuse to boot when the fio work may not fit the deadline or the disks at the "
                    "accelerator's slowest plausible rate (by default only when it cannot possibly fit)")
@@ -71,7 +74,8 @@ def _resolve(args: argparse.Namespace) -> Plan:
     return resolve.resolve(cfg, suite=args.suite, profile=args.profile, fio_job=args.fio_job,
                         deadline=deadline, accelerator=args.accel, backend=args.backend, reps=args.reps,
                         warmup=args.warmup,
-                        cv_threshold=args.cv / 100.0, max_reps=args.max_reps, order=args.order, seed=args.seed)
+                        cv_threshold=args.cv / 100.0, max_reps=args.max_reps, order=args.order, seed=args.seed,
+                        aa=args.aa)
 
 
 def _image_for(p: Plan, image_dir: str | None) -> images.Image:

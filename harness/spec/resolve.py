@@ -94,6 +94,7 @@ def resolve(
     max_reps: int | None = None,
     order: str | None = None,
     seed: int | None = None,
+    aa: bool = False,
 ) -> Plan:
     """The fully resolved plan for one VM boot. Command-line choices override the vmconfig.
 
@@ -105,6 +106,8 @@ def resolve(
     """
     if deadline is not None:
         cfg = replace(cfg, deadline=deadline)
+    if aa:
+        cfg = aa_config(cfg)
     s = fio_job_suite.SUITE if fio_job else suites.get(suite or cfg.suite, src=f"{cfg.source}: suite")
     prof = profile or cfg.profile
     if profile is None and prof not in s.profiles:
@@ -134,6 +137,30 @@ def resolve(
     if s.check is not None and not fio_job:
         s.check(plan.to_json())  # the suite's own refusal before any boot (e.g. inodes, space)
     return plan
+
+
+def aa_config(cfg: VMConfig) -> VMConfig:
+    """`fslab run CONFIG --aa`: an A/A run (issue 30). Every filesystem entry becomes a copy of the
+    first (type, layout, mkfs and mount options) named `<first>-a`, `<first>-b`, ..., each on the
+    disks of the entry it replaces; those disks must be alike in every setting but their id, so
+    any "significant" difference between the copies is a false positive."""
+    if len(cfg.filesystems) < 2:
+        raise FslabError(f"{cfg.source}: filesystems: --aa needs at least 2 entries, one per disk to compare "
+                         f"on; allowed: 2 or more (it has {len(cfg.filesystems)})")
+    disks = {d.id: d for d in cfg.disks}
+    first = cfg.filesystems[0]
+
+    def shape(f: FsEntry) -> list:
+        return [replace(disks[i], id="") for i in f.disks if i in disks]
+
+    unlike = [f"{f.name} ({', '.join(f.disks)})" for f in cfg.filesystems if shape(f) != shape(first)]
+    if unlike:
+        raise FslabError(f"{cfg.source}: disks: --aa needs every filesystem on disks like {first.name}'s "
+                         f"({', '.join(first.disks)}); unlike them: {', '.join(unlike)}; allowed: disks with the "
+                         "same size, format, preallocation, cache, aio and bus")
+    copies = tuple(replace(first, name=f"{first.name}-{chr(ord('a') + i)}", disks=f.disks)
+                   for i, f in enumerate(cfg.filesystems))
+    return replace(cfg, filesystems=copies)
 
 
 def check_image_support(plan: Plan, image_name: str, supported: list[str]) -> None:
