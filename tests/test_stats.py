@@ -264,3 +264,30 @@ def test_resolution_and_levels():
     assert (vals, level) == ([2.0, 11.0], "boot means")
     assert stats.untestable([1.0], [2.0, 3.0]) == "not testable (n=1)"
     assert stats.untestable([1.0, 2.0], [2.0, 3.0], units=("s", "ms")) == "not comparable (units differ: s vs ms)"
+
+
+def test_ranking_and_compare_count_boots_when_a_run_has_several():
+    """--boots 3, 4 repetitions a boot: n is 3 (each boot's mean), not 12, and a boot-to-boot
+    spread that dwarfs the within-boot one is not hidden by 12 tight values (Kalibera & Jones)."""
+    from pathlib import Path
+
+    from harness.analysis import compare, ranking
+    from harness.analysis.runs import Run
+
+    recs = []
+    for fs, boot_means in (("a", (100.0, 101.0, 99.0)), ("b", (102.0, 103.0, 101.0))):
+        for boot, m in enumerate(boot_means, start=1):
+            recs += [{"suite": "s", "case": "c", "fs": fs, "metric": "iops", "unit": "IO/s", "ok": True,
+                      "rep": 10 * boot + i, "boot": boot, "value": m + 0.1 * i} for i in range(4)]
+    run = Run(Path("r"), {"run_id": "r", "plan": {"suite": {"name": "s", "headline": "iops"},
+                                                  "filesystems": [{"name": "a"}, {"name": "b"}],
+                                                  "repeat": {"boots": 3}}}, recs)
+    (g,) = ranking.rank_run(run)
+    first, second = g.quantities[0].ranked()
+    assert (first.fs, first.summary.n, first.level) == ("b", 3, "boot means")
+    assert second.vs_next == stats.NO_CHANGE  # flat, the 12 tight values a side would say "worse"
+    assert stats.verdict(first.values, second.values, "iops", "IO/s")[0] == stats.NO_CHANGE
+    flat = [r["value"] for r in recs if r["fs"] == "a"], [r["value"] for r in recs if r["fs"] == "b"]
+    assert stats.welch(*flat).p_value < 0.001  # the flat pool of 12 a side, as before issue 30
+    (row,) = compare.compare_baseline(run, "a")
+    assert (row.a.n, row.b.n, row.verdict) == (3, 3, stats.NO_CHANGE)
