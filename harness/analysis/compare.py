@@ -151,11 +151,15 @@ def compare_baseline(run: Run, baseline: str, metrics: list[str] | None = None, 
                          f"allowed: {', '.join(fss)}")
     want = _wanted(metrics, run)
     ss = samples(run.records)
+    host = {str(r.get("fs")): str(r.get("host")) for r in run.records} if run.manifest.get("mixed_hosts") else {}
     rows = []
     for k, s in ss.items():
         if k.fs == baseline or (want is not None and k.metric not in want):
             continue
         rows.append(compare_samples(k, baseline, ss.get(k._replace(fs=baseline)), s, test))
+        if host.get(k.fs) != host.get(baseline):  # --mix-hosts: machines that differ are not compared
+            rows[-1].verdict, rows[-1].p_value, rows[-1].change = (
+                f"not comparable (other host: {host.get(k.fs)} vs {host.get(baseline)})", None, None)
     # each quantity's k - 1 comparisons against the baseline are one family: Holm (issue 30)
     families: dict[Key, list[Row]] = {}
     for r in rows:

@@ -145,9 +145,28 @@ def _compare(q: Quantity, ref_fs: str | None) -> None:
         e.vs_next, e.p_next, e.family = v, p, len(ok) - 1
 
 
+def hosts_of(run: Run) -> list[str]:
+    """The hosts of a run spread over hosts that differ (`--mix-hosts`: the manifest's
+    `mixed_hosts`), in the order their records come; [] for a run on one kind of host."""
+    if not run.manifest.get("mixed_hosts"):
+        return []
+    return list(dict.fromkeys(str(r.get("host")) for r in run.records if r.get("host")))
+
+
 def rank_run(run: Run, baseline: str | None = None) -> list[Group]:
     """The ranking groups of one run: per suite, the headline metric (steps with a rate rank on
-    it, in a group of its own), then the companions (CPU seconds, ms per read)."""
+    it, in a group of its own), then the companions (CPU seconds, ms per read). A run over hosts
+    that differ (`--mix-hosts`) is ranked per host: filesystems on different machines are never
+    ranked against each other (issue 30)."""
+    per_host = hosts_of(run)
+    if per_host:
+        return [g for h in per_host
+                for g in _rank_one(Run(run.dir, run.manifest, [r for r in run.records if r.get("host") == h],
+                                       label=f"{run.label or run.run_id} on {h}"), baseline)]
+    return _rank_one(run, baseline)
+
+
+def _rank_one(run: Run, baseline: str | None = None) -> list[Group]:
     ss = samples(run.records)
     fails = failures(run.records)
     lat = fio_latency(run.records)

@@ -130,7 +130,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         from harness.vm import spread
 
         before_boot.salvage_stale(results_root)
-        out = spread.run(p, image, host_list, results_root, retry=args.retry)
+        out = spread.run(p, image, host_list, results_root, retry=args.retry, mix_hosts=args.mix_hosts)
         return _report(out)
     host = host_list[0] if host_list else None
     if args.show_command or args.dry_run:
@@ -307,6 +307,9 @@ def parser() -> argparse.ArgumentParser:
                    "qemu+ssh://root@host/system; with several, one VM per filesystem is spread over them")
     p.add_argument("--retry", action="store_true",
                    help="with several hosts: a VM whose host failed runs again on another host")
+    p.add_argument("--mix-hosts", action="store_true",
+                   help="with several hosts: run even when they differ (accelerator, CPU, memory, kernel, QEMU, "
+                   "libvirt); each host's filesystems are then ranked on their own")
     p.add_argument("--show-command", action="store_true",
                    help="print the exact QEMU command line (libvirt backend: the domain XML) and stop")
     p.add_argument("--dry-run", action="store_true", help="resolve everything, print the command, boot nothing")
