@@ -254,6 +254,7 @@ def compare_paths(run_a: str, run_b: str | None = None, baseline: str | None = N
     if tcg:
         warnings.append(f"accel tcg in {', '.join(tcg)}: software emulation; these timings do not describe "
                         "real hardware")
-    text = (f"{header}\nchange = 100 * (mean B / mean A - 1), 95% CI by Fieller; p by {test}; "
+    holm = "; p Holm-adjusted over each quantity's comparisons" if run_b is None else ""
+    text = (f"{header}\nchange = 100 * (mean B / mean A - 1), 95% CI by Fieller; p by {test}{holm}; "
             f"verdict at alpha {stats.ALPHA}\n\n" + format_rows(rows, baseline=run_b is None))
     return Outcome(text, warnings, rows)

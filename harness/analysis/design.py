@@ -11,9 +11,24 @@ from harness.analysis.runs import Run
 SHOWN_ROUNDS = 8  # rounds whose order is written out; the rest are in guest/order.json
 
 
+def _int(v: object, default: int) -> int:
+    """v as an int, `default` for what a damaged manifest may hold instead."""
+    try:
+        return int(v)  # type: ignore[call-overload]
+    except (TypeError, ValueError, OverflowError):
+        return default
+
+
 def _order_text(rounds: list[dict]) -> str:
-    shown = [f"{int(r.get('round', 0)) + 1 if int(r.get('round', 0)) >= 0 else 'warm-up'}: "
-             + " ".join(str(x) for x in r.get("order") or []) for r in rounds[:SHOWN_ROUNDS]]
+    def name(r: dict) -> str:
+        k = _int(r.get("round"), 0)
+        return str(k + 1) if k >= 0 else "warm-up"
+
+    def fss(r: dict) -> list:
+        order = r.get("order")
+        return order if isinstance(order, list) else []
+
+    shown = [f"{name(r)}: " + " ".join(str(x) for x in fss(r)) for r in rounds[:SHOWN_ROUNDS]]
     more = f"; {len(rounds) - SHOWN_ROUNDS} more rounds in guest/order.json" if len(rounds) > SHOWN_ROUNDS else ""
     return "; ".join(shown) + more
 
@@ -32,16 +47,19 @@ def design_lines(run: Run) -> list[str]:
     'a randomised Latin square from seed 7: 1: b a; 2: a b.'
     """
     rp = run.plan.get("repeat") or {}
-    n, cap = int(rp.get("n", 1)), int(rp.get("cap", rp.get("n", 1)))
+    n = _int(rp.get("n", 1), 1)
+    cap = _int(rp.get("cap", n), n)
     out = []
     if n >= 2 and cap > n:
         out.append(f"Repetitions: at least {n} per case and filesystem, adaptive (opt-in): more rounds, on every "
-                   f"filesystem, while a case's CV exceeded {float(rp.get('cv_threshold', 0.03)):.0%}, up to {cap}; "
+                   f"filesystem, while a case's CV exceeded {rp.get('cv_threshold', 0.03)}, up to {cap}; "
                    "each case's n is in its table.")
     else:
         out.append(f"Repetitions: {n} per case and filesystem, a fixed number (not adaptive).")
     how = str(rp.get("order") or "")
-    rounds = [r for r in ((run.manifest.get("order") or {}).get("rounds") or []) if isinstance(r, dict)]
+    order = run.manifest.get("order")
+    rounds = order.get("rounds") if isinstance(order, dict) else None
+    rounds = [r for r in rounds if isinstance(r, dict)] if isinstance(rounds, list) else []
     if not how:
         out.append("Order: one filesystem after the other, every repetition of one before the next (a run "
                    "made before fslab interleaved them): time and filesystem are confounded, so a drift of "
@@ -64,7 +82,7 @@ def design_lines(run: Run) -> list[str]:
         why = rp.get("redo_why") or ""
         out.append("A repetition re-did: a remount and dropped caches before each case; the filesystem was made "
                    "once per boot" + (f" ({why})" if why else "") + ", so its repetitions share that mkfs.")
-    boots = int(rp.get("boots", 1) or 1)
+    boots = _int(rp.get("boots", 1) or 1, 1)
     if boots > 1:
         out.append(f"n counts boots: each of the {boots} boots gives one value, the mean of its repetitions "
                    "(Kalibera & Jones 2013: the level that varies); intervals and tests are boot to boot.")
