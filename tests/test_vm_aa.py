@@ -66,7 +66,9 @@ def test_aa_run_finds_no_difference_between_identical_filesystems(image, tmp_pat
     cp = fslab("report", str(run_dir), timeout=600)
     assert cp.returncode == 0, cp.stderr
     html = (run_dir / "report" / "index.html").read_text()
-    assert "How this was measured" in html and "a randomised Latin square from seed" in html
+    assert ("How this was measured: 6 repetitions (fixed), rounds across the filesystems in a random order, "
+            "a fresh mkfs each round") in html
+    assert "a randomised Latin square from seed" in html
     assert "Repetitions: 6 per case and filesystem, a fixed number (not adaptive)." in html
     assert "significantly" not in html.split('id="ranking"')[1].split('id="score"')[0]
     md = (run_dir / "report" / "summary.md").read_text()

@@ -92,3 +92,22 @@ def design_lines(run: Run) -> list[str]:
                "they assume independent repetitions of identically made filesystems whose order is not "
                "confounded with time.")
     return out
+
+
+def design_summary(run: Run) -> str:
+    """One line of the design, for the report's first screen (the whole in `design_lines`).
+
+    >>> design_summary(Run(None, {"plan": {"repeat": {"n": 6, "cap": 6, "order": "random", "redo": "mkfs"}}}, []))
+    '6 repetitions (fixed), rounds across the filesystems in a random order, a fresh mkfs each round'
+    """
+    rp = run.plan.get("repeat") or {}
+    n = _int(rp.get("n", 1), 1)
+    cap = _int(rp.get("cap", n), n)
+    how = str(rp.get("order") or "")
+    order = ("one filesystem after the other" if how in ("", "grouped") else
+             f"rounds across the filesystems in a {how} order" if how in ("random", "balanced") else
+             "rounds across the filesystems")
+    redo = "a fresh mkfs each round" if rp.get("redo") == "mkfs" else "one mkfs per boot"
+    boots = _int(rp.get("boots", 1) or 1, 1)
+    return (f"{n} repetitions ({'adaptive, up to ' + str(cap) if n >= 2 and cap > n else 'fixed'}), {order}, {redo}"
+            + (f"; n counts the {boots} boots" if boots > 1 else ""))

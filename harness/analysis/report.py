@@ -25,7 +25,7 @@ from pathlib import Path
 
 from harness.analysis import compare, figures, ranking, stats
 from harness.analysis import report_warnings as warn
-from harness.analysis.design import design_lines
+from harness.analysis.design import design_lines, design_summary
 from harness.analysis.numbers import ci_text, fmt
 from harness.analysis.provenance import provenance
 from harness.analysis.records_csv import write_csv
@@ -93,7 +93,7 @@ class Report:
     rows: list[Row] = field(default_factory=list)  # headline metrics
     all_rows: list[Row] = field(default_factory=list)  # every metric
     provenance: list[dict] = field(default_factory=list)
-    designs: list[tuple[str, list[str]]] = field(default_factory=list)  # (run label, design.design_lines)
+    designs: list[tuple[str, str, list[str]]] = field(default_factory=list)  # (run label, summary, lines)
 
     @property
     def multi(self) -> bool:
@@ -185,7 +185,7 @@ def build(run_dirs: list[str | Path], out_dir: str | Path | None = None, baselin
         rep.rows += _rows(r, r.label, headline_only=True)
         rep.all_rows += _rows(r, r.label, headline_only=False)
         rep.provenance.append(provenance(r))
-        rep.designs.append((r.label, design_lines(r)))
+        rep.designs.append((r.label, design_summary(r), design_lines(r)))
         groups = ranking.rank_run(r, baseline)
         rep.groups += groups
         rep.scores.append(ranking.score(r.label, groups))

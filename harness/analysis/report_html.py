@@ -108,10 +108,10 @@ def render_html(rep: Report) -> str:
              + " (Fieller CI), and the Welch test against the one ranked just above (alpha 0.05, Holm-adjusted "
              "over the quantity's comparisons). "
              '<span class="badge">n=1</span> marks a single measurement: no interval, no test.</p>')
-    for label, lines in rep.designs:  # what the verdicts rest on (issue 30)
-        h.append('<div class="method design"><b>How '
-                 + (f"run {escape(label)} was" if rep.multi else "this was") + " measured</b><ul>"
-                 + "".join(f"<li>{escape(line)}</li>" for line in lines) + "</ul></div>")
+    for label, summary, lines in rep.designs:  # what the verdicts rest on (issue 30); one line, unfolds
+        who = f"run {escape(label)} was" if rep.multi else "this was"
+        h.append(f'<details class="method design"><summary>How {who} measured: {escape(summary)}</summary><ul>'
+                 + "".join(f"<li>{escape(line)}</li>" for line in lines) + "</ul></details>")
     h.append(answer.ranking_html(rep.groups, rep.multi) or "<p>Nothing was measured.</p>")
     h.append('</section><section id="score"><h2>Overall score</h2>')
     h.append(answer.score_html(rep.scores))
