@@ -12,10 +12,10 @@ import secrets
 from dataclasses import replace
 
 from harness import suites
-from harness.config.vmconfig import FsEntry, VMConfig
+from harness.config.vmconfig import FsEntry, VMConfig, plan_vm
 from harness.errors import FslabError
 from harness.plan import filesystems, layouts
-from harness.plan.document import VM, Case, Filesystem, Plan, Repeat, SuiteRef
+from harness.plan.document import Case, Filesystem, Plan, Repeat, SuiteRef
 from harness.suites import fio_job as fio_job_suite
 
 
@@ -36,7 +36,8 @@ def render_filesystem(f: FsEntry) -> Filesystem:
     """Everything the agent needs to make, mount, describe, check and tear down one filesystem.
 
     >>> from harness.config.vmconfig import FsEntry
-    >>> e = render_filesystem(FsEntry("r1", "xfs", None, ("d0", "d1"), "md-raid1", (), "noatime"))
+    >>> e = render_filesystem(FsEntry(name="r1", type="xfs", variant=None, disks=("d0", "d1"), layout="md-raid1",
+    ...                               mkfs_options=(), mount_options="noatime"))
     >>> e.setup[0][:3], e.device, e.mkfs[-1], e.check
     (('mdadm', '--create', '/dev/md/fslab-{name}'), '/dev/md/fslab-{name}', '{dev}', ('xfs_repair', '-n', '{dev}'))
     >>> e.teardown[0]
@@ -109,8 +110,7 @@ def resolve(
                          *(() if cv_threshold is None else (cv_threshold,)))
     plan = Plan(
         run_id=run_id or new_run_id(cfg.name),
-        vm=VM(name=cfg.name, source=cfg.source, vcpus=cfg.vcpus, memory_mib=cfg.memory // 1024**2,
-              accelerator=accelerator or cfg.accelerator, deadline_s=cfg.deadline, backend=backend or cfg.backend),
+        vm=plan_vm(cfg, accelerator=accelerator, backend=backend),
         image=cfg.image,
         disks=cfg.disks,
         filesystems=tuple(replace(render_filesystem(f), prepare=s.prepare) for f in cfg.filesystems),

@@ -30,7 +30,8 @@ def probe_entries(image: str, rhel: bool = False) -> list[dict[str, Any]]:
     out = []
     for name in filesystems.for_image(image, rhel=rhel):
         layout = "zfs-single" if name == "zfs" else "single"
-        out.append(render_filesystem(FsEntry(name, name, None, ("d0",), layout, (), "")).to_json())
+        out.append(render_filesystem(FsEntry(name=name, type=name, variant=None, disks=("d0",), layout=layout,
+                                             mkfs_options=(), mount_options="")).to_json())
     return out
 
 

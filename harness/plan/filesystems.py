@@ -154,10 +154,10 @@ def for_image(image: str, rhel: bool = False) -> tuple[str, ...]:
     """The disk filesystems an image is asked to make: those of the image and of its bases (a
     RHEL-family image: those whose driver RHEL kernels build).
 
-    >>> for_image("debian-12")
-    ('btrfs', 'ext2', 'ext3', 'ext4', 'f2fs', 'jfs', 'nilfs2', 'reiserfs', 'xfs')
-    >>> for_image("debian-12-zfs")[-1], for_image("centos-stream-9", rhel=True)
-    ('zfs', ('ext2', 'ext3', 'ext4', 'xfs'))
+    >>> "ext4" in for_image("debian-12"), "zfs" in for_image("debian-12"), "tmpfs" in for_image("debian-12")
+    (True, False, False)
+    >>> set(for_image("debian-12-zfs")) - set(for_image("debian-12")), "jfs" in for_image("centos-stream-9", rhel=True)
+    ({'zfs'}, False)
     """
     if rhel:
         return tuple(n for n in names() if CATALOG[n].rhel)
