@@ -176,5 +176,7 @@ SUITE = Suite(
     },
     expand=expand,
     headline="real_s",
+    headline_unit="s",
+    better="lower",
     reps=REPS,
 )

@@ -102,5 +102,7 @@ SUITE = Suite(
     },
     expand=expand,
     headline="ms_per_delivery",
+    headline_unit="ms",
+    better="lower",
     reps={profile: 1 for profile in _PROFILES},
 )

@@ -188,6 +188,8 @@ SUITE = Suite(
     },
     expand=expand,
     headline="promises_broken",
+    headline_unit="",
+    better="lower",
     reps={profile: 1 for profile in _PROFILES},
     check=check,
     prepare=False,
