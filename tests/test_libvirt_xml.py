@@ -13,6 +13,7 @@ import pytest
 from harness.config import resolve
 from harness.config import vmconfig as config
 from harness.plan.disk import SETTINGS
+from harness.plan.document import Plan
 from harness.vm import argv as qemu
 from harness.vm import domain_xml as libvirt_xml
 from harness.vm import drive
@@ -21,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = sorted(p.stem for p in (ROOT / "vmconfigs").glob("*.yaml"))
 
 
-def paths_for(p: dict) -> qemu.RunPaths:
+def paths_for(p: Plan) -> qemu.RunPaths:
     scratch, run_dir = Path("/scratch"), Path("/results/RUNID")
     disks = {d.id: scratch / f"{d.id}.{d.format}" for d in p.disks}
     return qemu.RunPaths.under(scratch, run_dir, Path("/img/vmlinuz"), Path("/img/initrd.img"), disks)

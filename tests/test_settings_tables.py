@@ -121,9 +121,9 @@ def test_the_plan_vm_of_a_vmconfig_is_its_rows():
 
 def test_disk_and_vm_take_keywords_only_and_check_allowed_values():
     with pytest.raises(TypeError):
-        Disk("d0", 2**30)  # type: ignore[misc]  # positional: the point of the test
+        Disk("d0", 2**30)
     with pytest.raises(TypeError):
-        VM("v", "v.yaml", 1, 512, "tcg", 60)  # type: ignore[misc]  # positional: the point of the test
+        VM("v", "v.yaml", 1, 512, "tcg", 60)
     for row in disk_mod.SETTINGS:
         if row.allowed:
             with pytest.raises(disk_mod.Bad, match=f"{row.key}: 'bogus' is not allowed; allowed: "):
