@@ -8,7 +8,7 @@ import yaml
 from harness.config import vmconfig as config
 from harness.errors import FslabError
 from harness.plan import disk as disk_mod
-from harness.plan import filesystems, variants, vm_settings
+from harness.plan import filesystems, layouts, variants, vm_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 GOOD = {
@@ -168,3 +168,23 @@ def test_mkfs_options_string_or_list(tmp_path):
                                             {"name": "xfs", "mkfs_options": ["-b", "size=4096"]}]))
     assert cfg.filesystems[0].mkfs_options == ("-b", "4096", "-O", "^has_journal")
     assert cfg.filesystems[1].mkfs_options == ("-b", "size=4096")
+
+
+def test_a_filesystem_made_by_its_layout_takes_only_its_own_layouts(tmp_path):
+    """ZFS: no mkfs, its pool is made by the layout's setup; another layout is refused, naming its own."""
+    for fstype in [n for n in filesystems.names() if filesystems.get(n).needs_disk and not filesystems.get(n).mkfs]:
+        m = err(tmp_path, with_(filesystems=[{"name": fstype, "disks": ["d0", "d1"], "layout": "md-raid0"}]))
+        own = [x.name for x in layouts.LAYOUTS.values() if fstype in x.fs_types]
+        assert own and (f".layout: {fstype} is made by its own layouts' setup, not by mkfs; "
+                        f"allowed: {', '.join(own)}") in m
+        default = load(tmp_path, with_(filesystems=[{"name": fstype}])).filesystems[0].layout
+        assert default == filesystems.get(fstype).layout
+
+
+def test_the_power_loss_vmconfig_covers_every_filesystem_the_suite_can_record():
+    """vmconfigs/power-loss.yaml lists its variants by hand: every mkfs-made filesystem of its image
+    must be among them, so a filesystem added to the catalog is not silently left out of the study."""
+    cfg = config.load(ROOT / "vmconfigs" / "power-loss.yaml")
+    recordable = {n for n in filesystems.for_image(cfg.image) if filesystems.get(n).mkfs}
+    assert {f.type for f in cfg.filesystems} == recordable
+    assert all(f.layout == "log-writes" and len(f.disks) == 2 for f in cfg.filesystems)

@@ -789,7 +789,7 @@ def test_a_filesystem_without_mkfs_is_torn_down_too(agent, tmp_path, fstype):
     log = tmp_path / "steps.log"
     needs_disk = filesystems.get(fstype).needs_disk
     entry = FsEntry(name=fstype, type=fstype, variant=None, disks=("d0",) if needs_disk else (),
-                    layout=("zfs-single" if fstype == "zfs" else "single") if needs_disk else None,
+                    layout=filesystems.get(fstype).layout if needs_disk else None,
                     mkfs_options=(), mount_options="")
     fs = render_filesystem(entry).to_json()
     for k in ("setup", "teardown", "remount"):  # the real commands, logged instead of run

@@ -276,14 +276,15 @@ def _filesystem(src: str, i: int, fdata: Any, disks: list[Disk], used: dict[str,
         if d in used:
             raise FslabError(f"{src}: {where}.disk: '{d}' is already used by '{used[d]}'; "
                              f"each filesystem needs its own disk")
-    layout_name = f["layout"] or ("zfs-single" if fstype == "zfs" else "single")
+    layout_name = f["layout"] or fsdef.layout
     lay = layouts.LAYOUTS[layout_name]
     if lay.fs_types and fstype not in lay.fs_types:
         raise FslabError(f"{src}: {where}.layout: '{layout_name}' is for {', '.join(lay.fs_types)}, "
                          f"not {fstype}")
-    if fstype == "zfs" and not layout_name.startswith("zfs-"):
-        raise FslabError(f"{src}: {where}.layout: zfs makes its own pool; allowed: zfs-single, zfs-stripe, "
-                         f"zfs-mirror")
+    if not fsdef.mkfs and fstype not in lay.fs_types:  # made by its own layouts' setup (a ZFS pool)
+        own = [x.name for x in layouts.LAYOUTS.values() if fstype in x.fs_types]
+        raise FslabError(f"{src}: {where}.layout: {fstype} is made by its own layouts' setup, not by mkfs; "
+                         f"allowed: {', '.join(own)}")
     if not lay.min_disks <= len(ids) <= lay.max_disks:
         raise FslabError(f"{src}: {where}.disks: layout '{layout_name}' needs {lay.min_disks} to "
                          f"{lay.max_disks} disks, got {len(ids)}")
