@@ -9,8 +9,8 @@ whose `measured` settings differ), `fslab reproduce` and the plan's part of docs
 read this table; tests/test_vm_settings.py checks that every setting that changes the QEMU
 command line or the libvirt domain is `measured`.
 
-    >>> [s.field for s in VM_SETTINGS if not s.measured]
-    ['name', 'source', 'accelerator', 'deadline_s']
+    >>> BY_FIELD["vcpus"].measured, BY_FIELD["deadline_s"].measured, BY_FIELD["memory_mib"].to_plan(2 * 1024**3)
+    (True, False, 2048)
 """
 
 from __future__ import annotations
