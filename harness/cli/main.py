@@ -361,6 +361,9 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--force", action="store_true", help="rebuild even if an image with these inputs exists")
     b.add_argument("--check-reproducible", action="store_true",
                    help="build twice, cold, into two temp entries; same digests, or say which files differ")
+    b.add_argument("--record", action="store_true",
+                   help="write this build's digests to images/NAME/digests (a build of a recorded input that "
+                        "gives other digests fails without it)")
     isub.add_parser("list", help="list built images")
     v = isub.add_parser("verify", help="re-check an image's digests against its manifest")
     v.add_argument("name", nargs="?", default="debian-12", help="image name or directory")
