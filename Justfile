@@ -66,6 +66,11 @@ unit *args="":
 fuzz k="4" *args="":
     FSLAB_FUZZ={{k}} {{pytest}} tests/test_fuzz.py -n auto {{args}}
 
+# inject each of tests/mutate.py's one-line bugs into a copy of the tree and run the unit tests that
+# should catch it: caught/missed per bug and the count (a few minutes; not part of `just unit`)
+mutate *args="":
+    .venv/bin/python tests/mutate.py {{args}}
+
 # ruff and mypy on the Python, shellcheck on the shell, packer fmt on the templates, actionlint
 # (with shellcheck on every run: step) on .github/workflows
 lint:

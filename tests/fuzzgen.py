@@ -77,7 +77,7 @@ def vmconfig_data(rng: random.Random) -> Any:
         if rng.random() < 0.2:
             f["mkfs_options"] = _value(rng, ["-b 4096", "-m 0", ["-b", "4096"], "'unclosed"])
         fss.append(f)
-    top: dict[str, Any] = {}
+    top: dict[Any, Any] = {}  # a non-string key too (7), as a hand-written YAML can have
     for key in config.VM_KEYS:
         if rng.random() < 0.6:
             top[key] = {"vcpus": lambda: _value(rng, [1, 2, 4, 0, -1, 300, 2.5]),

@@ -9,6 +9,7 @@ import pytest
 from synthetic import iops_records, make_run
 
 from harness.analysis import compare
+from harness.analysis.runs import samples
 from harness.cli import main as cli
 from harness.errors import FslabError
 
@@ -185,3 +186,13 @@ def test_baseline_on_equal_disks_says_nothing_of_them(tmp_path, capsys):
     assert cli.main(["compare", str(run), "--baseline", "ext4"]) == 0
     cap = capsys.readouterr()
     assert "like-for-like" not in cap.err and "LIKE FOR LIKE" not in cap.out
+
+
+def test_warm_ups_never_enter_a_sample():
+    """docs/contracts.md: statistics use measured repetitions only: rep >= 0, and no record flagged
+    warmup (a record of rep -1 is a warm-up, flagged or not)."""
+    reps = ((999.0, -1, {}), (998.0, -2, {"warmup": True}), (10.0, 0, {}), (12.0, 1, {}))
+    recs = [{"suite": "s", "case": "c", "fs": "x", "metric": "iops", "value": v, "unit": "IO/s", "rep": rep, "ok": True,
+             **extra} for v, rep, extra in reps]
+    (s,) = samples(recs).values()
+    assert s.values == [10.0, 12.0] and s.reps == [0, 1]

@@ -61,7 +61,7 @@ def test_fuzz_vmconfigs(tmp_path):
             data: object = fuzzgen.vmconfig_data(rng)
         else:
             data = fuzzgen.vmconfig_bytes(rng)
-            path.write_bytes(data)  # type: ignore[arg-type]
+            path.write_bytes(data)
         try:
             cfg = config.parse(data, "fuzz.yaml") if not isinstance(data, bytes) else config.load(path)
             p = resolve.resolve(cfg, run_id="fuzz", reps=rng.choice([None, 1, 3]), warmup=rng.choice([0, 1]),

@@ -23,6 +23,9 @@ import pytest
 from agentfakes import AGENT_PATH, NOTHING_RESIDENT, load_agent
 
 from harness.analysis.tables import format_table
+from harness.config.resolve import render_filesystem
+from harness.config.vmconfig import FsEntry
+from harness.plan import filesystems
 from harness.plan.document import Plan
 from harness.results.records import records_for_run
 from harness.results.stream import read_stream
@@ -828,3 +831,27 @@ def test_a_filesystem_that_fails_to_be_made_again_fails_its_later_rounds(agent, 
     again = json.loads((run_dir / "raw/fs-a/fs.round1.json").read_text())
     assert not again["ok"] and "exit code 5" in again["error"]
     assert not json.loads((run_dir / "raw/fs-a/ops.rep1/case.json").read_text())["ok"]
+
+
+@pytest.mark.parametrize("fstype", [n for n in filesystems.names() if not filesystems.get(n).mkfs])
+def test_a_filesystem_without_mkfs_is_torn_down_too(agent, tmp_path, fstype):
+    """ZFS (its pool made by the layout's setup) and tmpfs (no disk) have no mkfs: the agent still
+    unmounts what it mounted and runs the plan's teardown (`zpool destroy`), as for any other, with
+    the plan entry the host really makes (config/resolve.py render_filesystem)."""
+    log = tmp_path / "steps.log"
+    needs_disk = filesystems.get(fstype).needs_disk
+    entry = FsEntry(name=fstype, type=fstype, variant=None, disks=("d0",) if needs_disk else (),
+                    layout=filesystems.get(fstype).layout if needs_disk else None,
+                    mkfs_options=(), mount_options="")
+    fs = render_filesystem(entry).to_json()
+    for k in ("setup", "teardown", "remount"):  # the real commands, logged instead of run
+        fs[k] = [logged(log, k) + argv for argv in fs[k] or []] if fs[k] is not None else None
+    plan = make_plan([fio_case(job=SLOW_JOB.replace("time_based=1\nruntime=60\n", ""))])
+    plan["filesystems"] = [fs]
+    rc, col, *_ = run_agent(agent, tmp_path, plan)
+    steps = log.read_text().splitlines() if log.exists() else []
+    teardown = [" ".join(["teardown", *a]) for a in render_filesystem(entry).teardown]
+    assert [s for s in steps if s.startswith("teardown")] == [t.replace("{name}", fstype) for t in teardown]
+    if render_filesystem(entry).mount:
+        assert agent.calls["umount"] == [str(tmp_path / "mnt" / fstype)]
+    assert teardown or agent.calls["umount"], f"{fstype}: nothing undone"

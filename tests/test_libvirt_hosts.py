@@ -8,6 +8,7 @@ import shutil
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_images import make_image
@@ -120,7 +121,7 @@ class FakeRunner:
     """runner.run stand-in: host `bad` loses its connection on its first VM; others succeed."""
 
     def __init__(self, bad: str | None):
-        self.bad, self.calls, self.lock = bad, [], threading.Lock()
+        self.bad, self.calls, self.lock = bad, list[Any](), threading.Lock()
 
     def __call__(self, p, image, choice, results_root, host=None, name=None, stop=None, log=None, **kw):
         with self.lock:

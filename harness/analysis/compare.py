@@ -13,9 +13,9 @@ Two runs are comparable only when they measured the same thing: the same image (
 same accelerator actually used, the same VM configuration (the plan's vm, disks and filesystems)
 and the same suite (name, version and profile: a profile changes sizes and durations under the
 same case ids). Anything else is refused with every difference listed, unless forced, in which
-case the differences become a warning printed before the numbers. Left out of the check because
-they do not change what is measured: the vmconfig's name and file path, its deadline, and the
-accelerator it *asked* for (the one actually used is checked).
+case the differences become a warning printed before the numbers. Of the plan's vm, only the
+settings whose row says `measured` are compared (plan/vm_settings.py: the vmconfig's name and
+file path, its deadline and the accelerator it *asked* for are not; the one used is checked).
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from harness.analysis import fairness, stats
 from harness.analysis.runs import Key, Run, Sample, load_run, samples
 from harness.errors import FslabError
+from harness.plan import vm_settings
 
-VM_IGNORED = ("name", "source", "deadline_s", "accelerator")
 TESTS = ("welch", "mann-whitney")
 
 
@@ -67,6 +67,13 @@ def _diff(a: object, b: object, path: str) -> list[str]:
     return [f"{path}: {_short(a)} (A) vs {_short(b)} (B)"]
 
 
+def _measured_vm(field_name: str) -> bool:
+    """Whether a plan vm field changes what is measured: its row says so; a field with no row
+    (a newer plan's) is compared, so nothing unknown is silently taken as equal."""
+    row = vm_settings.BY_FIELD.get(field_name)
+    return row is None or row.measured
+
+
 def differences(man_a: dict, man_b: dict) -> list[str]:
     """What makes two run manifests not comparable, one line per difference (empty: comparable).
 
@@ -85,8 +92,8 @@ def differences(man_a: dict, man_b: dict) -> list[str]:
     for k in ("name", "version", "profile"):
         if sa.get(k) != sb.get(k):
             out.append(f"suite {k}: {_short(sa.get(k))} (A) vs {_short(sb.get(k))} (B)")
-    va = {k: v for k, v in (pa.get("vm") or {}).items() if k not in VM_IGNORED}
-    vb = {k: v for k, v in (pb.get("vm") or {}).items() if k not in VM_IGNORED}
+    va = {k: v for k, v in (pa.get("vm") or {}).items() if _measured_vm(k)}
+    vb = {k: v for k, v in (pb.get("vm") or {}).items() if _measured_vm(k)}
     out += [f"vmconfig {d}" for d in _diff(va, vb, "vm")]
     out += [f"vmconfig {d}" for d in _diff(pa.get("disks") or [], pb.get("disks") or [], "disks")]
     out += [f"vmconfig {d}" for d in _diff(pa.get("filesystems") or [], pb.get("filesystems") or [], "filesystems")]

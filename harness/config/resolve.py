@@ -13,10 +13,10 @@ import zlib
 from dataclasses import replace
 
 from harness import suites
-from harness.config.vmconfig import FsEntry, VMConfig
+from harness.config.vmconfig import FsEntry, VMConfig, plan_vm
 from harness.errors import FslabError
 from harness.plan import filesystems, layouts
-from harness.plan.document import VM, Case, Filesystem, Plan, Repeat, SuiteRef
+from harness.plan.document import Case, Filesystem, Plan, Repeat, SuiteRef
 from harness.suites import fio_job as fio_job_suite
 
 
@@ -37,7 +37,8 @@ def render_filesystem(f: FsEntry) -> Filesystem:
     """Everything the agent needs to make, mount, describe, check and tear down one filesystem.
 
     >>> from harness.config.vmconfig import FsEntry
-    >>> e = render_filesystem(FsEntry("r1", "xfs", None, ("d0", "d1"), "md-raid1", (), "noatime"))
+    >>> e = render_filesystem(FsEntry(name="r1", type="xfs", variant=None, disks=("d0", "d1"), layout="md-raid1",
+    ...                               mkfs_options=(), mount_options="noatime"))
     >>> e.setup[0][:3], e.device, e.mkfs[-1], e.check
     (('mdadm', '--create', '/dev/md/fslab-{name}'), '/dev/md/fslab-{name}', '{dev}', ('xfs_repair', '-n', '{dev}'))
     >>> e.teardown[0]
@@ -47,26 +48,21 @@ def render_filesystem(f: FsEntry) -> Filesystem:
     lay = layouts.LAYOUTS[f.layout] if f.layout else None
     opts = list(f.mkfs_options)
     mkfs: tuple[str, ...] = ()
-    if f.type == "zfs":
+    if not d.mkfs:  # made by its layout's setup (a ZFS pool; the user's options go there), or by nothing
         setup = tuple(_fill_opts(a, opts) for a in lay.setup) if lay else ()
     else:
         mkfs = tuple(d.mkfs_argv(list(lay.mkfs_extra if lay else ()) + opts))
         if lay and lay.name.startswith("btrfs-"):
             mkfs = tuple("{devs}" if a == "{dev}" else a for a in mkfs)  # one filesystem over every disk
         setup = lay.setup if lay else ()
-    zfs_pool = lay.device if (lay and f.type == "zfs") else None
-    if zfs_pool:  # export + import empties the ARC, which drop_caches cannot reach
-        remount: tuple[tuple[str, ...], ...] | None = (("zpool", "export", zfs_pool),
-                                                       ("zpool", "import", "-d", "/dev", zfs_pool))
-    elif not d.needs_disk:
-        remount = ()  # tmpfs: unmounting would throw its contents away
-    else:
-        remount = None  # umount + mount
+    device = lay.device if lay else "tmpfs"
+    remount = None if d.remount is None else tuple(  # None: umount + mount (catalog: FsType.remount)
+        tuple(device if a == "{dev}" else a for a in argv) for argv in d.remount)
     return Filesystem(
         name=f.name, type=f.type, variant=f.variant, fstype=d.fstype, disks=f.disks, layout=f.layout,
-        setup=setup, device=lay.device if lay else "tmpfs", mkfs=mkfs,
+        setup=setup, device=device, mkfs=mkfs,
         # ZFS mounts its datasets itself (mountpoint={mnt}); everything else is mounted by the agent.
-        mount=f.type != "zfs", mount_options=f.mount_options or d.default_mount_options, remount=remount,
+        mount=not d.mounts_itself, mount_options=f.mount_options or d.default_mount_options, remount=remount,
         teardown=lay.teardown if lay else (), geometry=(lay.geometry if lay else ()) + d.geometry,
         check=d.check, tool=d.version, module=d.module, image=d.image,
     )
@@ -124,8 +120,7 @@ def resolve(
                          s.interleave_why if order is None else "asked for (--order grouped)")
     plan = Plan(
         run_id=run_id,
-        vm=VM(name=cfg.name, source=cfg.source, vcpus=cfg.vcpus, memory_mib=cfg.memory // 1024**2,
-              accelerator=accelerator or cfg.accelerator, deadline_s=cfg.deadline, backend=backend or cfg.backend),
+        vm=plan_vm(cfg, accelerator=accelerator, backend=backend),
         image=cfg.image,
         disks=cfg.disks,
         filesystems=tuple(replace(render_filesystem(f), prepare=s.prepare) for f in cfg.filesystems),

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from harness.errors import FslabError
+from harness.plan import vm_settings
 from harness.plan.disk import Disk
 
 PLAN_VERSION = 1
@@ -235,15 +236,26 @@ class Repeat:
         return list(range(start, start + self.n))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class VM:
+    """The plan's vm: one field per row of plan/vm_settings.py (same order, checked below)."""
+
     name: str
     source: str
     vcpus: int
     memory_mib: int
     accelerator: str
     deadline_s: int
-    backend: str = "qemu"
+    backend: str = vm_settings.BY_FIELD["backend"].default  # plans before backends ran QEMU
+
+    def measured(self) -> dict[str, Any]:
+        """The settings whose difference changes what is measured (rows with `measured`)."""
+        return {f: getattr(self, f) for f in vm_settings.MEASURED}
+
+
+if [f.name for f in fields(VM)] != [s.field for s in vm_settings.VM_SETTINGS]:
+    raise TypeError(f"plan/document.py: VM's fields {[f.name for f in fields(VM)]} do not follow "
+                    f"plan/vm_settings.py VM_SETTINGS {[s.field for s in vm_settings.VM_SETTINGS]}")
 
 
 @dataclass(frozen=True)
@@ -373,7 +385,8 @@ class Plan:
     def stride(self) -> int:
         """Repetition numbers one boot can use: its cap of rounds past the highest first rep.
 
-        >>> Plan("r", VM("v", "v", 1, 512, "tcg", 60), "debian-12", (), (), SuiteRef("s", "p", 1),
+        >>> vm = VM(name="v", source="v", vcpus=1, memory_mib=512, accelerator="tcg", deadline_s=60)
+        >>> Plan("r", vm, "debian-12", (), (), SuiteRef("s", "p", 1),
         ...      Repeat(n=3, cap=12), (Case("a", "fio", {}), Case("a", "fio", {}, rep=2))).stride()
         14
         """

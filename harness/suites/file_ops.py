@@ -176,6 +176,8 @@ SUITE = Suite(
     },
     expand=expand,
     headline="real_s",
+    headline_unit="s",
+    better="lower",
     reps=REPS,
     redo_why="its objects are made once per filesystem and found there by later repetitions (about 16.6 GB "
              "at the paper's scale)",
