@@ -118,7 +118,8 @@ def compare_samples(key: Key, fs_a: str, sa: Sample | None, sb: Sample | None, t
     if sa is None or sb is None:
         verdict, p = ("only in B" if sa is None else "only in A"), None
     else:
-        verdict, p = stats.verdict(va, vb, key.metric, unit, test=test)
+        verdict, p = stats.verdict(va, vb, key.metric, unit, test=test,
+                                   better=(sb or sa).fields.get("better") if (sb or sa) else None)
     return Row(key, fs_a, unit, stats.summarize(va), stats.summarize(vb), change, p, verdict)
 
 

@@ -130,7 +130,8 @@ def _compare(q: Quantity, ref_fs: str | None) -> None:
         if ref is not None and e is not ref and stats.mean(ref.values) != 0:
             e.vs_ref = stats.pct_change(ref.values, e.values)
         if i:
-            e.vs_next, e.p_next = stats.verdict(ok[i - 1].values, e.values, q.metric, q.unit)
+            e.vs_next, e.p_next = stats.verdict(ok[i - 1].values, e.values, q.metric, q.unit,
+                                                better=None if q.higher is None else ("lower", "higher")[q.higher])
 
 
 def rank_run(run: Run, baseline: str | None = None) -> list[Group]:
@@ -159,7 +160,7 @@ def rank_run(run: Run, baseline: str | None = None) -> list[Group]:
                 if not any(found) and not any(times):
                     continue
                 unit = next((s.unit for s in found if s and s.unit), "")
-                higher = stats.higher_is_better(metric, unit)
+                higher = stats.higher_is_better(metric, unit, next((s.fields.get("better") for s in found if s), None))
                 primary = metric in (heads[0], RATE)
                 g = groups.setdefault((suite, metric), Group(run.label, suite, metric, unit, higher, primary,
                                                              baseline or "best"))

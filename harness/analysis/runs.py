@@ -199,6 +199,8 @@ def samples(records: list[dict]) -> dict[Key, Sample]:
         s = out.get(k)
         if s is None:
             s = out[k] = Sample(k, str(r.get("unit") or ""), fields=dict(r))
+        if r.get("better") and not s.fields.get("better"):  # a failed rep's bare record says none
+            s.fields["better"] = r["better"]
         rep = int(r.get("rep", 0) or 0)
         s.reps.append(rep)
         if r.get("skipped"):

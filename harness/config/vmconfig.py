@@ -65,6 +65,7 @@ class VMConfig:
     filesystems: tuple[FsEntry, ...]
     source: str
     hosts: tuple[hosts_mod.Host, ...] = ()
+    suite_file: str | None = None  # resolved against the vmconfig's directory
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -174,6 +175,7 @@ VM_KEYS: dict[str, tuple[Callable[[Any], Any] | None, Any, str]] = {
     "deadline": (duration, 1800, "the VM is killed after this long, e.g. 30m"),
     "suite": (_name, "fio-basic", "workload suite"),
     "profile": (_name, "default", "profile of the suite"),
+    "suite_file": (_text, None, "a suite written in YAML (path relative to this file), instead of `suite`"),
     "disks": (None, _REQUIRED, "virtual disks under test"),
     "filesystems": (None, _REQUIRED, "filesystems to make, one per disk"),
 }
@@ -259,6 +261,7 @@ def parse(data: Any, src: str) -> VMConfig:
         memory=top["memory"], accelerator=top["accelerator"], backend=top["backend"],
         image=top["image"], deadline=top["deadline"], suite=top["suite"], profile=top["profile"],
         disks=tuple(disks), filesystems=tuple(fss), source=src, hosts=top["hosts"],
+        suite_file=None if top["suite_file"] is None else str(Path(src).parent / top["suite_file"]),
     )
 
 
