@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -134,6 +135,12 @@ BAD = {
     "step metric name": (GOOD.replace("name: files,", "name: real_s,").replace("headline: files", "headline: real_s"),
                          13, "steps[0].metrics[0].name: real_s is a step's own metric"),
     "duplicate step": (GOOD.replace("name: rm", "name: untar"), 14, "untar is used twice"),
+    "io on an untimed step": (GOOD.replace("  - {name: workdir, command: [mkdir, -p, work]}",
+                                           "  - {name: workdir, command: [mkdir, -p, work], io: {ops: 1}}"), 6,
+                              "setup[0].io: unknown key"),
+    "io of an unknown metric": (GOOD.replace("    shell: true\n", "    shell: true\n    io: {ops: nfiles}\n"), 19,
+                                "steps[1].io.ops: nfiles is not a metric of this suite; allowed: a number or one of "
+                                "files"),
     "claim of one filesystem": (GOOD + "claims:\n  - {id: c, text: t, kind: direction, filesystems: [ext4]}\n", 24,
                                 "claims[0].filesystems: ['ext4'] is not allowed"),
 }
@@ -236,6 +243,19 @@ def test_ranking_follows_the_direction_the_records_carry():
         assert q.entries[1].vs_next == "worse"
 
 
+def test_declared_metrics_are_ranked_where_a_step_gives_them():
+    run = _run({"ext4": [10.0, 10.2, 9.9], "xfs": [20.0, 20.1, 19.8]}, "lower")
+    run.plan["suite"]["headline"] = "real_s"
+    run.plan["cases"] = [{"id": "c", "steps": [{"name": "go", "extract": [{"metric": "score"}]}, {"name": "t"}]}]
+    run.records += [{**r, "step": "t", "metric": "real_s", "unit": "s", "better": None}
+                    for r in list(run.records)]
+    assert run.headline_metrics() == ["real_s", "cpu_s", "score"]
+    groups = {g.metric: g for g in ranking.rank_run(run)}
+    assert [q.step for q in groups["score"].quantities] == ["go"]  # not an empty row beside step t
+    assert groups["score"].higher is False and not groups["score"].primary
+    assert groups["score"].quantities[0].entries[0].fs == "ext4"
+
+
 def test_file_claims_are_judged_with_the_metric_direction():
     claim = {"id": "c1", "text": "ext4 scores lower", "kind": "direction", "filesystems": ["ext4", "xfs"],
              "metric": "score", "steps": ["go"], "source": "", "paper": "", "better": "lower"}
@@ -247,8 +267,13 @@ def test_file_claims_are_judged_with_the_metric_direction():
 
 
 def test_contract_doc_lists_the_keys_of_the_code():
-    doc = (ROOT / "docs" / "contracts.md").read_text()
+    """FSLAB_UPDATE_GOLDEN=1 pytest tests/test_suite_file.py rewrites the table from the code."""
+    path = ROOT / "docs" / "contracts.md"
+    doc = path.read_text()
     start, end = doc.index(suite_file.BEGIN), doc.index(suite_file.END) + len(suite_file.END) + 1
+    if os.environ.get("FSLAB_UPDATE_GOLDEN"):
+        path.write_text(doc[:start] + suite_file.keys_markdown() + doc[end:])
+        return
     assert doc[start:end] == suite_file.keys_markdown(), "docs/contracts.md: regenerate the suite-file keys table"
 
 
@@ -256,4 +281,8 @@ def test_the_shipped_example_loads(tmp_path):
     text = (ROOT / "tests" / "suites" / "tar-rm.yaml").read_text()
     sf = _load(tmp_path, text)
     assert sf.suite.name == "tar-rm" and [i.name for i in sf.inputs] == ["tree.tar"]
-    assert sf.metrics == {"files": {"unit": "files", "better": "higher"}, "dirs": {"unit": "dirs", "better": "higher"}}
+    assert sf.metrics == {"files": {"unit": "files", "better": "higher"}, "tree_bytes": {"unit": "B", "better": "higher"},
+                          "dirs": {"unit": "dirs", "better": "higher"}}
+    (case,) = sf.suite.cases("smoke")
+    untar = next(s for s in case.steps if s.name == "untar")
+    assert untar.fields == {"asks_read_bytes": 0, "asks_write_bytes": "tree_bytes", "asks_settled": True}

@@ -58,9 +58,13 @@ def test_yaml_suite_on_ext4_and_xfs(image, tmp_path):
         assert dirs["value"] == DIRS + 1 and dirs["better"] == "higher"  # tree and its d0..d5
         assert all(r["suite"] == "tar-rm" and r["case"] == "tar-rm" and r["variables.tarball"] == "tree.tar"
                    for r in recs if r["fs"] == fs)
-        # the untar wrote the tree to the disk under test (device bytes of its step window)
-        io = [r for r in recs if r["fs"] == fs and r.get("step") == "untar" and r["metric"] == "device_write_bytes"]
-        assert io and io[0]["window"] == "step"
+        # IO amplification from the steps' io: declarations: the untar wrote the tree (and synced it)
+        tree = by[(fs, "count", "tree_bytes")]["value"]
+        assert tree == sum(f.stat().st_size for f in (tmp_path / "src" / "tree").rglob("*") if f.is_file())
+        amp = {(r["step"], r["metric"]): r for r in recs if r["fs"] == fs and r.get("window") == "step"}
+        wa = amp[("untar", "write_amplification")]
+        assert wa["asked_bytes"] == tree and wa["value"] == round(wa["device_bytes"] / tree, 4) and wa["value"] >= 1
+        assert amp[("rm", "device_write_bytes_per_op")]["ops"] == FILES
         cold = json.loads((run_dir / "raw" / fs / "tar-rm" / "steps.json").read_text())
         assert [s["name"] for s in cold] == ["workdir", "cold-untar", "untar", "count", "dirs", "cold-rm", "rm"]
 

@@ -136,12 +136,14 @@ def _compare(q: Quantity, ref_fs: str | None) -> None:
 
 def rank_run(run: Run, baseline: str | None = None) -> list[Group]:
     """The ranking groups of one run: per suite, the headline metric (steps with a rate rank on
-    it, in a group of its own), then the companions (CPU seconds, ms per read)."""
+    it, in a group of its own), then the companions (CPU seconds, ms per read) and the metrics a
+    suite file declares, each where a step gives it."""
     ss = samples(run.records)
     fails = failures(run.records)
     lat = fio_latency(run.records)
     unstable_cv = float((run.plan.get("repeat") or {}).get("unstable_cv", 0.05))
     heads = run.headline_metrics()
+    declared = set(run.declared_metrics())  # ranked where a step gives them, not beside every step's time
     groups: dict[tuple[str, str], Group] = {}
     suites = list(dict.fromkeys(k.suite for k in ss))
     for suite in suites:
@@ -157,7 +159,7 @@ def rank_run(run: Run, baseline: str | None = None) -> list[Group]:
             for metric in metrics:
                 found = [ss.get(Key(suite, case, fs, metric, step, detail)) for fs in fss]
                 times = [ss.get(Key(suite, case, fs, heads[0], step, detail)) for fs in fss]
-                if not any(found) and not any(times):
+                if not any(found) and (metric in declared or not any(times)):
                     continue
                 unit = next((s.unit for s in found if s and s.unit), "")
                 higher = stats.higher_is_better(metric, unit, next((s.fields.get("better") for s in found if s), None))

@@ -162,6 +162,7 @@ STEP_KEYS: dict[str, Key] = {
     "timed": Key(True, "bool", "real and CPU seconds become records real_s, cpu_s, user_s, sys_s", _bool),
     "cold": Key(False, "bool", "a cold start before the step: umount + mount, drop caches", _bool),
     "metrics": Key([], "list of metrics", "numbers read from the step's output (below)"),
+    "io": Key(None, "mapping", "what the step asks of the filesystem, for its IO amplification (below)"),
 }
 METRIC_KEYS: dict[str, Key] = {
     "name": Key(REQUIRED, "name", "the record's `metric`", _name),
@@ -172,6 +173,14 @@ METRIC_KEYS: dict[str, Key] = {
     "json": Key(None, "dotted path", "the output is JSON (or its last line is); e.g. `summary.rate`, "
                 "`jobs.0.read.iops`", _text),
     "from": Key("stdout", "stdout or stderr", "which output it is read from", _choice(SOURCES)),
+}
+IO_KEYS: dict[str, Key] = {
+    "read_bytes": Key(None, "number or metric", "bytes the step reads from the filesystem under test"),
+    "write_bytes": Key(None, "number or metric", "bytes it writes there (a metric: its value in the same "
+                       "repetition, e.g. a later step's count)"),
+    "ops": Key(None, "number or metric", "operations of a metadata step (no bytes asked): device bytes per op"),
+    "settled": Key(False, "bool", "the step itself gets its writes to the disk before it ends (e.g. `sync -f .`): "
+                   "only then are its writes judged", _bool),
 }
 PROFILE_KEYS: dict[str, Key] = {
     "description": Key("", "string", "one line shown by `fslab list suites`", _text),
@@ -213,7 +222,7 @@ TOP_KEYS: dict[str, Key] = {
 }
 TABLES: tuple[tuple[str, dict[str, Key]], ...] = (
     ("top level", TOP_KEYS), ("`steps[]` and `setup[]`", STEP_KEYS), ("`steps[].metrics[]`", METRIC_KEYS),
-    ("`profiles.<name>`", PROFILE_KEYS), ("`claims[]`", CLAIM_KEYS))
+    ("`steps[].io`", IO_KEYS), ("`profiles.<name>`", PROFILE_KEYS), ("`claims[]`", CLAIM_KEYS))
 
 
 def keys_markdown() -> str:
@@ -443,6 +452,31 @@ def _metrics(raw: Any, f: _File, where: str, line: int) -> list[dict[str, Any]]:
     return out
 
 
+def _io(s: dict[str, Any], f: _File, where: str, metrics: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A step's `io:` as the record fields harness/results/amplification.py reads (asks_*)."""
+    if s.get("io") is None:
+        return {}
+    line = s["_lines"].get("io", s["_line"])
+    io = f.fields(s["io"], f"{where}.io", IO_KEYS, line)
+    if not s["timed"]:
+        raise f.error(line, f"{where}.io", "an untimed step has no IO window; allowed: io on a timed step")
+    out: dict[str, Any] = {}
+    for k in ("read_bytes", "write_bytes", "ops"):
+        v = io[k]
+        if v is None:
+            continue
+        kl = io["_lines"].get(k, line)
+        if isinstance(v, bool) or not (isinstance(v, int | float) and v >= 0 or isinstance(v, str)):
+            raise f.error(kl, f"{where}.io.{k}", f"{_short(v)} is not allowed; allowed: a number (0 or more) or "
+                          "a metric's name")
+        if isinstance(v, str) and v not in metrics:
+            raise f.error(kl, f"{where}.io.{k}", f"{v} is not a metric of this suite; allowed: a number or one of "
+                          f"{', '.join(metrics) or '(no metrics declared)'}")
+        out[f"asks_{k}"] = v
+    out["asks_settled"] = io["settled"]
+    return out
+
+
 @dataclass(frozen=True)
 class SuiteFile:
     """A loaded suite file: its Suite, inputs, claims (as written) and where it came from."""
@@ -518,6 +552,8 @@ def load(path: str | Path, builtin: tuple[str, ...] = ()) -> SuiteFile:
                 raise f.error(s["_line"], f"{w}.metrics", f"metric {m['metric']} is declared elsewhere with another "
                               "unit or direction; allowed: one unit and direction per metric")
             metrics[m["metric"]] = {"unit": m["unit"], "better": m["better"]}
+    for s, w in steps:
+        s["fields"] = _io(s, f, w, metrics)
     timed = [s["name"] for s, _ in steps if s["timed"]]
     head = top["headline"]
     if head not in (*STEP_METRICS[:4], *metrics):
@@ -547,6 +583,8 @@ def load(path: str | Path, builtin: tuple[str, ...] = ()) -> SuiteFile:
                 st["timed"] = False
             if s["extract"]:
                 st["extract"] = s["extract"]
+            if s["fields"]:
+                st["fields"] = s["fields"]
             plan_steps.append(st)
         params = {"suite_file": src, "suite_file_sha256": digest,
                   **({"variables": {k: v for k, v in variables.items() if k != "inputs"}}
