@@ -286,3 +286,27 @@ def test_the_shipped_example_loads(tmp_path):
     (case,) = sf.suite.cases("smoke")
     untar = next(s for s in case.steps if s.name == "untar")
     assert untar.fields == {"asks_read_bytes": 0, "asks_write_bytes": "tree_bytes", "asks_settled": True}
+
+
+def test_compare_refuses_runs_of_different_suite_files_or_inputs():
+    from harness.analysis.compare import differences
+
+    a = {"accel": "tcg", "image": {"digest": "d"}, "plan": {"suite": {"name": "s", "version": 1, "profile": "q",
+                                                                     "sha256": "aa"},
+                                                           "inputs": [{"name": "t.tar", "sha256": "11"}]}}
+    same = json.loads(json.dumps(a))
+    assert differences(a, same) == []
+    b = json.loads(json.dumps(a))
+    b["plan"]["suite"]["sha256"], b["plan"]["inputs"][0]["sha256"] = "bb", "22"
+    assert differences(a, b) == ["suite file sha256: aa (A) vs bb (B)", "suite input t.tar: sha256 11 (A) vs 22 (B)"]
+
+
+def test_compare_verdict_follows_the_records_direction():
+    from harness.analysis.compare import compare_baseline
+
+    run = _run({"ext4": [10.0, 10.2, 9.9], "xfs": [20.0, 20.1, 19.8]}, "lower")
+    (row,) = [r for r in compare_baseline(run, "ext4", ["score"]) if r.key.fs == "xfs"]
+    assert row.verdict == "worse"
+    run = _run({"ext4": [10.0, 10.2, 9.9], "xfs": [20.0, 20.1, 19.8]}, "higher")
+    (row,) = [r for r in compare_baseline(run, "ext4", ["score"]) if r.key.fs == "xfs"]
+    assert row.verdict == "better"

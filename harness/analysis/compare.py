@@ -12,7 +12,7 @@ table, with every difference listed.
 Two runs are comparable only when they measured the same thing: the same image (digest), the
 same accelerator actually used, the same VM configuration (the plan's vm, disks and filesystems)
 and the same suite (name, version and profile: a profile changes sizes and durations under the
-same case ids). Anything else is refused with every difference listed, unless forced, in which
+same case ids; a suite file also its sha256 and its inputs'). Anything else is refused with every difference listed, unless forced, in which
 case the differences become a warning printed before the numbers. Left out of the check because
 they do not change what is measured: the vmconfig's name and file path, its deadline, and the
 accelerator it *asked* for (the one actually used is checked).
@@ -82,9 +82,14 @@ def differences(man_a: dict, man_b: dict) -> list[str]:
         out.append(f"accelerator used: {man_a.get('accel')} (A) vs {man_b.get('accel')} (B)")
     pa, pb = man_a.get("plan") or {}, man_b.get("plan") or {}
     sa, sb = pa.get("suite") or {}, pb.get("suite") or {}
-    for k in ("name", "version", "profile"):
+    for k in ("name", "version", "profile", "sha256"):  # sha256: of a suite file (harness/config/suite_file.py)
         if sa.get(k) != sb.get(k):
-            out.append(f"suite {k}: {_short(sa.get(k))} (A) vs {_short(sb.get(k))} (B)")
+            out.append(f"suite {'file sha256' if k == 'sha256' else k}: {_short(sa.get(k))} (A) vs "
+                       f"{_short(sb.get(k))} (B)")
+    ia = {i.get("name"): i.get("sha256") for i in pa.get("inputs") or [] if isinstance(i, dict)}
+    ib = {i.get("name"): i.get("sha256") for i in pb.get("inputs") or [] if isinstance(i, dict)}
+    out += [f"suite input {n}: sha256 {_short(ia.get(n))} (A) vs {_short(ib.get(n))} (B)"
+            for n in dict.fromkeys([*ia, *ib]) if ia.get(n) != ib.get(n)]
     va = {k: v for k, v in (pa.get("vm") or {}).items() if k not in VM_IGNORED}
     vb = {k: v for k, v in (pb.get("vm") or {}).items() if k not in VM_IGNORED}
     out += [f"vmconfig {d}" for d in _diff(va, vb, "vm")]
