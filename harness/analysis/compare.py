@@ -12,8 +12,9 @@ table, with every difference listed.
 Two runs are comparable only when they measured the same thing: the same image (digest), the
 same accelerator actually used, the same VM configuration (the plan's vm, disks and filesystems)
 and the same suite (name, version and profile: a profile changes sizes and durations under the
-same case ids; a suite file also its sha256 and its inputs'). Anything else is refused with every difference listed, unless forced, in which
-case the differences become a warning printed before the numbers. Left out of the check because
+same case ids; a suite file also its sha256 and its inputs'). Anything else is refused with every
+difference listed, unless forced, in which case the differences become a warning printed before
+the numbers. Left out of the check because
 they do not change what is measured: the vmconfig's name and file path, its deadline, and the
 accelerator it *asked* for (the one actually used is checked).
 """
