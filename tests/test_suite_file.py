@@ -18,7 +18,7 @@ from harness import suites
 from harness.analysis import ranking, stats
 from harness.analysis.claims import evaluate, file_claims
 from harness.analysis.runs import Run
-from harness.config import resolve, suite_file, vmconfig
+from harness.config import resolve, suite_file, suite_file_keys, vmconfig
 from harness.errors import FslabError
 from harness.plan.document import INPUTS_DIR, Plan
 from harness.results.steps import steps_records
@@ -141,6 +141,8 @@ BAD = {
     "io of an unknown metric": (GOOD.replace("    shell: true\n", "    shell: true\n    io: {ops: nfiles}\n"), 19,
                                 "steps[1].io.ops: nfiles is not a metric of this suite; allowed: a number or one of "
                                 "files"),
+    "variable named inputs": (GOOD.replace("variables: {tarball: tree.tar}", "variables: {inputs: /tmp}"), 4,
+                              "variables: inputs is the directory of the inputs in the guest"),
     "claim of one filesystem": (GOOD + "claims:\n  - {id: c, text: t, kind: direction, filesystems: [ext4]}\n", 24,
                                 "claims[0].filesystems: ['ext4'] is not allowed"),
 }
@@ -270,11 +272,11 @@ def test_contract_doc_lists_the_keys_of_the_code():
     """FSLAB_UPDATE_GOLDEN=1 pytest tests/test_suite_file.py rewrites the table from the code."""
     path = ROOT / "docs" / "contracts.md"
     doc = path.read_text()
-    start, end = doc.index(suite_file.BEGIN), doc.index(suite_file.END) + len(suite_file.END) + 1
+    start, end = doc.index(suite_file_keys.BEGIN), doc.index(suite_file_keys.END) + len(suite_file_keys.END) + 1
     if os.environ.get("FSLAB_UPDATE_GOLDEN"):
-        path.write_text(doc[:start] + suite_file.keys_markdown() + doc[end:])
+        path.write_text(doc[:start] + suite_file_keys.keys_markdown() + doc[end:])
         return
-    assert doc[start:end] == suite_file.keys_markdown(), "docs/contracts.md: regenerate the suite-file keys table"
+    assert doc[start:end] == suite_file_keys.keys_markdown(), "docs/contracts.md: regenerate the suite-file keys table"
 
 
 def test_the_shipped_example_loads(tmp_path):
