@@ -12,7 +12,8 @@ table, with every difference listed.
 Two runs are comparable only when they measured the same thing: the same image (digest), the
 same accelerator actually used, the same VM configuration (the plan's vm, disks and filesystems)
 and the same suite (name, version and profile: a profile changes sizes and durations under the
-same case ids). Anything else is refused with every difference listed, unless forced, in which
+same case ids; a suite file also its sha256 and its inputs'). Anything else is refused with every
+difference listed, unless forced, in which
 case the differences become a warning printed before the numbers. Of the plan's vm, only the
 settings whose row says `measured` are compared (plan/vm_settings.py: the vmconfig's name and
 file path, its deadline and the accelerator it *asked* for are not; the one used is checked).
@@ -89,9 +90,14 @@ def differences(man_a: dict, man_b: dict) -> list[str]:
         out.append(f"accelerator used: {man_a.get('accel')} (A) vs {man_b.get('accel')} (B)")
     pa, pb = man_a.get("plan") or {}, man_b.get("plan") or {}
     sa, sb = pa.get("suite") or {}, pb.get("suite") or {}
-    for k in ("name", "version", "profile"):
+    for k in ("name", "version", "profile", "sha256"):  # sha256: of a suite file (harness/config/suite_file.py)
         if sa.get(k) != sb.get(k):
-            out.append(f"suite {k}: {_short(sa.get(k))} (A) vs {_short(sb.get(k))} (B)")
+            out.append(f"suite {'file sha256' if k == 'sha256' else k}: {_short(sa.get(k))} (A) vs "
+                       f"{_short(sb.get(k))} (B)")
+    ia = {i.get("name"): i.get("sha256") for i in pa.get("inputs") or [] if isinstance(i, dict)}
+    ib = {i.get("name"): i.get("sha256") for i in pb.get("inputs") or [] if isinstance(i, dict)}
+    out += [f"suite input {n}: sha256 {_short(ia.get(n))} (A) vs {_short(ib.get(n))} (B)"
+            for n in dict.fromkeys([*ia, *ib]) if ia.get(n) != ib.get(n)]
     va = {k: v for k, v in (pa.get("vm") or {}).items() if _measured_vm(k)}
     vb = {k: v for k, v in (pb.get("vm") or {}).items() if _measured_vm(k)}
     out += [f"vmconfig {d}" for d in _diff(va, vb, "vm")]
@@ -131,7 +137,8 @@ def compare_samples(key: Key, fs_a: str, sa: Sample | None, sb: Sample | None, t
         verdict, p = (stats.untestable(va, vb, test, units=units) or
                       f"not comparable (mixed units: {units[0]})"), None
     else:
-        verdict, p = stats.verdict(va, vb, key.metric, unit, test=test)
+        verdict, p = stats.verdict(va, vb, key.metric, unit, test=test,
+                                   better=(sb or sa).fields.get("better") if (sb or sa) else None)
     return Row(key, fs_a, unit, stats.summarize(va), stats.summarize(vb), change, p, verdict)
 
 

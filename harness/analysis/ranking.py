@@ -137,7 +137,9 @@ def _compare(q: Quantity, ref_fs: str | None) -> None:
             e.vs_ref = stats.pct_change(ref.values, e.values)
         if i:
             why = stats.untestable(ok[i - 1].values, e.values, units=(ok[i - 1].unit, e.unit))
-            e.vs_next, e.p_next = (why, None) if why else stats.verdict(ok[i - 1].values, e.values, q.metric, q.unit)
+            e.vs_next, e.p_next = (why, None) if why else stats.verdict(
+                ok[i - 1].values, e.values, q.metric, q.unit,
+                better=None if q.higher is None else ("lower", "higher")[q.higher])
     # the neighbours' tests of one quantity are one family: Holm, so that k identical filesystems
     # show some "significantly" at most 5 % of the time (issue 30)
     family = stats.family_verdicts([(e.vs_next, e.p_next) for e in ok[1:]])
@@ -155,7 +157,8 @@ def hosts_of(run: Run) -> list[str]:
 
 def rank_run(run: Run, baseline: str | None = None) -> list[Group]:
     """The ranking groups of one run: per suite, the headline metric (steps with a rate rank on
-    it, in a group of its own), then the companions (CPU seconds, ms per read). A run over hosts
+    it, in a group of its own), then the companions (CPU seconds, ms per read) and the metrics a
+    suite file declares, each where a step gives it. A run over hosts
     that differ (`--mix-hosts`) is ranked per host: filesystems on different machines are never
     ranked against each other (issue 30)."""
     per_host = hosts_of(run)
@@ -172,6 +175,7 @@ def _rank_one(run: Run, baseline: str | None = None) -> list[Group]:
     lat = fio_latency(run.records)
     unstable_cv = float((run.plan.get("repeat") or {}).get("unstable_cv", 0.05))
     heads = run.headline_metrics()
+    declared = set(run.declared_metrics())  # ranked where a step gives them, not beside every step's time
     groups: dict[tuple[str, str], Group] = {}
     suites = list(dict.fromkeys(k.suite for k in ss))
     for suite in suites:
@@ -187,10 +191,10 @@ def _rank_one(run: Run, baseline: str | None = None) -> list[Group]:
             for metric in metrics:
                 found = [ss.get(Key(suite, case, fs, metric, step, detail)) for fs in fss]
                 times = [ss.get(Key(suite, case, fs, heads[0], step, detail)) for fs in fss]
-                if not any(found) and not any(times):
+                if not any(found) and (metric in declared or not any(times)):
                     continue
                 unit = next((s.unit for s in found if s and s.unit), "")
-                higher = stats.higher_is_better(metric, unit)
+                higher = stats.higher_is_better(metric, unit, next((s.fields.get("better") for s in found if s), None))
                 primary = metric in (heads[0], RATE)
                 g = groups.setdefault((suite, metric), Group(run.label, suite, metric, unit, higher, primary,
                                                              baseline or "best"))

@@ -85,9 +85,18 @@ class Run:
         return str(self.manifest.get("accel") or "unknown")
 
     def headline_metrics(self) -> list[str]:
-        """The suite's headline metric and its companions (see COMPANIONS)."""
+        """The suite's headline metric and its companions (see COMPANIONS), then the metrics a
+        suite file's steps declare (`declared_metrics`)."""
         head = (self.plan.get("suite") or {}).get("headline") or "iops"
-        return [head, *COMPANIONS.get(head, [])]
+        heads = [head, *COMPANIONS.get(head, [])]
+        return heads + [m for m in self.declared_metrics() if m not in heads]
+
+    def declared_metrics(self) -> list[str]:
+        """The metrics a suite file's steps read from their output (the plan steps' `extract`)."""
+        out = [str(x.get("metric")) for c in self.plan.get("cases") or [] if isinstance(c, dict)
+               for st in c.get("steps") or [] if isinstance(st, dict) for x in st.get("extract") or []
+               if isinstance(x, dict)]
+        return list(dict.fromkeys(out))
 
     def fs_json(self, fs: str) -> dict:
         """raw/<fs>/fs.json (the mount line actually used), {} if the guest never wrote it."""
@@ -207,6 +216,8 @@ def samples(records: list[dict]) -> dict[Key, Sample]:
         s = out.get(k)
         if s is None:
             s = out[k] = Sample(k, str(r.get("unit") or ""), fields=dict(r))
+        if r.get("better") and not s.fields.get("better"):  # a failed rep's bare record says none
+            s.fields["better"] = r["better"]
         rep = int(r.get("rep", 0) or 0)
         s.reps.append(rep)
         if r.get("skipped"):

@@ -432,9 +432,12 @@ _LOWER_NAMES = ("lat", "ms_per", "seconds", "time", "_s", "amplification", "byte
 _LOSS_NAMES = ("broken", "unmountable", "needing_repair", "_lost")
 
 
-def higher_is_better(metric: str, unit: str = "") -> bool | None:
+def higher_is_better(metric: str, unit: str = "", better: object = None) -> bool | None:
     """Whether a larger value of `metric` is better: True for rates, False for times, None when
     neither the unit nor the name says.
+
+    `better` is what the records themselves say ("higher" or "lower": a suite file's metrics carry
+    it, harness/results/extract.py) and decides before anything else.
 
     The unit decides first: a unit ending in "/s" (IO/s, MiB/s) is a rate, higher is better;
     s, ms, us, ns are times, lower is better. Then the name: iops, bw, throughput, per_s ->
@@ -450,7 +453,11 @@ def higher_is_better(metric: str, unit: str = "") -> bool | None:
     (False, False)
     >>> higher_is_better("deliveries") is None, higher_is_better("points_checked") is None
     (True, True)
+    >>> higher_is_better("real_s", "s", better="higher"), higher_is_better("files", "files", "lower")
+    (True, False)
     """
+    if better in ("higher", "lower"):
+        return better == "higher"
     name = metric.lower()
     if any(k in name for k in _LOSS_NAMES):
         return False
@@ -472,11 +479,11 @@ NO_CHANGE = "no significant change"
 
 
 def verdict(a: list[float], b: list[float], metric: str, unit: str = "", alpha: float = ALPHA,
-            test: str = "welch") -> tuple[str, float | None]:
+            test: str = "welch", better: object = None) -> tuple[str, float | None]:
     """(verdict, p-value) for B against A.
 
     "better" / "worse" only when the test (`welch` or `mann-whitney`) gives p < alpha, in the
-    direction of `higher_is_better(metric, unit)`; "higher" / "lower" when that direction is
+    direction of `higher_is_better(metric, unit, better)`; "higher" / "lower" when that direction is
     unknown; else "no significant change". A test that cannot answer says why instead
     (`untestable`): "not testable (n=1)" with one value on either side, "not testable (no values)"
     with none (every repetition failed), "not testable (n=3 a side: Mann-Whitney cannot reach
@@ -498,10 +505,10 @@ def verdict(a: list[float], b: list[float], metric: str, unit: str = "", alpha: 
     if res.p_value >= alpha:
         return NO_CHANGE, res.p_value
     up = mean(b) > mean(a) if test == "welch" else res.statistic < len(a) * len(b) / 2
-    better = higher_is_better(metric, unit)
-    if better is None:
+    higher = higher_is_better(metric, unit, better)
+    if higher is None:
         return ("higher" if up else "lower"), res.p_value
-    return ("better" if up == better else "worse"), res.p_value
+    return ("better" if up == higher else "worse"), res.p_value
 
 
 def holm_adjust(ps: list[float]) -> list[float]:

@@ -17,11 +17,12 @@ import tempfile
 from pathlib import Path
 
 from harness.config import fit as planfit
+from harness.config import suite_file
 from harness.config import vmconfig as config
 from harness.errors import FslabError
 from harness.hostinfo import facts as provenance
 from harness.plan import fiojob
-from harness.plan.document import Plan
+from harness.plan.document import INPUTS_DIR, Plan
 from harness.run import salvage
 from harness.vm import hosts
 
@@ -83,6 +84,19 @@ def user_job(path: str) -> None:
         say(f"fslab: fio job {path}: {change}")
     for warning in job.warnings:
         say(f"fslab: WARNING: fio job: {warning}")
+
+
+def suite_inputs(plan: Plan) -> None:
+    """Say a suite file's inputs, their sizes against the limit and their sha256, before the boot
+    (the limit itself was checked when the plan was made)."""
+    if not plan.inputs:
+        return
+    total = sum(i.bytes for i in plan.inputs)
+    say(f"fslab: suite file {plan.suite.file}: {len(plan.inputs)} input(s), {suite_file.size_text(total)} of at "
+        f"most {suite_file.size_text(suite_file.MAX_INPUT_BYTES)}, on the seed at {INPUTS_DIR}")
+    for i in plan.inputs:
+        say(f"fslab:   {i.name}: {i.kind}, {suite_file.size_text(i.bytes)}"
+            f"{f', {i.files} files' if i.kind == 'dir' else ''}, sha256 {i.sha256}")
 
 
 def host_can_give(plan: Plan, host: hosts.Host | None = None) -> None:

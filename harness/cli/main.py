@@ -41,6 +41,8 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--suite", help="workload suite (default: the vmconfig's)")
     p.add_argument("--profile", help="profile of the suite (default: the vmconfig's)")
     p.add_argument("--fio-job", metavar="FILE", help="run this fio job file instead of the suite's cases")
+    p.add_argument("--suite-file", metavar="FILE", help="run the suite written in this YAML file "
+                   "(docs/contracts.md, 'Suite files') instead of a built-in suite")
     p.add_argument("--accel", choices=ACCELERATORS, help="override the vmconfig's accelerator")
     p.add_argument("--backend", choices=BACKENDS, help="override the vmconfig's backend: qemu (a child process) "
                    "or libvirt (a transient domain)")
@@ -79,6 +81,7 @@ def _resolve(args: argparse.Namespace) -> Plan:
         except ValueError as e:
             raise FslabError(f"--deadline: {e}") from None
     return resolve.resolve(cfg, suite=args.suite, profile=args.profile, fio_job=args.fio_job,
+                        suite_file=getattr(args, "suite_file", None),
                         deadline=deadline, accelerator=args.accel, backend=args.backend, reps=args.reps,
                         warmup=args.warmup,
                         cv_threshold=args.cv / 100.0, max_reps=args.max_reps, order=args.order, seed=args.seed,
@@ -125,6 +128,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     scratch_root = before_boot.output_dir(args.scratch_dir, "--scratch-dir") if args.scratch_dir else None
     if args.fio_job:
         before_boot.user_job(args.fio_job)
+    before_boot.suite_inputs(p)
     before_boot.refuse_impossible(p, args.fio_job)
     where: list[hosts.Host | None] = [*host_list] or [None]  # None: this machine
     for h in where:
@@ -274,7 +278,7 @@ def cmd_claims(args: argparse.Namespace) -> int:
     rows = claims.evaluate(runs, test=args.test)
     for run in runs:
         suites = claims.run_suites(run)
-        n = sum(len(claims.claims_for(s)) for s in suites)
+        n = sum(len(claims.run_claims(run, s)) for s in suites)
         profile = (run.plan.get("suite") or {}).get("profile")
         print(f"run {run.label}: {', '.join(suites) or 'no records'} (profile {profile}, accel {run.accel}): "
               f"{n} claim(s)")

@@ -13,6 +13,7 @@ import zlib
 from dataclasses import replace
 
 from harness import suites
+from harness.config import suite_file as suite_file_mod
 from harness.config.vmconfig import FsEntry, VMConfig, plan_vm
 from harness.errors import FslabError
 from harness.plan import filesystems, layouts
@@ -80,6 +81,7 @@ def resolve(
     suite: str | None = None,
     profile: str | None = None,
     fio_job: str | None = None,
+    suite_file: str | None = None,
     deadline: int | None = None,
     accelerator: str | None = None,
     backend: str | None = None,
@@ -99,12 +101,21 @@ def resolve(
     `seed`, default the CRC-32 of the run id); a fixed n unless `max_reps` (then cases whose
     coefficient of variation stays above `cv_threshold` get more, up to `max_reps`). Each round
     starts from a fresh mkfs unless the suite says why not (plan/document.py `Repeat`).
+
+    `suite_file` (or the vmconfig's `suite_file:`): a suite written in YAML (harness/config/suite_file.py)
+    instead of a built-in suite; its inputs and claims go into the plan.
     """
     if deadline is not None:
         cfg = replace(cfg, deadline=deadline)
     if aa:
         cfg = aa_config(cfg)
-    s = fio_job_suite.SUITE if fio_job else suites.get(suite or cfg.suite, src=f"{cfg.source}: suite")
+    suite_file = suite_file or (None if suite or fio_job else cfg.suite_file)
+    if suite_file and (fio_job or suite):
+        raise FslabError(f"--suite-file {suite_file}: runs instead of a suite; allowed: one of --suite, --fio-job "
+                         "and --suite-file")
+    sf = suite_file_mod.load(suite_file, tuple(suites.registry())) if suite_file else None
+    s = fio_job_suite.SUITE if fio_job else sf.suite if sf else \
+        suites.get(suite or cfg.suite, src=f"{cfg.source}: suite")
     prof = profile or cfg.profile
     if profile is None and prof not in s.profiles:
         prof = next(iter(s.profiles))  # the vmconfig's profile belongs to its own suite
@@ -125,9 +136,11 @@ def resolve(
         disks=cfg.disks,
         filesystems=tuple(replace(render_filesystem(f), prepare=s.prepare) for f in cfg.filesystems),
         suite=SuiteRef(name=s.name, profile="custom-job" if fio_job else prof, version=s.version,
-                       headline=s.headline),
+                       headline=s.headline, file=sf.path if sf else "", sha256=sf.sha256 if sf else "",
+                       claims=sf.claims if sf else ()),
         repeat=repeat,
         cases=tuple(cases),
+        inputs=sf.inputs if sf else (),
     )
     if s.check is not None and not fio_job:
         s.check(plan.to_json())  # the suite's own refusal before any boot (e.g. inodes, space)

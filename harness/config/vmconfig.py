@@ -66,6 +66,7 @@ class VMConfig:
     filesystems: tuple[FsEntry, ...]
     source: str
     hosts: tuple[hosts_mod.Host, ...] = ()
+    suite_file: str | None = None  # resolved against the vmconfig's directory
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -136,6 +137,7 @@ VM_KEYS: dict[str, tuple[Callable[[Any], Any] | None, Any, str]] = {
     "image": (_name, "debian-12", "image definition under images/"),
     "suite": (_name, "fio-basic", "workload suite"),
     "profile": (_name, "default", "profile of the suite"),
+    "suite_file": (_text, None, "a suite written in YAML (path relative to this file), instead of `suite`"),
     "disks": (None, _REQUIRED, "virtual disks under test"),
     "filesystems": (None, _REQUIRED, "filesystems to make, one per disk"),
 }
@@ -219,7 +221,8 @@ def parse(data: Any, src: str) -> VMConfig:
     vm = {s.config_attr: top[s.key] for s in vm_settings.VM_SETTINGS if s.key}
     return VMConfig(**{**vm, "name": top["name"] or Path(src).stem, "source": src},
                     description=top["description"], image=top["image"], suite=top["suite"],
-                    profile=top["profile"], disks=tuple(disks), filesystems=tuple(fss), hosts=top["hosts"])
+                    profile=top["profile"], disks=tuple(disks), filesystems=tuple(fss), hosts=top["hosts"],
+                    suite_file=None if top["suite_file"] is None else str(Path(src).parent / top["suite_file"]))
 
 
 def plan_vm(cfg: VMConfig, **override: Any) -> VM:

@@ -24,6 +24,7 @@ _SECTIONS: tuple[tuple[str, Any, str], ...] = (
     ("repeat", plan.Repeat, "repetitions, in rounds across the filesystems (see \"Repetitions\" below)"),
     ("cases[]", plan.Case, "what runs on every filesystem"),
     ("cases[].steps[]", plan.Step, "a `steps` case's steps; keys at their default are left out"),
+    ("inputs[]", plan.Input, "a suite file's inputs, carried on the seed (only when there are any)"),
 )
 
 

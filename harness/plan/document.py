@@ -14,7 +14,7 @@ tests/test_twins.py.
     Traceback (most recent call last):
     ...
     harness.errors.FslabError: suite x: case c: step cp: unknown key 'needs_bytz'; allowed: name, argv, cwd, env, \
-timed, parse, fields, needs_bytes, needs_paths, builtin, collect
+timed, parse, fields, needs_bytes, needs_paths, builtin, collect, extract
 """
 
 from __future__ import annotations
@@ -33,6 +33,11 @@ READABLE_VERSIONS = (1,)  # every plan version this host code reads
 BUILTINS = ("cold-start", "drop-caches")
 PARSERS = ("metrics",)
 KINDS = ("fio", "steps")
+# A step's `extract` entry: a metric the host reads from the step's stdout or stderr (a suite file's
+# `metrics:`; harness/results/extract.py applies it). `regex` has a group named `value`; `json` is a
+# dotted path into the output's JSON document.
+EXTRACT_KEYS = ("metric", "unit", "better", "regex", "json", "source")
+BETTER = ("higher", "lower")
 
 
 def _check_keys(d: dict[str, Any], allowed: list[str], where: str) -> None:
@@ -63,6 +68,9 @@ class Step:
                  "drop-caches", instead of a command.
     collect:     the step gets an empty directory as {out}; every file it leaves there comes
                  back under raw/<fs>/<case>/<step>/ (also when it fails or times out).
+    extract:     metrics the host reads from the step's stdout (or stderr) after the run, each
+                 {"metric", "unit", "better": "higher"|"lower", "regex" (a group named value) or
+                 "json" (a dotted path), "source": "stdout"|"stderr"}; the agent ignores it.
     """
 
     name: str
@@ -76,6 +84,7 @@ class Step:
     needs_paths: tuple[str, ...] = ()
     builtin: str | None = None
     collect: bool = False
+    extract: tuple[dict[str, Any], ...] = ()
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], where: str) -> Step:
@@ -86,7 +95,8 @@ class Step:
         step = cls(**{**d, "argv": tuple(str(a) for a in d.get("argv") or ()),
                       "needs_paths": tuple(d.get("needs_paths") or ()),
                       "env": dict(d.get("env") or {}), "fields": dict(d.get("fields") or {}),
-                      "needs_bytes": int(d.get("needs_bytes") or 0)})
+                      "needs_bytes": int(d.get("needs_bytes") or 0),
+                      "extract": tuple(dict(x) for x in d.get("extract") or ())})
         if step.builtin is not None and step.builtin not in BUILTINS:
             raise FslabError(f"{w}: builtin '{step.builtin}' is not allowed; allowed: {', '.join(BUILTINS)}")
         if step.parse is not None and step.parse not in PARSERS:
@@ -97,6 +107,11 @@ class Step:
             raise FslabError(f"{w}: uses {{out}}, which only a step with `collect: true` gets")
         if step.collect and step.builtin is not None:
             raise FslabError(f"{w}: a builtin step collects nothing; collect is for a command's files")
+        for x in step.extract:
+            _check_keys(x, list(EXTRACT_KEYS), f"{w}: extract")
+            if x.get("better") not in BETTER or not x.get("metric") or ("regex" in x) == ("json" in x):
+                raise FslabError(f"{w}: extract {x.get('metric')!r}: needs a metric, better "
+                                 f"({' or '.join(BETTER)}) and one of regex or json")
         return step
 
     def to_json(self) -> dict[str, Any]:
@@ -111,7 +126,7 @@ class Step:
             v = getattr(self, f.name)
             default = f.default_factory() if callable(f.default_factory) else f.default
             if f.name == "name" or v != default:
-                out[f.name] = list(v) if isinstance(v, tuple) else v
+                out[f.name] = [dict(x) if isinstance(x, dict) else x for x in v] if isinstance(v, tuple) else v
         return out
 
 
@@ -260,13 +275,44 @@ if [f.name for f in fields(VM)] != [s.field for s in vm_settings.VM_SETTINGS]:
 
 @dataclass(frozen=True)
 class SuiteRef:
+    """The suite and profile; a suite file's also its path, sha256 and claims (plain dicts, as
+    harness/config/suite_file.py makes them), written only when set."""
+
     name: str
     profile: str
     version: int
     headline: str = "iops"
+    file: str = ""
+    sha256: str = ""
+    claims: tuple[dict[str, Any], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["claims"] = [dict(c) for c in self.claims]
+        return {k: v for k, v in d.items() if k not in ("file", "sha256", "claims") or v}
 
 
 Argv = tuple[str, ...]
+
+# Where a suite file's inputs are in the guest: the seed (read-only) is mounted at INPUTS_MOUNT before
+# the agent starts (harness/vm/seed.py), its directory `inputs` holds them.
+INPUTS_MOUNT = "/run/fslab/seed"
+INPUTS_DIR = f"{INPUTS_MOUNT}/inputs"
+
+
+@dataclass(frozen=True)
+class Input:
+    """A file or directory from the host that a suite file carries into the guest, at
+    INPUTS_DIR/<name>. `source`: its absolute path on the host; `bytes` and `files`: its size;
+    `sha256`: of the file, or of a directory's `sha256sum` listing (one "<hex>  <relative path>"
+    line per file, sorted by path), checked again when the seed is made."""
+
+    name: str
+    source: str
+    kind: str  # file | dir
+    bytes: int
+    files: int
+    sha256: str
 
 
 def _argvs(x: Any) -> tuple[Argv, ...]:
@@ -326,6 +372,11 @@ class Filesystem:
                       "remount": None if d.get("remount") is None else _argvs(d["remount"])})
 
 
+def _input(d: dict[str, Any], src: str) -> Input:
+    _check_keys(d, _names(Input), f"{src}: input {d.get('name')}")
+    return Input(**d)
+
+
 @dataclass(frozen=True)
 class Plan:
     run_id: str
@@ -336,9 +387,10 @@ class Plan:
     suite: SuiteRef
     repeat: Repeat
     cases: tuple[Case, ...]
+    inputs: tuple[Input, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        """plan.json, the wire format (docs/contracts.md)."""
+        """plan.json, the wire format (docs/contracts.md); `inputs` only when there are any."""
         return {
             "fslab_plan": PLAN_VERSION,
             "run_id": self.run_id,
@@ -346,9 +398,10 @@ class Plan:
             "image": {"name": self.image},
             "disks": [d.to_json() for d in self.disks],
             "filesystems": [f.to_json() for f in self.filesystems],
-            "suite": asdict(self.suite),
+            "suite": self.suite.to_json(),
             "repeat": asdict(self.repeat),
             "cases": [c.to_json() for c in self.cases],
+            **({"inputs": [asdict(i) for i in self.inputs]} if self.inputs else {}),
         }
 
     @classmethod
@@ -361,7 +414,7 @@ class Plan:
                              hint="use the fslab revision recorded in the run's manifest (git)")
         try:
             _check_keys(d, ["fslab_plan", "run_id", "vm", "image", "disks", "filesystems", "suite", "repeat",
-                            "cases"], src)
+                            "cases", "inputs"], src)
             vm = dict(d["vm"])
             vm.setdefault("source", vm.get("name", ""))  # plans before vm.source
             _check_keys(vm, _names(VM), f"{src}: vm")
@@ -371,8 +424,10 @@ class Plan:
             return cls(run_id=d["run_id"], vm=VM(**vm), image=d["image"]["name"],
                        disks=tuple(Disk.from_json(x) for x in d["disks"]),
                        filesystems=tuple(Filesystem.from_json(f) for f in d["filesystems"]),
-                       suite=SuiteRef(**d["suite"]), repeat=Repeat.from_json(d.get("repeat")),
-                       cases=tuple(Case.from_json(c) for c in d["cases"]))
+                       suite=SuiteRef(**{**d["suite"], "claims": tuple(d["suite"].get("claims") or ())}),
+                       repeat=Repeat.from_json(d.get("repeat")),
+                       cases=tuple(Case.from_json(c) for c in d["cases"]),
+                       inputs=tuple(_input(i, src) for i in d.get("inputs") or ()))
         except (KeyError, TypeError, ValueError) as e:
             raise FslabError(f"{src}: not a valid plan: {type(e).__name__}: {e}") from None
 
