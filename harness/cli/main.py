@@ -29,6 +29,7 @@ from harness.image import build as image_build
 from harness.image import store as images
 from harness.plan import filesystems
 from harness.plan.document import Plan
+from harness.plan.fiocost import VM_OVERHEAD_S
 from harness.run import overhead, runner
 from harness.vm import hosts
 
@@ -74,6 +75,8 @@ def _resolve(args: argparse.Namespace) -> Plan:
 
 
 def _image_for(p: Plan, image_dir: str | None) -> images.Image:
+    if not image_dir:
+        _check_image(p)
     image = images.load(image_dir) if image_dir else images.find(p.image)
     images.verify(image)  # a run refuses an image whose files do not match its manifest
     resolve.check_image_support(p, image.manifest["name"], images.supported_filesystems(image))
@@ -81,7 +84,9 @@ def _image_for(p: Plan, image_dir: str | None) -> images.Image:
 
 
 def cmd_show_config(args: argparse.Namespace) -> int:
-    print(json.dumps(_resolve(args).to_json(), indent=2))
+    p = _resolve(args)
+    _check_image(p)
+    print(json.dumps(p.to_json(), indent=2))
     return 0
 
 
@@ -101,9 +106,21 @@ def _hosts(args: argparse.Namespace, p: Plan) -> tuple[Plan, list[hosts.Host]]:
     return p, out
 
 
+# Each boot takes at least the VM's own overhead (fiocost.VM_OVERHEAD_S under TCG): more boots than
+# fit in the longest deadline a vmconfig may give (a week) is a typo, not a plan.
+MAX_BOOTS = config.MAX_DEADLINE // VM_OVERHEAD_S
+
+
 def _check_boots(args: argparse.Namespace) -> None:
-    if args.boots < 1:
-        raise FslabError(f"--boots: {args.boots} is not allowed; allowed: 1 or more")
+    if not 1 <= args.boots <= MAX_BOOTS:
+        raise FslabError(f"--boots: {args.boots} is not allowed; allowed: 1 to {MAX_BOOTS} (at "
+                         f"{VM_OVERHEAD_S} s a boot, more would take over a week)")
+
+
+def _check_image(p: Plan) -> None:
+    """The plan's image is one fslab can build (show-config says so too, not only run)."""
+    if p.image not in images.DEFINITIONS:
+        raise FslabError(f"{p.vm.source}: image: '{p.image}' is not allowed; allowed: {', '.join(images.DEFINITIONS)}")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -397,7 +414,33 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     args, extra = ap.parse_known_args(argv)
     if extra:
         raise toplevel.UsageError(getattr(args, "prog", ap.prog), f"unrecognized arguments: {' '.join(extra)}")
+    _refuse_empty(args, getattr(args, "prog", ap.prog), _shown_names(ap))
     return args
+
+
+def _shown_names(ap: argparse.ArgumentParser) -> dict[str, str]:
+    """dest -> how the user wrote it (--deadline, RUN_DIR), over every (sub)command's arguments."""
+    out: dict[str, str] = {}
+    for action in ap._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                for k, v in _shown_names(sub).items():
+                    out.setdefault(k, v)
+        elif action.option_strings:
+            out.setdefault(action.dest, max(action.option_strings, key=len))
+        else:
+            out.setdefault(action.dest, str(action.metavar or action.dest.upper()))
+    return out
+
+
+def _refuse_empty(args: argparse.Namespace, prog: str, names: dict[str, str]) -> None:
+    """An empty value (`--deadline ''`, a shell variable that was not set) is a mistake, never
+    "use the default": refused naming the option."""
+    for dest, value in sorted(vars(args).items()):
+        values = value if isinstance(value, list) else [value]
+        if any(isinstance(v, str) and not v.strip() for v in values):
+            raise toplevel.UsageError(prog, f"{names.get(dest, dest)}: an empty value is not allowed; allowed: "
+                                      "a value, or leave the option out for its default")
 
 
 def main(argv: list[str] | None = None) -> int:

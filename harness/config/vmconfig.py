@@ -32,6 +32,16 @@ BACKENDS = ("qemu", "libvirt")
 MIN_MEMORY = 256 * 1024**2  # the image's kernel, initramfs and agent do not boot in less
 MAX_MEMORY = 4 * 1024**4
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+# Names end up as path components (results/<run id>/, raw/<fs>/<case>.rep<N>/, /mnt/fslab/<fs>) and in
+# libvirt domain names (fslab-<run id>-<fs>): a run id is the name with RUN_ID_AROUND characters
+# around it (config/resolve.py new_run_id, checked by a test), and the longest component, the
+# domain name of a VM of several hosts, must fit NAME_MAX (255 bytes on Linux) with a name and a
+# filesystem name in it, and room for a repetition suffix.
+NAME_MAX = 255
+RUN_ID_AROUND = len("20261122-080000-") + len("-ab12")
+MAX_NAME = (NAME_MAX - len("fslab-") - RUN_ID_AROUND - len("-") - len(".rep9999")) // 2
+# mount(2) takes its options in one page; the kernel refuses more (EINVAL) after the boot
+MAX_MOUNT_OPTIONS = 4095
 MAX_BYTES = 1 << 20  # a vmconfig is a page of YAML; a larger file is not one
 MAX_DEADLINE = 7 * 86400  # a week: anything longer is a typo (99999999999h), not a plan
 
@@ -84,12 +94,46 @@ def _text(v: Any) -> str:
     return v
 
 
+def _shown_value(v: Any) -> str:
+    """A value as it can stand in a one-line error: its repr, cut to 60 characters."""
+    text = repr(v)
+    return text if len(text) <= 60 else f"{text[:45]}... ({len(v) if isinstance(v, str) else '?'} characters)"
+
+
+def name_problem(s: str, most: int = MAX_NAME) -> str | None:
+    """What is wrong with `s` as a name (None if nothing): at most `most` characters of ASCII
+    letters, digits, '-', '_' and '.', starting with a letter, digit or '_'.
+
+    >>> name_problem("ext4-noatime"), name_problem("x" * 200)
+    (None, "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx... (200 characters) is not allowed; allowed: 1 to 109 \
+characters (it becomes part of file and domain names)")
+    """
+    if len(s) > most:
+        return (f"{_shown_value(s)} is not allowed; allowed: 1 to {most} characters (it becomes part of file and "
+                "domain names)")
+    if not _NAME.fullmatch(s):
+        return (f"{_shown_value(s)} is not allowed; allowed: ASCII letters, digits, '-', '_' and '.', "
+                "starting with a letter, digit or '_'")
+    return None
+
+
 def _name(v: Any) -> str:
     """A name that becomes a path in the results (the agent's SAFE_NAME; tests/test_twins.py)."""
     s = _text(v)
-    if not _NAME.fullmatch(s):
-        raise _Bad(f"{v!r} is not allowed; allowed: ASCII letters, digits, '-', '_' and '.', "
-                   "starting with a letter, digit or '_'")
+    problem = name_problem(s)
+    if problem:
+        raise _Bad(problem)
+    return s
+
+
+def _disk_id(v: Any) -> str:
+    """A disk id: a name short enough for a serial on some bus (plan/disk.py MAX_ID; the disk's own
+    bus is checked with the other settings, disk.check_combination)."""
+    s = _text(v)
+    problem = name_problem(s, max(disk_mod.MAX_ID.values()))
+    if problem:
+        raise _Bad(problem.replace("(it becomes part of file and domain names)",
+                                   f"(the guest finds the disk by its serial '{disk_mod.SERIAL_PREFIX}<id>')"))
     return s
 
 
@@ -113,11 +157,22 @@ def duration(v: Any) -> int:
 
 
 def _argv(v: Any) -> tuple[str, ...]:
+    """Extra arguments of a command (mkfs): they reach an argv, so no NUL byte (a C string ends there)."""
     if isinstance(v, str):
-        return tuple(shlex.split(v))
-    if isinstance(v, list) and all(isinstance(x, (str, int)) for x in v):
-        return tuple(str(x) for x in v)
-    raise _Bad(f"{v!r} is not allowed; allowed: a string or a list of strings")
+        try:
+            out = tuple(shlex.split(v))
+        except ValueError as e:  # an unclosed quote
+            raise _Bad(f"{_shown_value(v)} is not allowed: {e}; allowed: arguments as a shell would split them, "
+                       "or a list of strings") from None
+    elif isinstance(v, list) and all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in v):
+        out = tuple(str(x) for x in v)
+    else:
+        raise _Bad(f"{_shown_value(v)} is not allowed; allowed: a string or a list of strings")
+    if any("\0" in a for a in out):
+        raise _Bad(f"{_shown_value(v)} is not allowed: it holds a NUL byte; allowed: arguments without NUL bytes")
+    if any(not a for a in out):
+        raise _Bad(f"{_shown_value(v)} is not allowed: an empty argument; allowed: non-empty arguments")
+    return out
 
 
 def _mount_options(v: Any) -> str:
@@ -126,8 +181,15 @@ def _mount_options(v: Any) -> str:
             raise _Bad("a list of lists or mappings is not allowed; allowed: a string or a list of options")
         v = ",".join(str(x) for x in v)
     s = _text(v)
-    if any(c.isspace() for c in s):
-        raise _Bad(f"{v!r} is not allowed; allowed: comma-separated options without spaces")
+    if any(c.isspace() or not c.isprintable() for c in s):
+        raise _Bad(f"{_shown_value(v)} is not allowed; allowed: comma-separated options without spaces or "
+                   "control characters")
+    if s and any(not o for o in s.split(",")):
+        raise _Bad(f"{_shown_value(v)} is not allowed: an empty option between commas; allowed: comma-separated "
+                   "options, e.g. noatime,commit=30")
+    if len(s.encode()) > MAX_MOUNT_OPTIONS:
+        raise _Bad(f"{_shown_value(v)} is not allowed: {len(s.encode())} bytes; allowed: at most "
+                   f"{MAX_MOUNT_OPTIONS} bytes (mount(2) takes its options in one page)")
     return s
 
 
@@ -178,7 +240,7 @@ VM_KEYS: dict[str, tuple[Callable[[Any], Any] | None, Any, str]] = {
     "filesystems": (None, _REQUIRED, "filesystems to make, one per disk"),
 }
 DISK_KEYS: dict[str, tuple[Callable[[Any], Any] | None, Any, str]] = {
-    "id": (_name, None, "disk id (default d0, d1, ...); the guest sees serial fslab-<id>"),
+    "id": (_disk_id, None, "disk id (default d0, d1, ...); the guest sees serial fslab-<id>"),
     **{st.key: (st.parse, st.default, st.help) for st in disk_mod.SETTINGS},  # plan/disk.py, declared once
 }
 FS_KEYS: dict[str, tuple[Callable[[Any], Any] | None, Any, str]] = {
@@ -214,7 +276,11 @@ def _fields(src: str, path: str, data: Any, table: dict) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, (parse, default, _help) in table.items():
         where = f"{path}.{key}" if path else key
-        if key not in data or data[key] is None:
+        if key in data and data[key] is None:  # `name:` with nothing after it: a slip, not "the default"
+            shown = f" ({_shown(default)})" if isinstance(default, (str, int)) and default != "" else ""
+            raise FslabError(f"{src}: {where}: null is not allowed; allowed: a value, or leave the key out "
+                             f"for its default{shown}")
+        if key not in data:
             if default is _REQUIRED:
                 raise FslabError(f"{src}: {where}: required key is missing")
             out[key] = default
