@@ -117,6 +117,10 @@ def _no_boot(*a, **k):
 
 @pytest.fixture
 def sandbox(tmp_path, monkeypatch):
+    return make_sandbox(tmp_path, monkeypatch)
+
+
+def make_sandbox(tmp_path, monkeypatch):
     """The CLI in-process with nothing slow or outside the test: a fake image for every image
     name, no KVM probe, no boot, no build, no ssh; crash files under tmp; cwd a directory whose
     vmconfigs/ is the repository's."""

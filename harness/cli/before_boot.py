@@ -26,6 +26,7 @@ from harness.run import salvage
 from harness.vm import hosts
 
 ALLOWED_DIR = "allowed: a directory fslab can create and write"
+PROBE_BYTES = 64 * 1024  # about what a run's manifest and a report's first files take
 
 
 def say(line: str) -> None:
@@ -54,8 +55,12 @@ def output_dir(value: str, option: str) -> Path:
             d.mkdir()
             made.append(d)
         fd, name = tempfile.mkstemp(dir=path, prefix=".fslab-write-check-")
-        os.close(fd)
-        os.unlink(name)
+        try:  # a few blocks, as the first files fslab writes there: a full filesystem shows now
+            os.write(fd, b"\0" * PROBE_BYTES)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+            os.unlink(name)
     except OSError as e:
         what = "create" if len(made) < len(missing) else "write in"
         hint = "it is on a read-only filesystem" if e.strerror and "Read-only" in e.strerror else None

@@ -226,6 +226,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from harness.analysis.report_fidelity import fidelity_section
     from harness.analysis.runs import label_runs, load_run
 
+    if args.out:  # checked before anything is read or drawn; written whole or not at all (report.build)
+        before_boot.output_dir(args.out, "--out")
     recover.finished(args.run_dirs)
     runs = [load_run(d) for d in args.run_dirs]
     label_runs(runs)
