@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -341,3 +342,30 @@ def test_recover_says_which_run_directories_it_cannot_read(tmp_path, crashless):
     rc, out, err = fslab("recover", res)
     assert rc == 0, err
     assert "WARNING: recover:" in err and "bad/manifest.json" in err and "skipped" in err, err
+
+
+def test_butterfly_fio_broken_by_fslabs_own_rewrite(sandbox):
+    tmp_path, _ = sandbox
+    job = EXAMPLES / "butterfly.fio"
+    rc, _, err = fslab("run", "vmconfigs/smoke.yaml", "--fio-job", job, "--dry-run")
+    refused(rc, err, "[forward] has no size=", "fslab's rewrite of filename=/tmp/testfile names testfile",
+            "you need to specify size=")
+
+
+def test_fio_parse_only_says_when_host_and_image_fio_differ(sandbox):
+    """The image's fio (its manifest's packages) against the host's: a difference is said."""
+    from harness.plan import fiocheck
+
+    tmp_path, img = sandbox
+    job = tmp_path / "ok.fio"
+    job.write_text("[j]\nrw=read\nsize=16m\n")
+    host = fiocheck.host_version(shutil.which("fio") or "fio")
+    if host is None:
+        pytest.skip("fio is not installed on this host")
+    img.manifest["packages"] = {"fio": "1:0.1-1"}
+    rc, _, err = fslab("run", "vmconfigs/smoke.yaml", "--fio-job", job, "--dry-run")
+    assert rc == 0, err
+    assert f"this host's fio is {host}, the image's 0.1" in err
+    img.manifest["packages"] = {"fio": f"{host}-3"}
+    rc, _, err = fslab("run", "vmconfigs/smoke.yaml", "--fio-job", job, "--dry-run")
+    assert rc == 0 and "this host's fio" not in err, err

@@ -4,7 +4,8 @@
   making and removing them, so a refused path leaves nothing behind);
 - runs an earlier fslab left half-done in the same results directory are salvaged first
   (harness/run/salvage.py);
-- a user's fio job: every rewrite fslab made to it and every warning (harness/plan/fiojob.py);
+- a user's fio job: every rewrite fslab made to it and every warning (harness/plan/fiojob.py), and
+  what the host's `fio --parse-only` says of it as the guest will run it (harness/plan/fiocheck.py);
 - fit: each fio section's needs against the deadline and the filesystems, refused when the plan
   cannot possibly fit (or, with --strict, when it may not) (harness/config/fit.py).
 """
@@ -20,7 +21,7 @@ from harness.config import fit as planfit
 from harness.config import vmconfig as config
 from harness.errors import FslabError
 from harness.hostinfo import facts as provenance
-from harness.plan import fiojob
+from harness.plan import fiocheck, fiojob
 from harness.plan.document import Plan
 from harness.run import salvage
 from harness.vm import hosts
@@ -88,6 +89,17 @@ def user_job(path: str) -> None:
         say(f"fslab: fio job {path}: {change}")
     for warning in job.warnings:
         say(f"fslab: WARNING: fio job: {warning}")
+
+
+def fio_says(plan: Plan, image_manifest: dict, path: str) -> None:
+    """The user's job (as the plan has it, after fslab's rewrites) through the host's
+    `fio --parse-only`: what fio refuses is refused now, not after the boot (harness/plan/fiocheck.py)."""
+    packages = image_manifest.get("packages")
+    image_fio = packages.get("fio") if isinstance(packages, dict) else None
+    for case in plan.cases:
+        if case.kind == "fio" and case.job:
+            for note in fiocheck.check(case.job, path, image_fio).notes:
+                say(f"fslab: WARNING: fio job: {note}")
 
 
 def host_can_give(plan: Plan, host: hosts.Host | None = None) -> None:

@@ -135,6 +135,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     for h in where:
         before_boot.host_can_give(p, h)
     image = _image_for(p, args.image_dir)
+    if args.fio_job:
+        before_boot.fio_says(p, image.manifest, args.fio_job)
     if len(host_list) > 1:
         if args.boots != 1 or args.show_command or args.dry_run:
             raise FslabError("--boots, --show-command and --dry-run take one host, not several")
@@ -204,6 +206,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     for p in plans:
         image_build.build(p.image, accelerator="auto")  # build or reuse: the inputs decide
         image = _image_for(p, None)
+        if args.fio_job:
+            before_boot.fio_says(p, image.manifest, args.fio_job)
         choice = accel.choose(p.vm.accelerator, image.kernel)
         if choice.warning:
             print(f"fslab: WARNING: {choice.warning}", file=sys.stderr)
