@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import shutil
 import subprocess
@@ -369,3 +370,61 @@ def test_fio_parse_only_says_when_host_and_image_fio_differ(sandbox):
     img.manifest["packages"] = {"fio": f"{host}-3"}
     rc, _, err = fslab("run", "vmconfigs/smoke.yaml", "--fio-job", job, "--dry-run")
     assert rc == 0 and "this host's fio" not in err, err
+
+
+def test_kill_9_of_qemu_records_the_running_case_as_running(tmp_path):
+    """kill -9 of the "VM" (tests/fakevm.py: the real runner and agent, no boot) while xfs's case
+    runs: that case's record says the VM ended during it, after how long; not "before this case"."""
+    import signal
+
+    from test_salvage import by_fs, guests_alive, manifest, start, wait_for_case
+
+    proc = start(tmp_path)
+    run_dir = wait_for_case(tmp_path, "xfs")
+    for pid in guests_alive(tmp_path):
+        os.kill(pid, signal.SIGKILL)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    m = manifest(run_dir)
+    assert m["status"] == "failed", m["reason"]
+    recs = by_fs(run_dir)
+    assert recs["ext4"]["ok"]
+    error = recs["xfs"]["error"]
+    assert error.startswith(f"the VM ended ({m['reason']}) after ") and error.endswith(" s of this case"), error
+    assert "before this case" not in error
+
+
+def test_two_runs_at_once_on_one_machine(sandbox):
+    """Another fslab that runs VMs here (a live process registered as one, harness/vm/owner.py):
+    this run says so before its boot, and the other learns that this one came (its .met file)."""
+    import subprocess as sp
+    import sys
+
+    from harness.vm import owner
+
+    tmp_path, _ = sandbox
+    running = tmp_path / "cache" / "fslab" / "running"
+    other = sp.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        o = {**owner.owner(other.pid), "command": "fslab run vmconfigs/default.yaml", "started": "2026-11-24T17:00:00Z"}
+        running.mkdir(parents=True)
+        (running / f"{other.pid}-{o['start_ticks']}.json").write_text(json.dumps(o))
+        (running / "1-0.json").write_text(json.dumps({**o, "pid": 1, "start_ticks": -5}))  # a dead one: dropped
+        rc, _, err = fslab("run", "vmconfigs/smoke.yaml", "--results-dir", tmp_path / "res")
+        assert rc == 2 and "the fuzz test boots nothing" in err, err  # the sandbox's runner: no boot
+        assert (f"fslab: WARNING: another fslab is running on this host (pid {other.pid}, since 2026-11-24T17:00:00Z: "
+                "fslab run vmconfigs/default.yaml); the two share its CPUs and disks") in err, err
+        assert err.count("another fslab is running") == 1, err
+        met = (running / f"{other.pid}-{o['start_ticks']}.met").read_text()
+        assert f"pid {os.getpid()}" in met and "fslab run vmconfigs/smoke.yaml" in met
+        assert sorted(p.name for p in running.iterdir()) == sorted([f"{other.pid}-{o['start_ticks']}.json",
+                                                                    f"{other.pid}-{o['start_ticks']}.met"])
+        # and the other way round: one that starts during this run is said at its end
+        reg = owner.register(running / "x", "fslab run a.yaml", "t0")
+        (running / "x" / f"{reg.path.stem}.met").write_text("pid 77, since t1: fslab run b.yaml\n")
+        assert reg.met() == ["pid 77, since t1: fslab run b.yaml"]
+        reg.close()
+        assert list((running / "x").iterdir()) == []
+    finally:
+        other.kill()
+        other.wait()

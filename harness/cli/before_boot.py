@@ -15,16 +15,19 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from harness.cachedir import cache_dir
 from harness.config import fit as planfit
 from harness.config import vmconfig as config
 from harness.errors import FslabError
 from harness.hostinfo import facts as provenance
 from harness.plan import fiocheck, fiojob
 from harness.plan.document import Plan
-from harness.run import salvage
-from harness.vm import hosts
+from harness.run import runner, salvage
+from harness.vm import hosts, owner
 
 ALLOWED_DIR = "allowed: a directory fslab can create and write"
 PROBE_BYTES = 64 * 1024  # about what a run's manifest and a report's first files take
@@ -74,6 +77,24 @@ def output_dir(value: str, option: str) -> Path:
             except OSError:
                 pass
     return path.resolve() if path.exists() else path
+
+
+@contextmanager
+def sharing_said(command: str) -> Iterator[None]:
+    """While VMs run: this fslab registered as running on this host (harness/vm/owner.py); every
+    other fslab running here is said now, and every one that started meanwhile at the end, since
+    they share the host's CPUs and disks and so each other's timings."""
+    reg = owner.register(cache_dir() / "running", command, runner.now())
+    for other in reg.others:
+        say(f"fslab: WARNING: another fslab is running on this host ({other}); the two share its CPUs and "
+            "disks: the timings of both are affected")
+    try:
+        yield
+    finally:
+        for other in reg.met():
+            say(f"fslab: WARNING: another fslab started on this host during this run ({other}); the two shared "
+                "its CPUs and disks: the timings of both are affected")
+        reg.close()
 
 
 def salvage_stale(results_root: Path) -> None:

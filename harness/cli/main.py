@@ -144,7 +144,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         from harness.run import over_hosts as spread
 
         before_boot.salvage_stale(results_root)
-        out = spread.run(p, image, host_list, results_root, retry=args.retry)
+        with before_boot.sharing_said(f"{args.prog} {args.vmconfig}"):
+            out = spread.run(p, image, host_list, results_root, retry=args.retry)
         return _report(out)
     host = host_list[0] if host_list else None
     if args.show_command or args.dry_run:
@@ -162,8 +163,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"fslab: WARNING: {choice.warning}", file=sys.stderr)
     before_boot.fit(p, choice.used, args.strict, args.fio_job)
     before_boot.salvage_stale(results_root)
-    out = _execute(p, image, choice, results_root, args.boots, host=host,
-                   scratch_root=scratch_root, keep_scratch=args.keep_scratch)
+    with before_boot.sharing_said(f"{args.prog} {args.vmconfig}"):
+        out = _execute(p, image, choice, results_root, args.boots, host=host,
+                       scratch_root=scratch_root, keep_scratch=args.keep_scratch)
     return _report(out)
 
 
@@ -188,7 +190,6 @@ def _execute(p: Plan, image: images.Image, choice: accel.Choice, results_root: P
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """Run the main job: each selected suite on its study's VM, one VM after another."""
-    outcomes = []
     chosen = ([(args.suite, args.vmconfig)] if args.vmconfig != DEFAULT_VMCONFIG and not args.suites
               else bench.selection(args.suites, Path.cwd()))
     _check_boots(args)
@@ -203,6 +204,15 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.fio_job:
         before_boot.user_job(args.fio_job)
     before_boot.salvage_stale(results_root)
+    with before_boot.sharing_said(f"{args.prog} {' '.join(str(v) for _, v in chosen)}"):
+        outcomes = _bench_all(args, plans, results_root)
+    for out in outcomes:
+        print(f"{out.status:<7} {out.run_dir}")
+    return 0 if all(o.status == "ok" for o in outcomes) else 1
+
+
+def _bench_all(args: argparse.Namespace, plans: list[Plan], results_root: Path) -> list[runner.Outcome]:
+    outcomes = []
     for p in plans:
         image_build.build(p.image, accelerator="auto")  # build or reuse: the inputs decide
         image = _image_for(p, None)
@@ -218,9 +228,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if out.overhead is not None:
             print(overhead.line(out.overhead))
         outcomes.append(out)
-    for out in outcomes:
-        print(f"{out.status:<7} {out.run_dir}")
-    return 0 if all(o.status == "ok" for o in outcomes) else 1
+    return outcomes
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -168,6 +168,7 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
             status, reason = "failed", getattr(m, "stop_reason", None) or f"qemu exited with code {rc}"
             if reason == IO_ERROR:
                 reason += f" ({scratch}: {shutil.disk_usage(scratch).free / 1024**3:.1f} GiB free now)"
+            ending = unfinished.vm_ended(reason, time.time())  # the case that ran says so, not "before it"
         wall = time.monotonic() - started
         manifest["timings"] = {
             "vm_seconds": round(wall, 1),
