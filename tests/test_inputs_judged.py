@@ -428,3 +428,11 @@ def test_two_runs_at_once_on_one_machine(sandbox):
     finally:
         other.kill()
         other.wait()
+
+
+def test_fio_job_file_name_too_long_for_a_case_id(sandbox):
+    tmp_path, _ = sandbox
+    job = tmp_path / f"{'j' * 200}.fio"
+    job.write_text("[j]\nrw=read\nsize=16m\n")
+    rc, _, err = fslab("run", "vmconfigs/smoke.yaml", "--fio-job", job, "--dry-run")
+    refused(rc, err, "the file's name gives the case id", "allowed: 1 to 109 characters")
