@@ -144,7 +144,7 @@ def test_metric_filter_and_all(runs):
 
 def test_mann_whitney_option(runs):
     out = compare.compare_paths(str(runs[0]), str(runs[1]), test="mann-whitney")
-    assert _verdicts(out.rows)[("fast", "ext4")] == "no significant change"  # 3 a side: p >= 0.1
+    assert _verdicts(out.rows)[("fast", "ext4")].startswith("not testable (n=3 a side: Mann-Whitney")  # p >= 0.1
     assert "p by mann-whitney" in out.text
 
 

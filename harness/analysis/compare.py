@@ -106,18 +106,24 @@ class Row:
     change: stats.Change | None
     p_value: float | None
     verdict: str
+    family: int = 1  # --baseline: the quantity's comparisons, Holm-adjusted together (p_value adjusted)
 
 
 def compare_samples(key: Key, fs_a: str, sa: Sample | None, sb: Sample | None, test: str = "welch") -> Row:
     """The Row of two samples (either may be missing: 'only in A' / 'only in B')."""
-    va, vb = (sa.values if sa else []), (sb.values if sb else [])
+    va, vb = (sa.level()[0] if sa else []), (sb.level()[0] if sb else [])
     either = sb or sa
     unit = either.unit if either else ""
+    units = ((", ".join(sa.units) if sa else ""), (", ".join(sb.units) if sb else ""))
+    mixed = sa is not None and sb is not None and (units[0] != units[1] or len(sa.units) > 1)
     change = None
-    if va and vb and stats.mean(va) != 0:
+    if va and vb and stats.mean(va) != 0 and not mixed:
         change = stats.pct_change(va, vb)
     if sa is None or sb is None:
         verdict, p = ("only in B" if sa is None else "only in A"), None
+    elif mixed:  # units are checked before any comparison
+        verdict, p = (stats.untestable(va, vb, test, units=units) or
+                      f"not comparable (mixed units: {units[0]})"), None
     else:
         verdict, p = stats.verdict(va, vb, key.metric, unit, test=test)
     return Row(key, fs_a, unit, stats.summarize(va), stats.summarize(vb), change, p, verdict)
@@ -146,11 +152,22 @@ def compare_baseline(run: Run, baseline: str, metrics: list[str] | None = None, 
                          f"allowed: {', '.join(fss)}")
     want = _wanted(metrics, run)
     ss = samples(run.records)
+    host = {str(r.get("fs")): str(r.get("host")) for r in run.records} if run.manifest.get("mixed_hosts") else {}
     rows = []
     for k, s in ss.items():
         if k.fs == baseline or (want is not None and k.metric not in want):
             continue
         rows.append(compare_samples(k, baseline, ss.get(k._replace(fs=baseline)), s, test))
+        if host.get(k.fs) != host.get(baseline):  # --mix-hosts: machines that differ are not compared
+            rows[-1].verdict, rows[-1].p_value, rows[-1].change = (
+                f"not comparable (other host: {host.get(k.fs)} vs {host.get(baseline)})", None, None)
+    # each quantity's k - 1 comparisons against the baseline are one family: Holm (issue 30)
+    families: dict[Key, list[Row]] = {}
+    for r in rows:
+        families.setdefault(r.key._replace(fs=""), []).append(r)
+    for fam in families.values():
+        for r, (v, p) in zip(fam, stats.family_verdicts([(r.verdict, r.p_value) for r in fam]), strict=True):
+            r.verdict, r.p_value, r.family = v, p, len(fam)
     return rows
 
 
@@ -249,6 +266,7 @@ def compare_paths(run_a: str, run_b: str | None = None, baseline: str | None = N
     if tcg:
         warnings.append(f"accel tcg in {', '.join(tcg)}: software emulation; these timings do not describe "
                         "real hardware")
-    text = (f"{header}\nchange = 100 * (mean B / mean A - 1), 95% CI by Fieller; p by {test}; "
+    holm = "; p Holm-adjusted over each quantity's comparisons" if run_b is None else ""
+    text = (f"{header}\nchange = 100 * (mean B / mean A - 1), 95% CI by Fieller; p by {test}{holm}; "
             f"verdict at alpha {stats.ALPHA}\n\n" + format_rows(rows, baseline=run_b is None))
     return Outcome(text, warnings, rows)

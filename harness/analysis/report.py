@@ -27,6 +27,7 @@ from pathlib import Path
 
 from harness.analysis import compare, figures, ranking, stats
 from harness.analysis import report_warnings as warn
+from harness.analysis.design import design_lines, design_summary
 from harness.analysis.records_csv import write_csv
 from harness.analysis.report_html import render_html
 from harness.analysis.report_md import render_markdown
@@ -101,6 +102,7 @@ def build(run_dirs: list[str | Path], out_dir: str | Path | None = None, baselin
         rep.rows += _rows(r, r.label, headline_only=True)
         rep.all_rows += _rows(r, r.label, headline_only=False)
         rep.provenance.append(provenance(r))
+        rep.designs.append((r.label, design_summary(r), design_lines(r)))
         groups = ranking.rank_run(r, baseline)
         rep.groups += groups
         rep.scores.append(ranking.score(r.label, groups))

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from harness.analysis.stats import level_values
 from harness.errors import FslabError
 from harness.results.jsonl import read_jsonl, read_object
 
@@ -53,6 +54,13 @@ class Sample:
     note: str | None = None  # the record's own note about it
     skipped: str | None = None
     fields: dict = field(default_factory=dict)
+    boots: list[int] = field(default_factory=list)  # the boot of each value (1 without --boots)
+    units: list[str] = field(default_factory=list)  # every unit its records gave (one, unless mixed)
+
+    def level(self) -> tuple[list[float], str]:
+        """The values a test treats as independent and their level: per-boot means when the
+        repetitions come from several boots, else the repetitions (stats.level_values)."""
+        return level_values(self.values, list(self.boots))
 
 
 @dataclass
@@ -199,8 +207,13 @@ def samples(records: list[dict]) -> dict[Key, Sample]:
         if r.get("skipped"):
             s.skipped = str(r["skipped"])
         v = r.get("value")
+        unit = str(r.get("unit") or "")
+        if (r.get("ok", False) or v is not None) and unit not in s.units:
+            s.units.append(unit)
         if r.get("ok", False) and isinstance(v, int | float) and not isinstance(v, bool):
             s.values.append(float(v))
+            b = r.get("boot", 1)
+            s.boots.append(b if isinstance(b, int) and not isinstance(b, bool) else 1)
             if r.get("flag") == "zero":
                 s.zero_reps.append(rep)
         elif r.get("ok", False) and v is None and not r.get("skipped"):

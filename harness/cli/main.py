@@ -50,8 +50,19 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
                    "paper 5, quick 3, smoke 1)")
     p.add_argument("--warmup", type=int, default=0, help="discarded repetitions before the measured ones")
     p.add_argument("--cv", type=float, default=3.0, metavar="PCT",
-                   help="run more repetitions while a case's coefficient of variation exceeds PCT %% (default 3)")
-    p.add_argument("--max-reps", type=int, help="cap on repetitions of a case (default 4 x reps)")
+                   help="with --max-reps: run more rounds while a case's coefficient of variation exceeds PCT %% "
+                   "on any filesystem (default 3)")
+    p.add_argument("--max-reps", type=int, help="opt-in adaptive repetitions: up to this many rounds while a case "
+                   "varies more than --cv (default: none, a fixed number of repetitions, --reps)")
+    p.add_argument("--order", choices=("random", "balanced", "sequential", "grouped"),
+                   help="the filesystems' order in each round of repetitions: random (default; a randomised Latin "
+                   "square from --seed), balanced (ABC CBA ...), sequential (the vmconfig's order every round) or "
+                   "grouped (one filesystem after the other, all its repetitions: time and filesystem confounded; "
+                   "the default of a suite that cannot interleave, which says why)")
+    p.add_argument("--seed", type=int, help="seed of the random order (default: from the run id); recorded")
+    p.add_argument("--aa", action="store_true",
+                   help="an A/A run: every filesystem becomes a copy of the first, on its own (identical) disks; "
+                   "the report must find no significant difference between them")
     p.add_argument("--strict", action="store_true",
                    help="refuse to boot when the fio work may not fit the deadline or the disks at the "
                    "accelerator's slowest plausible rate (by default only when it cannot possibly fit)")
@@ -71,7 +82,8 @@ def _resolve(args: argparse.Namespace) -> Plan:
     return resolve.resolve(cfg, suite=args.suite, profile=args.profile, fio_job=args.fio_job,
                         deadline=deadline, accelerator=args.accel, backend=args.backend, reps=args.reps,
                         warmup=args.warmup,
-                        cv_threshold=args.cv / 100.0, max_reps=args.max_reps)
+                        cv_threshold=args.cv / 100.0, max_reps=args.max_reps, order=args.order, seed=args.seed,
+                        aa=args.aa)
 
 
 def _image_for(p: Plan, image_dir: str | None) -> images.Image:
@@ -145,7 +157,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         before_boot.salvage_stale(results_root)
         with before_boot.sharing_said(f"{args.prog} {args.vmconfig}"):
-            out = spread.run(p, image, host_list, results_root, retry=args.retry)
+            out = spread.run(p, image, host_list, results_root, retry=args.retry, mix_hosts=args.mix_hosts)
         return _report(out)
     host = host_list[0] if host_list else None
     if args.show_command or args.dry_run:
@@ -333,6 +345,9 @@ def parser() -> argparse.ArgumentParser:
                    "qemu+ssh://root@host/system; with several, one VM per filesystem is spread over them")
     p.add_argument("--retry", action="store_true",
                    help="with several hosts: a VM whose host failed runs again on another host")
+    p.add_argument("--mix-hosts", action="store_true",
+                   help="with several hosts: run even when they differ (accelerator, CPU, memory, kernel, QEMU, "
+                   "libvirt); each host's filesystems are then ranked on their own")
     p.add_argument("--show-command", action="store_true",
                    help="print the exact QEMU command line (libvirt backend: the domain XML) and stop")
     p.add_argument("--dry-run", action="store_true", help="resolve everything, print the command, boot nothing")
@@ -392,6 +407,9 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--force", action="store_true", help="rebuild even if an image with these inputs exists")
     b.add_argument("--check-reproducible", action="store_true",
                    help="build twice, cold, into two temp entries; same digests, or say which files differ")
+    b.add_argument("--record", action="store_true",
+                   help="write this build's digests to images/NAME/digests (a build of a recorded input that "
+                        "gives other digests fails without it)")
     isub.add_parser("list", help="list built images")
     v = isub.add_parser("verify", help="re-check an image's digests against its manifest")
     v.add_argument("name", nargs="?", default="debian-12", help="image name or directory")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import secrets
+import zlib
 from dataclasses import replace
 
 from harness import suites
@@ -96,24 +97,38 @@ def resolve(
     warmup: int = 0,
     cv_threshold: float | None = None,
     max_reps: int | None = None,
+    order: str | None = None,
+    seed: int | None = None,
+    aa: bool = False,
 ) -> Plan:
     """The fully resolved plan for one VM boot. Command-line choices override the vmconfig.
 
     Repetitions: n measured repetitions of every case (the profile's default unless given), after
-    `warmup` discarded ones; cases whose coefficient of variation stays above `cv_threshold` get
-    more, up to `max_reps` (see plan/document.py `Repeat` for the defaults).
+    `warmup` discarded ones, in rounds across the filesystems in `order` (default random, from
+    `seed`, default the CRC-32 of the run id); a fixed n unless `max_reps` (then cases whose
+    coefficient of variation stays above `cv_threshold` get more, up to `max_reps`). Each round
+    starts from a fresh mkfs unless the suite says why not (plan/document.py `Repeat`).
     """
     if deadline is not None:
         cfg = replace(cfg, deadline=deadline)
+    if aa:
+        cfg = aa_config(cfg)
     s = fio_job_suite.SUITE if fio_job else suites.get(suite or cfg.suite, src=f"{cfg.source}: suite")
     prof = profile or cfg.profile
     if profile is None and prof not in s.profiles:
         prof = next(iter(s.profiles))  # the vmconfig's profile belongs to its own suite
     cases = _cases(cfg, s, prof, fio_job)
+    run_id = run_id or new_run_id(cfg.name)
+    redo_why = s.redo_why or ("" if s.prepare else "its cases make the filesystem themselves")
     repeat = Repeat.make(reps if reps is not None else s.default_reps(prof), warmup, max_reps,
-                         *(() if cv_threshold is None else (cv_threshold,)))
+                         *(() if cv_threshold is None else (cv_threshold,)),
+                         order=order or ("grouped" if s.interleave_why else "random"),
+                         seed=seed if seed is not None else zlib.crc32(run_id.encode()),
+                         redo="remount" if redo_why else "mkfs", redo_why=redo_why,
+                         order_why="" if (order or "grouped") != "grouped" or not (s.interleave_why or order) else
+                         s.interleave_why if order is None else "asked for (--order grouped)")
     plan = Plan(
-        run_id=run_id or new_run_id(cfg.name),
+        run_id=run_id,
         vm=VM(name=cfg.name, source=cfg.source, vcpus=cfg.vcpus, memory_mib=cfg.memory // 1024**2,
               accelerator=accelerator or cfg.accelerator, deadline_s=cfg.deadline, backend=backend or cfg.backend),
         image=cfg.image,
@@ -127,6 +142,30 @@ def resolve(
     if s.check is not None and not fio_job:
         s.check(plan.to_json())  # the suite's own refusal before any boot (e.g. inodes, space)
     return plan
+
+
+def aa_config(cfg: VMConfig) -> VMConfig:
+    """`fslab run CONFIG --aa`: an A/A run (issue 30). Every filesystem entry becomes a copy of the
+    first (type, layout, mkfs and mount options) named `<first>-a`, `<first>-b`, ..., each on the
+    disks of the entry it replaces; those disks must be alike in every setting but their id, so
+    any "significant" difference between the copies is a false positive."""
+    if len(cfg.filesystems) < 2:
+        raise FslabError(f"{cfg.source}: filesystems: --aa needs at least 2 entries, one per disk to compare "
+                         f"on; allowed: 2 or more (it has {len(cfg.filesystems)})")
+    disks = {d.id: d for d in cfg.disks}
+    first = cfg.filesystems[0]
+
+    def shape(f: FsEntry) -> list:
+        return [replace(disks[i], id="") for i in f.disks if i in disks]
+
+    unlike = [f"{f.name} ({', '.join(f.disks)})" for f in cfg.filesystems if shape(f) != shape(first)]
+    if unlike:
+        raise FslabError(f"{cfg.source}: disks: --aa needs every filesystem on disks like {first.name}'s "
+                         f"({', '.join(first.disks)}); unlike them: {', '.join(unlike)}; allowed: disks with the "
+                         "same size, format, preallocation, cache, aio and bus")
+    copies = tuple(replace(first, name=f"{first.name}-{chr(ord('a') + i)}", disks=f.disks)
+                   for i, f in enumerate(cfg.filesystems))
+    return replace(cfg, filesystems=copies)
 
 
 def check_image_support(plan: Plan, image_name: str, supported: list[str]) -> None:

@@ -21,7 +21,7 @@ _SECTIONS: tuple[tuple[str, Any, str], ...] = (
     ("disks[]", disk.Disk, "one per virtual disk; plus `serial` (= fslab-<id>), how the guest finds it"),
     ("filesystems[]", plan.Filesystem, "one per filesystem, in order"),
     ("suite", plan.SuiteRef, "the suite and profile the cases come from"),
-    ("repeat", plan.Repeat, "repetitions (the agent applies the variation rule as it goes)"),
+    ("repeat", plan.Repeat, "repetitions, in rounds across the filesystems (see \"Repetitions\" below)"),
     ("cases[]", plan.Case, "what runs on every filesystem"),
     ("cases[].steps[]", plan.Step, "a `steps` case's steps; keys at their default are left out"),
 )

@@ -156,31 +156,70 @@ class Case:
 
 CV_THRESHOLD = 0.03  # more repetitions while a case's headline varies more than this
 UNSTABLE_CV = 0.05  # the report calls a quantity unstable above this
-CAP_FACTOR = 4  # default cap on repetitions: CAP_FACTOR x n
+# the filesystems' order in each round (agent: round_order); "grouped": one filesystem after the
+# other, all its rounds (a suite that cannot interleave: Suite.interleave_why)
+ORDERS = ("random", "balanced", "sequential", "grouped")
+REDOS = ("mkfs", "remount")  # what each repetition re-does before its case
 
 
 @dataclass(frozen=True)
 class Repeat:
-    """How often each case runs: `warmup` discarded rounds (rep -1, -2, ...), then `n` measured
-    rounds, then more while a case's headline CV exceeds `cv_threshold`, up to `cap` rounds.
-    `rep_offset` numbers this boot's repetitions after earlier boots' (`--boots`), `boots` is how
-    many boots the whole run has."""
+    """How often each case runs, in rounds across the filesystems (the agent's `run_rounds`):
+    `warmup` discarded rounds (rep -1, -2, ...), then `n` measured rounds; a fixed n unless `cap`
+    is above n (opt-in, `--max-reps`): then more rounds while a case's headline CV exceeds
+    `cv_threshold` on any filesystem, up to `cap` rounds. In each round the filesystems run in
+    `order` (random from `seed`, balanced ABC CBA, or sequential) and each round after the first
+    starts with `redo` (a fresh mkfs of every filesystem, or only the cold start every case has:
+    remount and drop caches); `redo_why` says why a suite keeps its filesystems. `rep_offset`
+    numbers this boot's repetitions after earlier boots' (`--boots`), `boots` is how many boots
+    the whole run has."""
 
     n: int = 1
     warmup: int = 0
-    cap: int = 1  # Repeat.make: CAP_FACTOR x n
+    cap: int = 1  # Repeat.make: n (a fixed n) unless --max-reps
     cv_threshold: float = CV_THRESHOLD
     unstable_cv: float = UNSTABLE_CV
     rep_offset: int = 0
     boots: int = 1
     boot: int = 1  # which of the `boots` this plan is
+    order: str = "sequential"  # what a plan written before issue 30 did; resolve: "random"
+    seed: int = 0
+    redo: str = "remount"  # what a plan written before issue 30 did; resolve: the suite's
+    redo_why: str = ""
+    order_why: str = ""  # why a suite runs its filesystems one after the other ("grouped")
 
     @classmethod
-    def make(cls, n: int, warmup: int = 0, cap: int | None = None, cv_threshold: float = CV_THRESHOLD) -> Repeat:
+    def make(cls, n: int, warmup: int = 0, cap: int | None = None, cv_threshold: float = CV_THRESHOLD,
+             **more: Any) -> Repeat:
         if n < 1 or warmup < 0 or (cap is not None and cap < n) or not 0 < cv_threshold < 10:
             raise FslabError(f"repetitions: reps {n}, warmup {warmup}, max-reps {cap}, cv {cv_threshold} are not "
                              "allowed; allowed: reps >= 1, warmup >= 0, max-reps >= reps, 0 < cv < 10")
-        return cls(n=n, warmup=warmup, cap=cap if cap is not None else CAP_FACTOR * n, cv_threshold=cv_threshold)
+        if more.get("order", "random") not in ORDERS:
+            raise FslabError(f"--order: '{more['order']}' is not allowed; allowed: {', '.join(ORDERS)}")
+        return cls(n=n, warmup=warmup, cap=cap if cap is not None else n, cv_threshold=cv_threshold, **more)
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether the number of repetitions depends on the values (a cap above n, n >= 2)."""
+        return self.n >= 2 and self.cap > self.n
+
+    def round_order(self, names: list[str], rnd: int) -> list[str]:
+        """The filesystems' order in round `rnd`, as the agent will run it (harness/guest/
+        fslab_guest.py `round_order`, the same function: tests/test_interleave.py holds them equal)."""
+        import random
+
+        order = list(names)
+        if self.order == "balanced" and rnd % 2:
+            order.reverse()
+        elif self.order == "random":  # a randomised Latin square per block of k rounds
+            k = len(order)
+            block, row = divmod(rnd, k) if k else (0, 0)
+            rng = random.Random(f"fslab-order:{self.seed}:{self.boot}:{block}")
+            rng.shuffle(order)
+            rows = list(range(k))
+            rng.shuffle(rows)
+            order = [order[(rows[row] + i) % k] for i in range(k)]
+        return order
 
     @classmethod
     def from_json(cls, d: dict[str, Any] | None) -> Repeat:

@@ -279,6 +279,12 @@ def collect(plan: Plan, run_dir: Path, paths: RunPaths, accel: str, manifest: di
     info = run_dir / "guest" / "info.json"
     if info.exists():
         manifest["guest"] = json.loads(info.read_text())
+    order = run_dir / "guest" / "order.json"
+    if order.exists():  # the rounds as the guest ran them: their order of filesystems (issue 30)
+        try:
+            manifest["order"] = json.loads(order.read_text())
+        except ValueError as e:
+            manifest["order"] = {"error": f"guest/order.json is not valid JSON: {e}"}
     manifest.update(status=status, reason=reason, finished=now(), done=done, stream_format=stream_format,
                     records=len(records), records_ok=sum(1 for r in records if r.get("ok")))
     write_manifest(run_dir, manifest)

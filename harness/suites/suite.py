@@ -42,6 +42,12 @@ class Suite:
     # False: the cases make, mount and check each filesystem themselves (power-loss records every
     # write from mkfs on); the plan's filesystems then say `"prepare": false` to the agent.
     prepare: bool = True
+    # Why a repetition cannot start from a fresh mkfs (state its later repetitions need, or the
+    # study's own design); empty: every round after the first makes each filesystem again.
+    redo_why: str = ""
+    # Why its filesystems cannot be mounted and interleaved together (then: one after the other,
+    # order "grouped"); empty: rounds across the filesystems.
+    interleave_why: str = ""
 
     def default_reps(self, profile: str) -> int:
         """Repetitions of each case: the suite's own choice, else paper 5, quick 3, anything else 1."""
