@@ -138,7 +138,8 @@ def test_baseline_errors(runs, capsys):
 
 def test_metric_filter_and_all(runs):
     assert {r.key.metric for r in compare.compare_paths(str(runs[0]), str(runs[1]), metrics=["iops"]).rows} == {"iops"}
-    assert compare.compare_paths(str(runs[0]), str(runs[1]), metrics=["read_bw"]).rows == []
+    with pytest.raises(FslabError, match="--metric: 'read_bw' is not a metric of these runs; allowed: all, iops"):
+        compare.compare_paths(str(runs[0]), str(runs[1]), metrics=["read_bw"])  # not an empty table (issue 25)
     assert len(compare.compare_paths(str(runs[0]), str(runs[1]), metrics=["all"]).rows) == 8
 
 
@@ -149,7 +150,9 @@ def test_mann_whitney_option(runs):
 
 
 def test_not_a_run_directory(tmp_path, capsys):
-    assert cli.main(["compare", str(tmp_path), str(tmp_path)]) == 2
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    assert cli.main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 2
     assert "not a run directory (no results.jsonl)" in capsys.readouterr().err
 
 

@@ -2,6 +2,7 @@
 
 import base64
 import json
+import math
 import shutil
 import subprocess
 import zlib
@@ -79,8 +80,10 @@ def test_user_fio_job_is_labelled_as_such_and_gets_its_own_timeout(tmp_path):
     assert p["suite"]["name"] == "fio-job" and p["suite"]["profile"] == "custom-job"
     assert case["id"] == "two-sections" and case["params"] == {"job_file": str(job)}
     assert "[w]" in case["job"] and "[r]" in case["job"]  # the text the guest runs is in the plan
-    # 2 x (w 5 s + r: 16 MiB laid out at 4 MiB/s, 5 s + fio's start 5 s) + 60 s around the case
-    assert case["timeout_s"] == 2 * (5 + 4 + 5 + 5) + 60
+    # 2 x (w 5 s + r: 16 MiB laid out at the TCG floor's layout rate, 5 s + fio's start 5 s) + 60 s around it
+    from harness.plan.fiocost import TCG
+
+    assert case["timeout_s"] == math.ceil(2 * (5 + round(16 * 2**20 / TCG.layout_bps + 5, 1) + 5) + 60)
     long = tmp_path / "long.fio"
     long.write_text("[j]\nsize=16m\nruntime=3600\ntime_based\nrw=write\n")
     # an hour of fio in a 900 s VM of 2 filesystems: each case gets its share, (900 - 150) / 2 - 60

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from harness.analysis import fairness, stats
 from harness.analysis.runs import Key, Run, Sample, load_run, samples
@@ -240,7 +241,18 @@ def compare_paths(run_a: str, run_b: str | None = None, baseline: str | None = N
         raise FslabError(f"--test: '{test}' is not allowed; allowed: {', '.join(TESTS)}")
     if (run_b is None) == (baseline is None):
         raise FslabError("compare: give two run directories, or one run directory and --baseline FS")
+    if run_b is not None and Path(run_a).resolve() == Path(run_b).resolve():
+        raise FslabError(f"compare: {run_a} and {run_b} are the same run; allowed: two different runs, or one run "
+                         "and --baseline FS")
     a = load_run(run_a)
+    runs = [a] if run_b is None else [a, load_run(run_b)]
+    if metrics:
+        have = sorted({str(r.get("metric")) for run in runs for r in run.records})
+        unknown = [m for m in metrics if m not in have and m != "all"]
+        if unknown:
+            which = "this run" if run_b is None else "these runs"
+            raise FslabError(f"--metric: '{unknown[0]}' is not a metric of {which}; "
+                             f"allowed: all, {', '.join(have)}")
     warnings = []
     if run_b is None:
         assert baseline is not None
@@ -252,7 +264,7 @@ def compare_paths(run_a: str, run_b: str | None = None, baseline: str | None = N
             header = ("NOT LIKE FOR LIKE: the filesystems sit on disks with different settings:\n  "
                       + "\n  ".join(diffs) + "\n" + header)
     else:
-        b = load_run(run_b)
+        b = runs[1]
         diffs = differences(a.manifest, b.manifest)
         if diffs and not force:
             raise FslabError(f"runs {a.run_id} (A) and {b.run_id} (B) are not comparable; they differ in: "

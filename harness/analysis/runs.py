@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from harness.analysis.stats import level_values
 from harness.errors import FslabError
-from harness.results.jsonl import read_jsonl
+from harness.results.jsonl import read_jsonl, read_object
 
 # fields that tell apart several values of one metric in one rep (`section`: one fio stonewall group;
 # `kind`: power-loss's per promise kind lines beside the total)
@@ -151,12 +151,7 @@ def load_run(path: str | Path) -> Run:
     for name in ("results.jsonl", "manifest.json"):
         if not (d / name).is_file():
             raise FslabError(f"{d}: not a run directory (no {name})")
-    try:
-        manifest = json.loads((d / "manifest.json").read_text())
-    except ValueError as e:
-        raise FslabError(f"{d / 'manifest.json'}: not valid JSON: {e}") from None
-    except OSError as e:
-        raise FslabError(f"{d / 'manifest.json'}: cannot read: {e.strerror}") from None
+    manifest = read_object(d / "manifest.json")
     check_manifest(manifest, str(d / "manifest.json"))
     return Run(dir=d, manifest=manifest, records=read_jsonl(d / "results.jsonl"))
 

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from harness import suites
 from harness.config import suite_file as suite_file_mod
-from harness.config.vmconfig import FsEntry, VMConfig, plan_vm
+from harness.config.vmconfig import FsEntry, VMConfig, name_problem, plan_vm
 from harness.errors import FslabError
 from harness.plan import filesystems, layouts
 from harness.plan.document import Case, Filesystem, Plan, Repeat, SuiteRef
@@ -71,7 +71,12 @@ def render_filesystem(f: FsEntry) -> Filesystem:
 
 def _cases(cfg: VMConfig, suite: suites.Suite, profile: str, fio_job: str | None) -> list[Case]:
     if fio_job:  # suite fio-job: the file's one case, its timeout its share of the deadline per filesystem
-        return [fio_job_suite.prepare(fio_job, cfg.deadline, runs=len(cfg.filesystems))[0]]
+        case = fio_job_suite.prepare(fio_job, cfg.deadline, runs=len(cfg.filesystems))[0]
+        problem = name_problem(case.id)  # the case id (the file's stem) becomes a directory name
+        if problem:
+            raise FslabError(f"{fio_job}: the file's name gives the case id: {problem}",
+                             hint="copy the job to a file with a shorter name")
+        return [case]
     return suite.cases(profile, src=f"{cfg.source}: profile")
 
 

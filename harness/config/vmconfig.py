@@ -27,11 +27,16 @@ from harness.plan.disk import choice as _choice
 from harness.plan.document import VM
 from harness.units import format_size
 
+# mount(2) takes its options in one page; the kernel refuses more (EINVAL) after the boot
+MAX_MOUNT_OPTIONS = 4095
 MAX_BYTES = 1 << 20  # a vmconfig is a page of YAML; a larger file is not one
 # The VM settings and their parsers are plan/vm_settings.py's (declared once); these names stay
 # importable from here for the command line.
 ACCELERATORS, BACKENDS, duration = vm_settings.ACCELERATORS, vm_settings.BACKENDS, vm_settings.duration
 _name, _text = vm_settings.name, vm_settings.text
+MAX_NAME, NAME_MAX, RUN_ID_AROUND = vm_settings.MAX_NAME, vm_settings.NAME_MAX, vm_settings.RUN_ID_AROUND
+name_problem, _shown_value = vm_settings.name_problem, vm_settings.shown_value
+MAX_DEADLINE = vm_settings.MAX_DEADLINE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,12 +83,36 @@ if _missing:
                     "(plan/vm_settings.py): add one named as the row's key")
 
 
+def _disk_id(v: Any) -> str:
+    """A disk id: a name short enough for a serial on some bus (plan/disk.py MAX_ID; the disk's own
+    bus is checked with the other settings, disk.check_combination)."""
+    s = _text(v)
+    problem = name_problem(s, max(disk_mod.MAX_ID.values()))
+    if problem:
+        raise _Bad(problem.replace("(it becomes part of file and domain names)",
+                                   f"(the guest finds the disk by its serial '{disk_mod.SERIAL_PREFIX}<id>')"))
+    return s
+
+
+
+
 def _argv(v: Any) -> tuple[str, ...]:
+    """Extra arguments of a command (mkfs): they reach an argv, so no NUL byte (a C string ends there)."""
     if isinstance(v, str):
-        return tuple(shlex.split(v))
-    if isinstance(v, list) and all(isinstance(x, (str, int)) for x in v):
-        return tuple(str(x) for x in v)
-    raise _Bad(f"{v!r} is not allowed; allowed: a string or a list of strings")
+        try:
+            out = tuple(shlex.split(v))
+        except ValueError as e:  # an unclosed quote
+            raise _Bad(f"{_shown_value(v)} is not allowed: {e}; allowed: arguments as a shell would split them, "
+                       "or a list of strings") from None
+    elif isinstance(v, list) and all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in v):
+        out = tuple(str(x) for x in v)
+    else:
+        raise _Bad(f"{_shown_value(v)} is not allowed; allowed: a string or a list of strings")
+    if any("\0" in a for a in out):
+        raise _Bad(f"{_shown_value(v)} is not allowed: it holds a NUL byte; allowed: arguments without NUL bytes")
+    if any(not a for a in out):
+        raise _Bad(f"{_shown_value(v)} is not allowed: an empty argument; allowed: non-empty arguments")
+    return out
 
 
 def _mount_options(v: Any) -> str:
@@ -92,8 +121,15 @@ def _mount_options(v: Any) -> str:
             raise _Bad("a list of lists or mappings is not allowed; allowed: a string or a list of options")
         v = ",".join(str(x) for x in v)
     s = _text(v)
-    if any(c.isspace() for c in s):
-        raise _Bad(f"{v!r} is not allowed; allowed: comma-separated options without spaces")
+    if any(c.isspace() or not c.isprintable() for c in s):
+        raise _Bad(f"{_shown_value(v)} is not allowed; allowed: comma-separated options without spaces or "
+                   "control characters")
+    if s and any(not o for o in s.split(",")):
+        raise _Bad(f"{_shown_value(v)} is not allowed: an empty option between commas; allowed: comma-separated "
+                   "options, e.g. noatime,commit=30")
+    if len(s.encode()) > MAX_MOUNT_OPTIONS:
+        raise _Bad(f"{_shown_value(v)} is not allowed: {len(s.encode())} bytes; allowed: at most "
+                   f"{MAX_MOUNT_OPTIONS} bytes (mount(2) takes its options in one page)")
     return s
 
 
@@ -142,7 +178,7 @@ VM_KEYS: dict[str, tuple[Callable[[Any], Any] | None, Any, str]] = {
     "filesystems": (None, _REQUIRED, "filesystems to make, one per disk"),
 }
 DISK_KEYS: dict[str, tuple[Callable[[Any], Any] | None, Any, str]] = {
-    "id": (_name, None, "disk id (default d0, d1, ...); the guest sees serial fslab-<id>"),
+    "id": (_disk_id, None, "disk id (default d0, d1, ...); the guest sees serial fslab-<id>"),
     **{st.key: (st.parse, st.default, st.help) for st in disk_mod.SETTINGS},  # plan/disk.py, declared once
 }
 FS_KEYS: dict[str, tuple[Callable[[Any], Any] | None, Any, str]] = {
@@ -178,7 +214,11 @@ def _fields(src: str, path: str, data: Any, table: dict) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, (parse, default, _help) in table.items():
         where = f"{path}.{key}" if path else key
-        if key not in data or data[key] is None:
+        if key in data and data[key] is None:  # `name:` with nothing after it: a slip, not "the default"
+            shown = f" ({_shown(default)})" if isinstance(default, (str, int)) and default != "" else ""
+            raise FslabError(f"{src}: {where}: null is not allowed; allowed: a value, or leave the key out "
+                             f"for its default{shown}")
+        if key not in data:
             if default is _REQUIRED:
                 raise FslabError(f"{src}: {where}: required key is missing")
             out[key] = default

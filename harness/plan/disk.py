@@ -31,6 +31,14 @@ AIOS = ("threads", "native", "io_uring")
 BUSES = ("virtio-blk", "virtio-scsi", "nvme")
 
 
+# The guest finds a disk by its serial, SERIAL_PREFIX + id, which must reach it whole: virtio-blk
+# and NVMe serials hold 20 bytes (VIRTIO_BLK_ID_BYTES; NVMe's SN field) and QEMU cuts a longer one;
+# scsi-hd takes up to 36 (QEMU scsi-disk.c MAX_SERIAL_LEN). An id has at most MAX_ID[bus].
+SERIAL_PREFIX = "fslab-"
+SERIAL_BYTES = {"virtio-blk": 20, "virtio-scsi": 36, "nvme": 20}
+MAX_ID = {bus: n - len(SERIAL_PREFIX) for bus, n in SERIAL_BYTES.items()}
+
+
 class Bad(ValueError):
     """A value is wrong; the message says what is allowed."""
 
@@ -127,7 +135,7 @@ class Disk:
     @property
     def serial(self) -> str:
         """How the guest finds it, whatever the bus (`lsblk -o SERIAL`)."""
-        return f"fslab-{self.id}"
+        return f"{SERIAL_PREFIX}{self.id}"
 
     def settings(self) -> dict[str, Any]:
         """Every setting, by plan field (the plan's disk without id and serial)."""
@@ -150,6 +158,9 @@ class Disk:
 
 def check_combination(d: Disk) -> str | None:
     """What is wrong with a combination of settings (None if nothing), for the vmconfig error."""
+    if len(d.serial.encode()) > SERIAL_BYTES.get(d.bus, len(d.serial.encode())):
+        return (f"id: '{d.id}' is not allowed on bus {d.bus}; allowed: at most {MAX_ID[d.bus]} characters (the guest "
+                f"finds the disk by its serial '{d.serial}', which QEMU cuts to {SERIAL_BYTES[d.bus]} bytes)")
     if d.preallocation == "metadata" and d.format != "qcow2":
         return "preallocation: 'metadata' needs format qcow2; allowed for raw: off, falloc, full"
     if d.aio == "native" and d.cache not in ("none", "directsync"):

@@ -29,6 +29,14 @@ MIN_MEMORY = 256 * 1024**2  # the image's kernel, initramfs and agent do not boo
 MAX_MEMORY = 4 * 1024**4
 MAX_DEADLINE = 7 * 86400  # a week: anything longer is a typo (99999999999h), not a plan
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+# Names end up as path components (results/<run id>/, raw/<fs>/<case>.rep<N>/, /mnt/fslab/<fs>) and in
+# libvirt domain names (fslab-<run id>-<fs>): a run id is the name with RUN_ID_AROUND characters
+# around it (config/resolve.py new_run_id, checked by a test), and the longest component, the
+# domain name of a VM of several hosts, must fit NAME_MAX (255 bytes on Linux) with a name and a
+# filesystem name in it, and room for a repetition suffix.
+NAME_MAX = 255
+RUN_ID_AROUND = len("20261122-080000-") + len("-ab12")
+MAX_NAME = (NAME_MAX - len("fslab-") - RUN_ID_AROUND - len("-") - len(".rep9999")) // 2
 
 
 def int_range(lo: int, hi: int) -> Callable[[Any], int]:
@@ -45,12 +53,35 @@ def text(v: Any) -> str:
     return v
 
 
+def shown_value(v: Any) -> str:
+    """A value as it can stand in a one-line error: its repr, cut to 60 characters."""
+    s = repr(v)
+    return s if len(s) <= 60 else f"{s[:45]}... ({len(v) if isinstance(v, str) else '?'} characters)"
+
+
+def name_problem(s: str, most: int = MAX_NAME) -> str | None:
+    """What is wrong with `s` as a name (None if nothing): at most `most` characters of ASCII
+    letters, digits, '-', '_' and '.', starting with a letter, digit or '_'.
+
+    >>> name_problem("ext4-noatime"), name_problem("x" * 200)
+    (None, "'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx... (200 characters) is not allowed; allowed: 1 to 109 \
+characters (it becomes part of file and domain names)")
+    """
+    if len(s) > most:
+        return (f"{shown_value(s)} is not allowed; allowed: 1 to {most} characters (it becomes part of file and "
+                "domain names)")
+    if not _NAME.fullmatch(s):
+        return (f"{shown_value(s)} is not allowed; allowed: ASCII letters, digits, '-', '_' and '.', "
+                "starting with a letter, digit or '_'")
+    return None
+
+
 def name(v: Any) -> str:
     """A name that becomes a path in the results (the agent's SAFE_NAME; tests/test_twins.py)."""
     s = text(v)
-    if not _NAME.fullmatch(s):
-        raise Bad(f"{v!r} is not allowed; allowed: ASCII letters, digits, '-', '_' and '.', "
-                  "starting with a letter, digit or '_'")
+    problem = name_problem(s)
+    if problem:
+        raise Bad(problem)
     return s
 
 

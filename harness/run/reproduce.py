@@ -27,6 +27,7 @@ from harness.image import build as image_build
 from harness.image import store as images
 from harness.plan import disk, vm_settings
 from harness.plan.document import Plan
+from harness.results.jsonl import read_object
 from harness.vm import qemu_backend
 
 # -drive options that change what a disk measures (paths and node names do not): fslab's own
@@ -39,13 +40,13 @@ def read_run(run_dir: Path) -> dict[str, Any]:
     path = run_dir / "manifest.json"
     if not path.is_file():
         raise FslabError(f"{run_dir}: not a run directory (no manifest.json)")
-    try:
-        m = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise FslabError(f"{path}: not readable JSON: {e}") from None
+    m = read_object(path)
     for key in ("plan", "image", "qemu", "accel"):
         if key not in m:
             raise FslabError(f"{path}: key '{key}' is missing; was this run made by fslab?")
+    for key in ("plan", "image"):
+        if not isinstance(m[key], dict):
+            raise FslabError(f"{path}: {key}: {m[key]!r:.60} is not allowed; allowed: an object")
     if not (m["image"] or {}).get("digest"):
         raise FslabError(f"{path}: image.digest is missing: the image of this run is unknown")
     return m
