@@ -68,5 +68,5 @@ def run_plan_json(agent, tmp_path: Path, plan: dict) -> Path:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     col = read_stream(tmp_path / "results.tar", run_dir)
-    assert col.done["status"] == "ok", (run_dir / "guest/agent.log").read_text()[-3000:]
+    assert col.done is not None and col.done["status"] == "ok", (run_dir / "guest/agent.log").read_text()[-3000:]
     return run_dir

@@ -300,7 +300,7 @@ def test_extreme_needs_every_comparison_and_holm_guards_reversal():
 def test_order_verdicts():
     c = cl.Claim(id="x", text="", source="", paper="", suite="s", kind="order",
                  sides=(cl.Fs("a"), cl.Fs("b"), cl.Fs("c")), measure=cl.Measure("ms_per_delivery"))
-    mk = [cl.SideData(n, n, c.measure, []) for n in "abc"]  # type: ignore[arg-type]
+    mk = [cl.SideData(n, n, c.measure, []) for n in "abc"]
 
     def verdict(a, b, cc):
         for s, v in zip(mk, (a, b, cc), strict=True):
@@ -334,7 +334,7 @@ def test_ratio_verdicts(tmp_path):
     a, b = [2.5, 3.3, 1.9], [1.0, 1.05, 0.95]
     r = cl.ratio_ci(a, b)
     assert r[0] > 2.2 and r[1] < 2.2
-    sides = [cl.SideData("a", "a", c.measure, a), cl.SideData("b", "b", c.measure, b)]  # type: ignore[arg-type]
+    sides = [cl.SideData("a", "a", c.measure, a), cl.SideData("b", "b", c.measure, b)]
     if cl.stats.welch(a, b).p_value < 0.05:
         assert cl.judge(c, sides)[0] == cl.HOLDS
 
@@ -345,7 +345,7 @@ def test_equal_verdicts():
     a = [100.0, 100.5, 99.5]
     for b, want in [([100.2, 100.7, 99.9], cl.HOLDS), ([120.0, 121.0, 119.0], cl.REVERSED),
                     ([101.0, 104.0, 98.0], cl.INCONCLUSIVE)]:
-        sides = [cl.SideData("a", "a", c.measure, a), cl.SideData("b", "b", c.measure, b)]  # type: ignore[arg-type]
+        sides = [cl.SideData("a", "a", c.measure, a), cl.SideData("b", "b", c.measure, b)]
         assert cl.judge(c, sides)[0] == want, b
 
 

@@ -55,6 +55,9 @@ def object_problems(obj: object, spec: dict, where: str) -> list[str]:
     for k, sub in spec.get("objects", {}).items():
         if obj.get(k) is not None:
             problems += object_problems(obj[k], sub, f"{where}.{k}")
+    for k, sub in spec.get("lists", {}).items():
+        for i, item in enumerate(obj.get(k) or []):
+            problems += object_problems(item, sub, f"{where}.{k}[{i}]")
     problems += [f"{where}.{k}: not a JSON object" for k in spec.get("maps", [])
                  if obj.get(k) is not None and not isinstance(obj[k], dict)]
     return problems
@@ -94,7 +97,7 @@ def every_object_spec() -> list[tuple[str, dict, set[str]]]:
 
     def add(where: str, spec: dict) -> None:
         out.append((where, spec, keys(spec)))
-        for k, sub in spec.get("objects", {}).items():
+        for k, sub in {**spec.get("objects", {}), **spec.get("lists", {})}.items():
             add(f"{where}.{k}", sub)
 
     for m in SCHEMA["members"]:
@@ -167,7 +170,8 @@ def plan_json() -> dict:
             "disks": [disk],
             "filesystems": [{**fs, "name": "good", "mkfs": ["true", "{dev}"]},
                             {**fs, "name": "bad", "mkfs": ["false"]}],
-            "suite": {"name": "fio-basic", "profile": "smoke", "version": 1}, "repeat": {"n": 1},
+            "suite": {"name": "fio-basic", "profile": "smoke", "version": 1},
+            "repeat": {"n": 2, "redo": "mkfs"},  # round 2 makes the filesystems again: fs.round1.json
             "cases": [{"id": "read-4k", "kind": "fio", "rep": 0, "timeout_s": 120, "params": {"rw": "randrw"},
                        "job": JOB},
                       {"id": "ops", "kind": "steps", "rep": 0, "timeout_s": 120, "params": {}, "steps": steps,
@@ -200,7 +204,7 @@ def agent_run(tmp_path_factory):
 @needs_fio
 def test_every_member_and_event_the_agent_writes_is_in_the_schema(agent_run):
     run_dir, members, events, _ = agent_run
-    assert "DONE.json" in members and json.loads((run_dir / "DONE.json").read_text())["cases"] == 4
+    assert "DONE.json" in members and json.loads((run_dir / "DONE.json").read_text())["cases"] == 8
     assert stream_problems(run_dir, members, events) == []
     # and the schema lists nothing this run did not write: no entry left behind by a change
     unused = [m["name"] for rx, m in MEMBERS if not any(rx.match(n) and member_spec(n) is m for n in members)]
@@ -210,8 +214,8 @@ def test_every_member_and_event_the_agent_writes_is_in_the_schema(agent_run):
 
 def test_the_check_fails_on_a_key_the_schema_does_not_declare(tmp_path):
     (tmp_path / "raw/ext4/c").mkdir(parents=True)
-    case = {"case": "c", "fs": "ext4", "rep": 0, "kind": "fio", "argv": [], "rc": 0, "ok": True, "error": None,
-            "started": "", "ended": "", "seconds": 1.0, "layout": {"rc": 0}}
+    case = {"case": "c", "fs": "ext4", "rep": 0, "round": 0, "kind": "fio", "argv": [], "rc": 0, "ok": True,
+            "error": None, "started": "", "ended": "", "seconds": 1.0, "layout": {"rc": 0}}
     (tmp_path / "raw/ext4/c/case.json").write_text(json.dumps({**case, "work_seconds": 1.0}))
     problems = stream_problems(tmp_path, ["raw/ext4/c/case.json", "raw/ext4/c/notes.md"],
                                [{"t": 1, "event": "case-start", "fs": "ext4", "case": "c"}])
