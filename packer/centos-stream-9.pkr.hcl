@@ -60,6 +60,11 @@ variable "guest_agent" {
   description = "Path of harness/guest/fslab_guest.py, installed as /usr/local/bin/fslab-guest."
 }
 
+variable "guest_package" {
+  type        = string
+  description = "Directory harness/guest/fslabguest (the guest programs' package), installed beside python3's own."
+}
+
 variable "catalog" {
   type        = string
   description = "JSON list of the filesystems to probe (harness/image/fs_needs.py, from fslab's catalog)."
@@ -113,6 +118,11 @@ build {
   provisioner "file" {
     source      = var.guest_agent
     destination = "/tmp/fslab-guest"
+  }
+
+  provisioner "file" {
+    source      = var.guest_package
+    destination = "/tmp"
   }
 
   provisioner "file" {

@@ -4,22 +4,19 @@ filesystem. Shared by the suites' host tests; test_guest_agent.py has its own re
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
-AGENT_PATH = Path(__file__).resolve().parent.parent / "harness" / "guest" / "fslab_guest.py"
+from harness.guest_programs import load_program, program_path
+
+AGENT_PATH = program_path("guest")
 # keep_resident's answer when it kept nothing (its real run is tests/test_guest_resident.py)
 NOTHING_RESIDENT = {"tools": [], "files": 0, "bytes": 0, "seconds": 0.0}
 
 
 def load_agent(name: str):
     """A fresh copy of the agent module under `name` (each test file its own)."""
-    spec = importlib.util.spec_from_file_location(name, AGENT_PATH)
-    assert spec is not None and spec.loader is not None, AGENT_PATH
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_program("guest", name)
 
 
 def faked_agent(name: str, tmp_path: Path, monkeypatch, fstype: str):

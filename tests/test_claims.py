@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from fnmatch import fnmatchcase
 from html.parser import HTMLParser
@@ -24,6 +25,7 @@ from harness.analysis.runs import load_run
 from harness.cli import main as cli
 from harness.config import resolve
 from harness.config import vmconfig as config
+from harness.guest_programs import GUEST_DIR
 from harness.results.fio import fio_records
 from harness.suites import registry
 
@@ -49,8 +51,31 @@ def _step_metrics(step: dict) -> set[str]:
     if step.get("parse") == "metrics":
         prog = Path(step["argv"][0]).name.replace("fslab-", "fslab_")
         src = next((ROOT / "harness" / "guest").glob(prog + ".*"))
-        out |= set(re.findall(r'"([a-z_]+)"', src.read_text()))
+        out |= set(re.findall(r'"([a-z_]+)"', program_source(src)))
     return out
+
+
+def program_source(path: Path) -> str:
+    """A guest program's source and that of every fslabguest module it imports, transitively
+    (fslab-powerloss prints the metrics its package's modules name)."""
+    seen: set[Path] = set()
+    todo, texts = [path], []
+    while todo:
+        p = todo.pop()
+        if p in seen or not p.is_file():
+            continue
+        seen.add(p)
+        texts.append(p.read_text())
+        if p.suffix != ".py":
+            continue
+        for node in ast.walk(ast.parse(texts[-1])):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+                     if isinstance(node, ast.ImportFrom) else [])
+            for name in (n for n in names if n.split(".")[0] == "fslabguest"):
+                base = GUEST_DIR.joinpath(*name.split("."))
+                todo += [base.with_suffix(".py"), base / "__init__.py"]
+    return "\n".join(texts)
 
 
 def problems(c: cl.Claim) -> list[str]:

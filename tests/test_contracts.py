@@ -3,13 +3,16 @@ it lists exist in the code that writes them."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
 
-from harness.guest import fslab_guest
+from harness.guest_programs import GUEST_DIR, load_program
 from harness.plan.contract_doc import BEGIN, END, plan_fields_markdown
 from harness.results.stream import STREAM_FORMATS
+
+fslab_guest = load_program("guest", "fslab_guest_contracts")
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "contracts.md"
 
@@ -30,8 +33,9 @@ def test_stream_members_the_doc_lists_are_the_agents():
     doc = DOC.read_text()
     members = doc[doc.index("## Results channel"):doc.index("## Run directory")]
     documented = set(re.findall(r"([A-Za-z_]+\.(?:json|txt|log|fio|stderr|stdout))", members))
-    for name in ("info.json", "agent.log", "fs.json", "mkfs.txt", "geometry.txt", "case.json", "fio.json",
-                 "fio.stderr", "job.fio", "steps.json", "DONE.json"):
+    schema = json.loads((GUEST_DIR / "stream_schema.json").read_text())
+    names = {m["name"].rsplit("/", 1)[-1] for m in schema["members"]}
+    for name in sorted(n for n in names if "<" not in n):
         assert name in documented, name
         assert name in agent, name
     assert ".std{stream}" in agent and "<step>.stdout" in doc

@@ -1,7 +1,8 @@
 """The guest agent, run on the host: real fio into a temp dir, fake disks, no mounts, no poweroff.
 
-The agent is one stdlib-only file copied into the image, so it is imported from its path; its
-device lookup, mount and poweroff steps are replaced with fakes (see the `agent` fixture).
+The agent is a stdlib-only program copied into the image (with the package fslabguest), so it is
+loaded from its path (harness/guest_programs.py); its device lookup, mount and poweroff steps are
+replaced with fakes (see the `agent` fixture).
 """
 
 from __future__ import annotations
@@ -122,11 +123,12 @@ def run_agent(agent, tmp_path, plan, *extra):
     return rc, read_stream(res, run_dir), run_dir, events
 
 
-def test_agent_is_one_stdlib_only_file():
-    tree = ast.parse(AGENT_PATH.read_text())
-    mods = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    mods |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0}
-    assert mods - {"__future__"} <= set(sys.stdlib_module_names)
+def test_agent_and_the_guest_package_are_stdlib_only():
+    for path in [AGENT_PATH, *sorted((AGENT_PATH.parent / "fslabguest").rglob("*.py"))]:
+        tree = ast.parse(path.read_text())
+        mods = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        mods |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0}
+        assert mods - {"__future__", "fslabguest"} <= set(sys.stdlib_module_names), path
 
 
 @needs_fio

@@ -70,6 +70,10 @@ def test_input_files_cover_every_build_input():
             "packer/debian-12.pkr.hcl", "packer/scripts/20-probe-filesystems.sh", "harness/guest/fslab_guest.py",
             "harness/image/ext4image.py", "harness/image/tree.py"} <= rels
     assert not any(r.startswith(("packer/centos", "images/debian-12-zfs")) for r in rels)
+    package = {p.relative_to(ROOT).as_posix() for p in (ROOT / "harness/guest/fslabguest").rglob("*.py")
+               if "__pycache__" not in p.parts}
+    assert "harness/guest/fslabguest/powerloss/check.py" in package and package <= rels  # installed beside the programs
+    assert not any("__pycache__" in r or r.endswith(".pyc") for r in rels)
 
 
 def test_zfs_variant_shares_debian_12_but_has_its_own_lock():

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import importlib.util
 import json
 import os
 import subprocess
@@ -16,6 +15,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from harness.guest_programs import load_program
 
 GUEST = Path(__file__).resolve().parents[1] / "harness" / "guest"
 HDPARM = GUEST / "fslab_hdparm.py"
@@ -38,16 +39,8 @@ SLOW_OUTPUT = """
 """
 
 
-def load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None, path
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-hd = load(HDPARM, "fslab_hdparm_under_test")
-kt = load(KTREE, "fslab_kernel_tree_under_test")
+hd = load_program("hdparm", "fslab_hdparm_under_test")
+kt = load_program("kernel_tree", "fslab_kernel_tree_under_test")
 
 
 @pytest.mark.parametrize("path", [HDPARM, KTREE])

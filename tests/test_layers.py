@@ -23,7 +23,9 @@ The order, lowest first (a layer imports only layers below it, and itself):
     analysis  statistics, comparisons, claims judged, report, figures, tables
     cli       the only place that parses arguments, prints and exits
 
-guest/ holds stdlib-only programs installed into the image: they import nothing of harness.
+guest/ holds stdlib-only programs installed into the image and the package they share
+(guest/fslabguest, imported as `fslabguest`, never as harness.guest...): they import nothing of
+harness, and harness imports nothing of them (harness/guest_programs.py loads them by path).
 """
 
 from __future__ import annotations

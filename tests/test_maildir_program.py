@@ -9,7 +9,6 @@ and that a seed decides the tree and the messages.
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import os
 import subprocess
@@ -20,14 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from harness.guest_programs import load_program
+
 PROGRAM = Path(__file__).resolve().parents[1] / "harness" / "guest" / "fslab_maildir.py"
 
 
 def load():
-    spec = importlib.util.spec_from_file_location("fslab_maildir_under_test", PROGRAM)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_program("maildir", "fslab_maildir_under_test")
 
 
 md = load()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import importlib.util
 import json
 import os
 import shutil
@@ -23,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.guest_programs import load_program
+
 PROGRAM = Path(__file__).resolve().parents[1] / "harness" / "guest" / "fslab_objects.py"
 SCALE = "1/5000"  # a 2 MB film, trees of ~100 kB: fast
 PAPER = {"video.mkv": 10_300_000_000, "dvd.iso": 4_600_000_000, "cd.iso": 747_600_000,
@@ -30,10 +31,7 @@ PAPER = {"video.mkv": 10_300_000_000, "dvd.iso": 4_600_000_000, "cd.iso": 747_60
 
 
 def load():
-    spec = importlib.util.spec_from_file_location("fslab_objects_under_test", PROGRAM)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_program("objects", "fslab_objects_under_test")
 
 
 fo = load()

@@ -49,7 +49,8 @@ def test_debian_template_validation_blocks_refuse_bad_values(tmp_path, var, valu
     values = {"base_image": tmp_path / "base.qcow2", "base_image_sha256": "0" * 64,
               "kernel": tmp_path / "vmlinuz", "initrd": tmp_path / "initrd.img", "accelerator": "tcg",
               "ssh_private_key_file": tmp_path / "key", "seed_dir": tmp_path, "output_dir": tmp_path / "out",
-              "facts_dir": tmp_path, "guest_agent": tmp_path / "agent.py", "serial_log": tmp_path / "log",
+              "facts_dir": tmp_path, "guest_agent": tmp_path / "agent.py", "guest_package": tmp_path,
+              "serial_log": tmp_path / "log",
               "catalog": tmp_path / "catalog.json",
               "source_date_epoch": "1700000000"}
     pvars = image_build.packer_vars("debian-12", **values)

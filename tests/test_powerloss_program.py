@@ -12,11 +12,11 @@ log-too-small detection; the command line. The real dm targets, mounts and check
 from __future__ import annotations
 
 import ast
-import importlib.util
 import json
 import os
 import random
 import shutil
+import struct
 import subprocess
 import sys
 from argparse import Namespace
@@ -25,18 +25,14 @@ from typing import Any
 
 import pytest
 
-PROGRAM = Path(__file__).resolve().parents[1] / "harness" / "guest" / "fslab_powerloss.py"
+from harness.guest_programs import GUEST_DIR, guest_module, program_path
 
+PROGRAM = program_path("powerloss")
+PARTS = ("log", "points", "replay", "promises", "workloads", "devmapper", "record", "check", "report")
 
-def load():
-    spec = importlib.util.spec_from_file_location("fslab_powerloss_under_test", PROGRAM)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses look their module up there
-    spec.loader.exec_module(mod)
-    return mod
-
-
-pl = load()
+pl = guest_module("fslabguest.powerloss")  # the program's package; each part becomes pl.<part>
+for _part in PARTS:
+    guest_module(f"fslabguest.powerloss.{_part}")
 
 
 # --- a dm-log-writes log, byte by byte ----------------------------------------------------------
@@ -86,14 +82,16 @@ def sec(ch: str, n: int = 1, ss: int = 512) -> bytes:
     return ch.encode() * (ss * n)
 
 
-def test_program_is_one_stdlib_only_file_that_says_why_it_is_long():
+def test_program_and_its_package_are_stdlib_only_and_the_program_is_the_command_line():
+    for path in [PROGRAM, *sorted((GUEST_DIR / "fslabguest").rglob("*.py"))]:
+        tree = ast.parse(path.read_text())
+        mods = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        mods |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0}
+        assert mods - {"__future__", "fslabguest"} <= set(sys.stdlib_module_names), path
     src = PROGRAM.read_text()
-    tree = ast.parse(src)
-    mods = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    mods |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 0}
-    assert mods - {"__future__"} <= set(sys.stdlib_module_names)
     assert src.startswith("#!/usr/bin/env python3\n")
-    assert "longer than fslab's other programs" in ast.get_docstring(tree)
+    defined = {n.name for n in ast.parse(src).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    assert defined <= {"_json_list", "_int_at_least", "load_plan_fs", "parse_args", "resolve", "inspect", "main"}
 
 
 def test_parse_a_hand_built_log(tmp_path):
@@ -106,17 +104,17 @@ def test_parse_a_hand_built_log(tmp_path):
     b.add(1 | 2 | 16, 40, sec("c"))  # FLUSH|FUA|METADATA with data (a journal commit block)
     b.mark("dm-log-writes-end")
     raw = b.build()
-    log = pl.parse_log(open(_file(tmp_path, raw), "rb"), len(raw))
+    log = pl.log.parse_log(open(_file(tmp_path, raw), "rb"), len(raw))
     e = log.entries
     assert log.sectorsize == 512 and len(e) == 7 and log.used == len(raw)
     assert (e[0].flags, e[0].offset, e[0].length, e[0].data_at) == (0, 8 * 512, 1024, 1024)
     assert raw[e[0].data_at:e[0].data_at + 1024] == sec("a", 2)
-    assert e[1].has(pl.FLUSH) and e[1].length == 0 and not e[1].writes
+    assert e[1].has(pl.log.FLUSH) and e[1].length == 0 and not e[1].writes
     assert e[2].mark == "mkfs" and e[2].length == 0
-    assert e[3].has(pl.FUA) and e[3].writes and raw[e[3].data_at:e[3].data_at + 512] == sec("b")
-    assert e[4].has(pl.DISCARD) and e[4].length == 16 * 512 and not e[4].writes
+    assert e[3].has(pl.log.FUA) and e[3].writes and raw[e[3].data_at:e[3].data_at + 512] == sec("b")
+    assert e[4].has(pl.log.DISCARD) and e[4].length == 16 * 512 and not e[4].writes
     assert e[5].data_at == e[4].data_at + 512  # a discard carries no data in the log
-    assert pl.flag_names(e[5].flags) == "FLUSH|FUA|METADATA" and raw[e[5].data_at:e[5].data_at + 512] == sec("c")
+    assert pl.log.flag_names(e[5].flags) == "FLUSH|FUA|METADATA" and raw[e[5].data_at:e[5].data_at + 512] == sec("c")
     assert e[6].mark == "dm-log-writes-end" and log.marks() == {"mkfs": 2, "dm-log-writes-end": 6}
 
 
@@ -125,7 +123,7 @@ def test_parse_a_4k_log(tmp_path):
     b.write(2, bytes(range(256)) * 16)
     b.mark("mkfs")
     raw = b.build()
-    log = pl.parse_log(open(_file(tmp_path, raw), "rb"))
+    log = pl.log.parse_log(open(_file(tmp_path, raw), "rb"))
     assert log.sectorsize == 4096 and log.entries[0].offset == 8192 and log.entries[0].data_at == 8192
 
 
@@ -137,11 +135,11 @@ def _file(tmp_path, raw: bytes, name: str = "log") -> Path:
 
 @pytest.mark.parametrize("mangle, message", [
     (lambda r: b"\0" * 8 + r[8:], "not dm-log-writes"),
-    (lambda r: r[:8] + pl.struct.pack("<Q", 2) + r[16:], "format version 2"),
-    (lambda r: r[:24] + pl.struct.pack("<I", 1000) + r[28:], "sector size 1000"),
-    (lambda r: r[:16] + pl.struct.pack("<Q", 3) + r[24:], "ends inside entry 2"),
+    (lambda r: r[:8] + struct.pack("<Q", 2) + r[16:], "format version 2"),
+    (lambda r: r[:24] + struct.pack("<I", 1000) + r[28:], "sector size 1000"),
+    (lambda r: r[:16] + struct.pack("<Q", 3) + r[24:], "ends inside entry 2"),
     (lambda r: r[:512] + bytes(512) + r[1024:], "all zeros"),
-    (lambda r: r[:512 + 16] + pl.struct.pack("<Q", 1 << 9) + r[512 + 24:], "unknown flags"),
+    (lambda r: r[:512 + 16] + struct.pack("<Q", 1 << 9) + r[512 + 24:], "unknown flags"),
     (lambda r: r[:20], "too short"),
 ])
 def test_parse_rejects_what_is_not_a_whole_log(tmp_path, mangle, message):
@@ -150,7 +148,7 @@ def test_parse_rejects_what_is_not_a_whole_log(tmp_path, mangle, message):
     b.mark("mkfs")
     raw = mangle(b.build())
     with pytest.raises(pl.PowerlossError, match=message):
-        pl.parse_log(open(_file(tmp_path, raw), "rb"))
+        pl.log.parse_log(open(_file(tmp_path, raw), "rb"))
 
 
 def test_parse_rejects_a_log_longer_than_its_device(tmp_path):
@@ -158,7 +156,7 @@ def test_parse_rejects_a_log_longer_than_its_device(tmp_path):
     b.write(0, sec("x", 4))
     raw = b.build()
     with pytest.raises(pl.PowerlossError, match="past the end"):
-        pl.parse_log(open(_file(tmp_path, raw), "rb"), len(raw) - 512)
+        pl.log.parse_log(open(_file(tmp_path, raw), "rb"), len(raw) - 512)
 
 
 # --- the crash model ----------------------------------------------------------------------------
@@ -169,13 +167,13 @@ def reference_state(raw: bytes, log, t: int, initial: bytes) -> bytes:
     with every range the log touches zeroed (it was zeros when the recording began)."""
     img = bytearray(initial)
     for e in log.entries:
-        if e.length and not e.flags & pl.MARK:
+        if e.length and not e.flags & pl.log.MARK:
             img[e.offset:e.offset + e.length] = bytes(e.length)
-    flushes = [e.index for e in log.entries if e.flags & pl.FLUSH]
+    flushes = [e.index for e in log.entries if e.flags & pl.log.FLUSH]
     for e in log.entries[:t + 1]:
-        if not (any(e.index < k <= t for k in flushes) or e.flags & pl.FUA):
+        if not (any(e.index < k <= t for k in flushes) or e.flags & pl.log.FUA):
             continue
-        if e.flags & pl.DISCARD:
+        if e.flags & pl.log.DISCARD:
             img[e.offset:e.offset + e.length] = bytes(e.length)
         elif e.writes:
             img[e.offset:e.offset + e.length] = raw[e.data_at:e.data_at + e.length]
@@ -189,10 +187,10 @@ def replay_all(tmp_path, raw: bytes, points, initial: bytes = INITIAL, drop=()) 
     logp = _file(tmp_path, raw, "replay.log")
     dev = tmp_path / "dev.img"
     dev.write_bytes(initial)  # reset must zero what the log touches; the rest stays
-    log = pl.parse_log(open(logp, "rb"))
+    log = pl.log.parse_log(open(logp, "rb"))
     out = []
     with open(logp, "rb") as lf, open(dev, "r+b", buffering=0) as df:
-        rp = pl.Replayer(log, lf.fileno(), df.fileno(), drop)
+        rp = pl.replay.Replayer(log, lf.fileno(), df.fileno(), drop)
         rp.reset()
         for p in points:
             rp.goto(p)
@@ -216,8 +214,8 @@ def test_replay_follows_the_barrier_crash_model(tmp_path):
     b.write(24, sec("D"))  # never flushed
     b.mark("dm-log-writes-end")
     raw = b.build()
-    log = pl.parse_log(open(_file(tmp_path, raw), "rb"))
-    points = pl.crash_points(log)
+    log = pl.log.parse_log(open(_file(tmp_path, raw), "rb"))
+    points = pl.points.crash_points(log)
     assert [(p.state, p.t, p.barrier, p.due, p.new, p.final) for p in points] == [
         (1, 4, 1, 0, [], False), (5, 5, 1, 0, [], False), (6, 7, 1, 1, ["p1"], False), (8, 9, 8, 1, [], False),
         (10, 12, 10, 1, [], True)]
@@ -246,12 +244,12 @@ def test_reset_zeroes_exactly_what_the_log_touches(tmp_path):
     b.mark("mkfs")
     b.discard(10, 2)
     raw = b.build()
-    log = pl.parse_log(open(_file(tmp_path, raw), "rb"))
+    log = pl.log.parse_log(open(_file(tmp_path, raw), "rb"))
     dev = tmp_path / "dev.img"
     junk = bytes(range(256)) * 32  # 16 sectors
     dev.write_bytes(junk)
     with open(_file(tmp_path, raw), "rb") as lf, open(dev, "r+b", buffering=0) as df:
-        pl.Replayer(log, lf.fileno(), df.fileno()).reset()
+        pl.replay.Replayer(log, lf.fileno(), df.fileno()).reset()
     img = dev.read_bytes()
     touched = {2, 10, 11}
     for s in range(16):
@@ -290,8 +288,8 @@ def random_log(rng: random.Random, n: int, ss: int = 512) -> LogBuilder:
 def test_incremental_replay_equals_the_reference_on_random_logs(tmp_path, seed):
     rng = random.Random(seed)
     raw = random_log(rng, 60).build()
-    log = pl.parse_log(open(_file(tmp_path, raw), "rb"))
-    points = pl.crash_points(log)
+    log = pl.log.parse_log(open(_file(tmp_path, raw), "rb"))
+    points = pl.points.crash_points(log)
     subset = sorted(rng.sample(points, max(2, len(points) // 3)), key=lambda p: p.t)
     assert len(points) > 5
     for chosen in (points, subset):
@@ -307,8 +305,8 @@ def test_a_dropped_write_is_left_out_and_reported(tmp_path):
     b.flush()
     b.mark("dm-log-writes-end")
     raw = b.build()
-    log = pl.parse_log(open(_file(tmp_path, raw), "rb"))
-    pts = pl.crash_points(log)
+    log = pl.log.parse_log(open(_file(tmp_path, raw), "rb"))
+    pts = pl.points.crash_points(log)
     full, = replay_all(tmp_path, raw, pts[-1:])
     dropped, = replay_all(tmp_path, raw, pts[-1:], drop=[w])
     assert full[4 * 512:5 * 512] == sec("W") and dropped[4 * 512:5 * 512] == bytes(512)
@@ -318,7 +316,7 @@ def test_points_and_their_errors(tmp_path):
     def points(build) -> list:
         b = LogBuilder()
         build(b)
-        return pl.crash_points(pl.parse_log(open(_file(tmp_path, b.build()), "rb")))
+        return pl.points.crash_points(pl.log.parse_log(open(_file(tmp_path, b.build()), "rb")))
 
     # no barrier before mkfs ended: the first state is "nothing durable"
     ps = points(lambda b: (b.write(0, sec("a")), b.mark("mkfs"), b.flush()))
@@ -337,30 +335,30 @@ def test_points_and_their_errors(tmp_path):
 # --- point selection ----------------------------------------------------------------------------
 
 def make_points(n: int, promise_at: set[int]) -> list:
-    return [pl.Point(i, i, i, i, 0, ["p"] if i in promise_at else []) for i in range(n)]
+    return [pl.points.Point(i, i, i, i, 0, ["p"] if i in promise_at else []) for i in range(n)]
 
 
 def test_selection_keeps_first_last_and_promise_points_within_the_limit():
     pts = make_points(100, {10, 11, 50, 97})
-    chosen, skipped = pl.select_points(pts, 12)
+    chosen, skipped = pl.points.select_points(pts, 12)
     idx = [p.index for p in chosen]
     assert len(idx) == 12 and skipped == 0 and idx == sorted(set(idx))
     assert {0, 99, 10, 11, 50, 97} <= set(idx)
     others = [i for i in idx if i not in {0, 99, 10, 11, 50, 97}]
     assert len(others) == 6 and max(b - a for a, b in zip(others, others[1:], strict=False)) < 30  # spread, not bunched
-    assert pl.select_points(pts, 12) == (chosen, 0)  # deterministic
+    assert pl.points.select_points(pts, 12) == (chosen, 0)  # deterministic
 
 
 def test_selection_without_a_limit_or_under_it_is_everything():
     pts = make_points(7, {3})
-    assert pl.select_points(pts, 0) == (pts, 0)
-    assert pl.select_points(pts, 7) == (pts, 0)
-    assert [p.index for p in pl.select_points(pts, 2)[0]] == [0, 6]
+    assert pl.points.select_points(pts, 0) == (pts, 0)
+    assert pl.points.select_points(pts, 7) == (pts, 0)
+    assert [p.index for p in pl.points.select_points(pts, 2)[0]] == [0, 6]
 
 
 def test_selection_with_more_promise_points_than_the_limit_samples_them_and_says_so():
     pts = make_points(50, set(range(1, 49)))
-    chosen, skipped = pl.select_points(pts, 10)
+    chosen, skipped = pl.points.select_points(pts, 10)
     idx = [p.index for p in chosen]
     assert len(idx) == 10 and idx[0] == 0 and idx[-1] == 49 and skipped == 48 - 8
 
@@ -369,7 +367,7 @@ def test_selection_with_more_promise_points_than_the_limit_samples_them_and_says
 def test_selection_never_exceeds_the_limit(n, limit):
     rng = random.Random(n * limit)
     pts = make_points(n, {i for i in range(n) if rng.random() < 0.2})
-    chosen, _ = pl.select_points(pts, limit)
+    chosen, _ = pl.points.select_points(pts, limit)
     idx = [p.index for p in chosen]
     assert len(idx) == min(n, limit) and idx[0] == 0 and idx[-1] == n - 1 and idx == sorted(set(idx))
 
@@ -396,7 +394,7 @@ class Spy:
                 rel = os.path.relpath(path, os.path.realpath(self.root))
                 self.events.append((_name, "." if rel == "." else rel))
                 return _real(fd)
-            monkeypatch.setattr(pl.os, name, spy)
+            monkeypatch.setattr(os, name, spy)
 
 
 def run_wl(tmp_path, name: str, seed: int, ops: int, monkeypatch=None, snaps: bool = False, tag: str = ""):
@@ -408,8 +406,8 @@ def run_wl(tmp_path, name: str, seed: int, ops: int, monkeypatch=None, snaps: bo
     spy = Spy(root, snapdir)
     if monkeypatch is not None:
         spy.wrap(monkeypatch)
-    acks = pl.Acks(spy.mark, str(tmp_path / f"{name}-{seed}-{ops}.jsonl"), {"workload": name, "seed": seed})
-    pl.run_workload(name, str(root), seed, ops, acks)
+    acks = pl.promises.Acks(spy.mark, str(tmp_path / f"{name}-{seed}-{ops}.jsonl"), {"workload": name, "seed": seed})
+    pl.workloads.run_workload(name, str(root), seed, ops, acks)
     acks.close()
     return root, acks, spy, snapdir
 
@@ -428,7 +426,7 @@ KINDS = {
 }
 
 
-@pytest.mark.parametrize("name", pl.WORKLOADS)
+@pytest.mark.parametrize("name", pl.workloads.WORKLOADS)
 def test_workload_is_deterministic_and_keeps_every_promise_after_its_mark(tmp_path, monkeypatch, name):
     ops = 40
     root, acks, spy, snaps = run_wl(tmp_path, name, 7, ops, snaps=True)
@@ -445,13 +443,13 @@ def test_workload_is_deterministic_and_keeps_every_promise_after_its_mark(tmp_pa
     assert {p["kind"] for p in acks.promises} >= KINDS[name] - ({"unlink-fsync"} if name == "mix" else set())
     assert {p["kind"] for p in acks.promises} <= KINDS[name]
     for k, p in enumerate(acks.promises, 1):  # the tree right after mark k keeps promises 1..k
-        res = pl.verify(str(snaps / p["id"]), acks.ops, acks.promises, k)
+        res = pl.promises.verify(str(snaps / p["id"]), acks.ops, acks.promises, k)
         assert res["broken"] == [] and p["id"] in res["checked"], (p, res["results"])
-    final = pl.verify(str(root), acks.ops, acks.promises, len(acks.promises), finished=True)
+    final = pl.promises.verify(str(root), acks.ops, acks.promises, len(acks.promises), finished=True)
     assert final["broken"] == [] and len(final["checked"]) >= 1 and final["unsynced_lost"] == []
 
 
-@pytest.mark.parametrize("name", pl.WORKLOADS)
+@pytest.mark.parametrize("name", pl.workloads.WORKLOADS)
 def test_each_promise_names_the_syncs_the_workload_really_did(tmp_path, monkeypatch, name):
     _, acks, spy, _ = run_wl(tmp_path, name, 3, 25, monkeypatch)
     since: list[tuple[str, str]] = []
@@ -477,18 +475,18 @@ def test_each_promise_names_the_syncs_the_workload_really_did(tmp_path, monkeypa
 def test_mix_writes_unsynced_data_and_reports_it_without_breaking_promises(tmp_path):
     root, acks, _, _ = run_wl(tmp_path, "mix", 5, 60)
     assert any(op["unsynced"] for op in acks.ops)
-    res = pl.verify(str(root), acks.ops, acks.promises, len(acks.promises), finished=True)
+    res = pl.promises.verify(str(root), acks.ops, acks.promises, len(acks.promises), finished=True)
     assert res["unsynced_present"] and not res["unsynced_lost"]
     gone = res["unsynced_present"][0]
     os.unlink(root / gone)
-    res = pl.verify(str(root), acks.ops, acks.promises, len(acks.promises), finished=True)
+    res = pl.promises.verify(str(root), acks.ops, acks.promises, len(acks.promises), finished=True)
     assert gone in res["unsynced_lost"] and res["broken"] == []  # informational, not a broken promise
 
 
 # --- verification catches loss ------------------------------------------------------------------
 
 def final_check(root: Path, acks) -> dict:
-    return pl.verify(str(root), acks.ops, acks.promises, len(acks.promises))
+    return pl.promises.verify(str(root), acks.ops, acks.promises, len(acks.promises))
 
 
 def failures(res: dict) -> list[tuple[str, str, str]]:
@@ -538,7 +536,7 @@ def test_replace_accepts_old_or_new_only_while_the_next_replace_may_run(tmp_path
 
     def ok_at(due: int, content: bytes) -> bool:
         target.write_bytes(content)
-        return pl.verify(str(root), acks.ops, acks.promises, due)["broken"] == []
+        return pl.promises.verify(str(root), acks.ops, acks.promises, due)["broken"] == []
 
     # p1 is the mkdir; p(k+2) acknowledges version k; at due=3 (v1 acknowledged) v2's replace may be running
     assert ok_at(3, versions[1]) and ok_at(3, versions[2])
@@ -553,7 +551,7 @@ def test_nofsync_replace_never_accepts_an_empty_file_even_mid_replace(tmp_path):
     v2 = (snaps / "p4" / "replace" / "target").read_bytes()
     for content, ok in ((v1, True), (v2, True), (b"", False), (v2[:100], False), (bytes(len(v2)), False)):
         target.write_bytes(content)
-        assert (pl.verify(str(root), acks.ops, acks.promises, 3)["broken"] == []) is ok
+        assert (pl.promises.verify(str(root), acks.ops, acks.promises, 3)["broken"] == []) is ok
 
 
 def test_verify_catches_a_lost_rename(tmp_path):
@@ -585,25 +583,28 @@ def test_verify_catches_a_truncated_append(tmp_path):
     need = first["effects"][0]["state"]["size"]
     journal.write_bytes(data[:need])
     due = acks.promises.index(first) + 1
-    assert pl.verify(str(root), acks.ops, acks.promises, due)["broken"] == []
+    assert pl.promises.verify(str(root), acks.ops, acks.promises, due)["broken"] == []
     journal.write_bytes(data[:need - 1])
-    assert pl.verify(str(root), acks.ops, acks.promises, due)["broken"] == [first["id"]]
+    assert pl.promises.verify(str(root), acks.ops, acks.promises, due)["broken"] == [first["id"]]
 
 
 def test_a_torn_overwrite_is_accepted_only_while_it_may_be_running(tmp_path):
-    old = pl.blob("old", 4096)
-    new = old[:1024] + pl.blob("new", 1024) + old[2048:]
-    ops = [{"seq": 1, "op": "create", "unsynced": False, "effects": [{"path": "f", "state": pl.file_state(old)}]},
+    old = pl.promises.blob("old", 4096)
+    new = old[:1024] + pl.promises.blob("new", 1024) + old[2048:]
+    ops = [{"seq": 1, "op": "create", "unsynced": False,
+            "effects": [{"path": "f", "state": pl.promises.file_state(old)}]},
            {"seq": 2, "op": "overwrite", "unsynced": False,
-            "effects": [{"path": "f", "state": pl.file_state(new), "inflight": pl.torn_state(old, new, 1024, 1024)}]}]
-    promises = [{"id": "p1", "kind": "create-fsync", "ops": 1, "effects": [{"path": "f", "state": pl.file_state(old)}]},
+            "effects": [{"path": "f", "state": pl.promises.file_state(new),
+                         "inflight": pl.promises.torn_state(old, new, 1024, 1024)}]}]
+    promises = [{"id": "p1", "kind": "create-fsync", "ops": 1,
+                 "effects": [{"path": "f", "state": pl.promises.file_state(old)}]},
                 {"id": "p2", "kind": "overwrite-fsync", "ops": 2,
-                 "effects": [{"path": "f", "state": pl.file_state(new)}]}]
+                 "effects": [{"path": "f", "state": pl.promises.file_state(new)}]}]
     mixed = old[:1024] + new[1024:1536] + old[1536:]  # first sector new, second still old
 
     def broken(content: bytes, due: int) -> list:
         (tmp_path / "f").write_bytes(content)
-        return pl.verify(str(tmp_path), ops, promises, due)["broken"]
+        return pl.promises.verify(str(tmp_path), ops, promises, due)["broken"]
 
     assert broken(mixed, 1) == [] and broken(new, 1) == [] and broken(old, 1) == []
     assert broken(mixed, 2) == ["p2"]  # once p2 is due, only the new content
@@ -612,18 +613,18 @@ def test_a_torn_overwrite_is_accepted_only_while_it_may_be_running(tmp_path):
 
 
 def test_expectations_skip_superseded_promises_and_paths_never_promised():
-    st = pl.file_state
+    st = pl.promises.file_state
     ops = [{"seq": 1, "op": "a", "unsynced": False, "effects": [{"path": "x", "state": st(b"1")}]},
            {"seq": 2, "op": "b", "unsynced": True, "effects": [{"path": "u", "state": st(b"u")}]},
            {"seq": 3, "op": "c", "unsynced": False, "effects": [{"path": "x", "state": st(b"2")}]}]
     promises = [{"id": "p1", "kind": "k", "ops": 1, "effects": [{"path": "x", "state": st(b"1")}]},
                 {"id": "p2", "kind": "k", "ops": 3, "effects": [{"path": "x", "state": st(b"2")}]}]
-    checks, unsynced = pl.expectations(ops, promises, 2)
+    checks, unsynced = pl.promises.expectations(ops, promises, 2)
     assert [(c["promise"], c["path"], c["alternatives"]) for c in checks] == [("p2", "x", [])]
     assert [u["path"] for u in unsynced] == ["u"]
-    checks, unsynced = pl.expectations(ops, promises, 1)  # p2's write may be running: "2" also fine
+    checks, unsynced = pl.promises.expectations(ops, promises, 1)  # p2's write may be running: "2" also fine
     assert [(c["promise"], len(c["alternatives"])) for c in checks] == [("p1", 1)] and unsynced == []
-    assert pl.expectations(ops, promises, 0) == ([], [])
+    assert pl.promises.expectations(ops, promises, 0) == ([], [])
 
 
 # --- the check loop end to end, on a fake filesystem --------------------------------------------
@@ -656,13 +657,13 @@ class FakeSystem:
         self.data, self.fail_mount_at, self.mounts, self.calls = data, fail_mount_at, 0, list[Any]()
 
     def install(self, monkeypatch) -> None:
-        monkeypatch.setattr(pl, "dm_create", self.dm_create)
-        monkeypatch.setattr(pl, "dm_remove", lambda name: self.calls.append(("remove", name)))
-        monkeypatch.setattr(pl, "mount_fs", self.mount)
-        monkeypatch.setattr(pl, "umount_fs", self.umount)
-        monkeypatch.setattr(pl, "run_checker", self.checker)
-        monkeypatch.setattr(pl, "run_cmd", self.run_cmd)
-        monkeypatch.setattr(pl.shutil, "which", lambda name: f"/sbin/{name}" if name == "fsck.fake" else None)
+        monkeypatch.setattr(pl.devmapper, "dm_create", self.dm_create)
+        monkeypatch.setattr(pl.devmapper, "dm_remove", lambda name: self.calls.append(("remove", name)))
+        monkeypatch.setattr(pl.devmapper, "mount_fs", self.mount)
+        monkeypatch.setattr(pl.devmapper, "umount_fs", self.umount)
+        monkeypatch.setattr(pl.devmapper, "run_checker", self.checker)
+        monkeypatch.setattr(pl.devmapper, "run_cmd", self.run_cmd)
+        monkeypatch.setattr(shutil, "which", lambda name: f"/sbin/{name}" if name == "fsck.fake" else None)
 
     def dm_create(self, name: str, table: str) -> str:
         self.calls.append(("create", name, table))
@@ -714,27 +715,28 @@ NOTES: dict = {}  # the notes of the last fake_case's metric lines
 
 def fake_case(tmp_path, monkeypatch, fault=None, fail_mount_at=frozenset(), check=("fsck.fake", "{dev}"),
               log=fake_log):
-    a, b, c = pl.blob("a", 2048), pl.blob("b", 1536), pl.blob("c", 512)
+    a, b, c = pl.promises.blob("a", 2048), pl.promises.blob("b", 1536), pl.promises.blob("c", 512)
     logp = _file(tmp_path, log(a, b, c).build())
     data = tmp_path / "data.img"
     data.write_bytes(os.urandom(5 * SLOT))
     mnt, out = tmp_path / "mnt", tmp_path / "out"
     mnt.mkdir()
     out.mkdir()
-    acks = pl.Acks(lambda pid: None)
+    acks = pl.promises.Acks(lambda pid: None)
     for name, content in (("a", a), ("b", b)):
-        acks.op(f"create {name}", (name, pl.file_state(content), pl.EXISTS))
+        acks.op(f"create {name}", (name, pl.promises.file_state(content), pl.promises.EXISTS))
         acks.promise("create-fsync", f"write {name}; fsync {name}", f"{name} holds its bytes",
-                     [(name, pl.file_state(content))])
-    acks.op("write c", ("c", pl.file_state(c), pl.EXISTS), unsynced=True)
+                     [(name, pl.promises.file_state(content))])
+    acks.op("write c", ("c", pl.promises.file_state(c), pl.promises.EXISTS), unsynced=True)
     cfg = Namespace(data=str(data), log=str(logp), max_points=0, fault=fault, fstype="fakefs", mount_options="",
                     mnt=str(mnt), check=list(check) if check else None, fs_type="fakefs", fs_name="fake",
                     cow_file=str(tmp_path / "cow"), workload="hand-made", seed=0, ops=2, mkfs=["mkfs.fake"])
     fake = FakeSystem(data, fail_mount_at)
     fake.install(monkeypatch)
     metrics = []
-    tot = pl.check_all(cfg, acks, str(out), lambda m, v, u="", **kw: metrics.append({"metric": m, "value": v, **kw}))
-    pl.report(acks, tot, lambda m, v, u="", **kw: metrics.append({"metric": m, "value": v, **kw}))
+    tot = pl.check.check_all(cfg, acks, str(out),
+                             lambda m, v, u="", **kw: metrics.append({"metric": m, "value": v, **kw}))
+    pl.report.report(acks, tot, lambda m, v, u="", **kw: metrics.append({"metric": m, "value": v, **kw}))
     NOTES.clear()
     NOTES.update({(m["metric"], m.get("kind")): m["note"] for m in metrics if "note" in m})
     points = [json.loads(x) for x in (out / "points.jsonl").read_text().splitlines()]
@@ -767,7 +769,7 @@ def test_check_loop_with_a_dropped_flushed_write_breaks_the_promise_and_keeps_ev
     assert m[("points_needing_repair", None)] == 2
     ev = json.loads((out / "evidence" / "p1.json").read_text())
     assert ev["failure"]["verdict"] == "zero-filled" and ev["failure"]["path"] == "a"
-    assert ev["failure"]["expected"]["sha256"] == pl.file_state(pl.blob("a", 2048))["sha256"]
+    assert ev["failure"]["expected"]["sha256"] == pl.promises.file_state(pl.promises.blob("a", 2048))["sha256"]
     assert ev["failure"]["found"]["size"] == 2048 and ev["points_broken"] == [2, 3]
     assert (out / "evidence" / ev["found_file"]).read_bytes() == bytes(2048)  # the wrong file itself
     assert ev["point"]["t"] == 8 and ev["point"]["barrier"] == 4 and ev["fault"]["entry"] == 3
@@ -801,7 +803,7 @@ def test_a_log_without_its_end_mark_is_an_error(tmp_path, monkeypatch):
     logp = _file(tmp_path, lb.build())
     cfg = Namespace(log=str(logp))
     with pytest.raises(pl.PowerlossError, match="does not end with the mark 'dm-log-writes-end'"):
-        pl.check_all(cfg, pl.Acks(lambda p: None), str(tmp_path), lambda *a, **k: None)
+        pl.check.check_all(cfg, pl.promises.Acks(lambda p: None), str(tmp_path), lambda *a, **k: None)
 
 
 # --- recording, with device-mapper replaced -----------------------------------------------------
@@ -819,14 +821,14 @@ def fake_record(tmp_path, monkeypatch, status: str, kernel: list[str]):
         calls.append(what)
         return False
 
-    monkeypatch.setattr(pl, "dm_create", lambda name, table: call("create", name, table) or str(data))
-    monkeypatch.setattr(pl, "dm_remove", lambda name: call("remove", name))
-    monkeypatch.setattr(pl, "dm_mark", lambda name, text: call("mark", text))
-    monkeypatch.setattr(pl, "dm_status", lambda name: status)
-    monkeypatch.setattr(pl, "mount_fs", lambda *a: (0, ""))
-    monkeypatch.setattr(pl, "umount_fs", lambda mnt: (0, ""))
-    monkeypatch.setattr(pl, "must", lambda argv, what, timeout=0: call("run", *argv) or "")
-    monkeypatch.setattr(pl.Kmsg, "take", lambda self, limit=60: kernel)
+    monkeypatch.setattr(pl.devmapper, "dm_create", lambda name, table: call("create", name, table) or str(data))
+    monkeypatch.setattr(pl.devmapper, "dm_remove", lambda name: call("remove", name))
+    monkeypatch.setattr(pl.devmapper, "dm_mark", lambda name, text: call("mark", text))
+    monkeypatch.setattr(pl.devmapper, "dm_status", lambda name: status)
+    monkeypatch.setattr(pl.devmapper, "mount_fs", lambda *a: (0, ""))
+    monkeypatch.setattr(pl.devmapper, "umount_fs", lambda mnt: (0, ""))
+    monkeypatch.setattr(pl.devmapper, "must", lambda argv, what, timeout=0: call("run", *argv) or "")
+    monkeypatch.setattr(pl.devmapper.Kmsg, "take", lambda self, limit=60: kernel)
     cfg = Namespace(data=str(data), log=str(log), mnt=str(mnt), mkfs=["mkfs.x", "-q", "{dev}"], fstype="x",
                     mount_options="", fs_name="x", workload="append", seed=1, ops=3)
     return cfg, str(out), calls, data, log
@@ -834,7 +836,7 @@ def fake_record(tmp_path, monkeypatch, status: str, kernel: list[str]):
 
 def test_record_zeroes_the_disks_runs_mkfs_marks_and_the_workload(tmp_path, monkeypatch):
     cfg, out, calls, data, log = fake_record(tmp_path, monkeypatch, "0 2048 log-writes 120 4000", [])
-    acks, _ = pl.record(cfg, out, lambda *a, **k: None)
+    acks, _ = pl.record.record(cfg, out, lambda *a, **k: None)
     assert data.read_bytes() == bytes(1 << 20) and log.read_bytes()[:65536] == bytes(65536)
     assert calls[0] == ("create", "fslab-pl-lw", f"0 2048 log-writes {data} {log}")
     assert calls[1] == ("run", "mkfs.x", "-q", str(data)) and calls[2] == ("mark", "mkfs")
@@ -850,7 +852,7 @@ def test_record_zeroes_the_disks_runs_mkfs_marks_and_the_workload(tmp_path, monk
 def test_record_says_in_one_line_when_the_log_device_is_too_small(tmp_path, monkeypatch, status, kernel):
     cfg, out, calls, _, log = fake_record(tmp_path, monkeypatch, status, kernel)
     with pytest.raises(pl.PowerlossError) as e:
-        pl.record(cfg, out, lambda *a, **k: None)
+        pl.record.record(cfg, out, lambda *a, **k: None)
     msg = str(e.value)
     assert "\n" not in msg and f"log device {log} (131072 bytes) is too small" in msg
     assert "after 99 entries" in msg and calls[-1] == ("remove", "fslab-pl-lw")
@@ -868,12 +870,12 @@ def test_stale_devices_of_a_killed_run_are_removed_first(tmp_path, monkeypatch):
     def run_cmd(argv, timeout=None):
         calls.append(argv)
         return (0, "/dev/loop3\n") if "--associated" in argv else (0, "")
-    monkeypatch.setattr(pl, "run_cmd", run_cmd)
-    done = pl.clean_stale(str(tmp_path / "not-mounted"), str(shm), str(mapper))
+    monkeypatch.setattr(pl.devmapper, "run_cmd", run_cmd)
+    done = pl.devmapper.clean_stale(str(tmp_path / "not-mounted"), str(shm), str(mapper))
     assert done == ["dmsetup remove fslab-pl-snap: rc 0", "losetup --detach /dev/loop3: rc 0",
                     f"rm {shm}/fslab-powerloss-cow-123"]
     assert ["dmsetup", "remove", "--retry", "fslab-pl-snap"] in calls and sorted(os.listdir(shm)) == ["someone-else"]
-    assert pl.clean_stale(str(tmp_path / "not-mounted"), str(shm), str(tmp_path / "none")) == []
+    assert pl.devmapper.clean_stale(str(tmp_path / "not-mounted"), str(shm), str(tmp_path / "none")) == []
 
 
 # --- the command line ---------------------------------------------------------------------------
@@ -883,7 +885,8 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_inspect_prints_the_summary_and_the_points(tmp_path):
-    logp = _file(tmp_path, fake_log(pl.blob("a", 2048), pl.blob("b", 512), pl.blob("c", 512)).build())
+    blob = pl.promises.blob
+    logp = _file(tmp_path, fake_log(blob("a", 2048), blob("b", 512), blob("c", 512)).build())
     cp = cli("--inspect", str(logp), "--max-points", "2")
     assert cp.returncode == 0, cp.stderr
     lines = [json.loads(x) for x in cp.stdout.splitlines()]
@@ -947,12 +950,12 @@ def test_a_log_written_by_qemu_blklogwrites_replays_to_the_disk_it_recorded(tmp_
     cp = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert cp.returncode == 0, cp.stderr
     raw = logf.read_bytes()
-    log = pl.parse_log(open(logf, "rb"), len(raw))
+    log = pl.log.parse_log(open(logf, "rb"), len(raw))
     kinds = [c.split()[0] if not c.startswith("write -z") else "zero" for c in cmds]
     assert sum(e.writes for e in log.entries) == kinds.count("write") + kinds.count("zero")  # zeros: as data
-    assert sum(e.has(pl.DISCARD) for e in log.entries) == kinds.count("discard")
-    assert sum(e.has(pl.FLUSH) for e in log.entries) >= kinds.count("flush")  # QEMU adds some (close, discard)
-    points = pl.crash_points(log, None)
+    assert sum(e.has(pl.log.DISCARD) for e in log.entries) == kinds.count("discard")
+    assert sum(e.has(pl.log.FLUSH) for e in log.entries) >= kinds.count("flush")  # QEMU adds some (close, discard)
+    points = pl.points.crash_points(log, None)
     assert len(points) > 10
     states = replay_all(tmp_path, raw, points, bytes(size))  # QEMU's disk began as zeros too
     assert states[-1] == disk.read_bytes()
@@ -1002,7 +1005,7 @@ def test_a_data_disk_without_a_volatile_write_cache_is_refused(tmp_path):
     queue.mkdir(parents=True)
     (queue / "write_cache").write_text("write through\n")
     with pytest.raises(pl.PowerlossError, match="has no volatile write cache .* no flush would reach the write log"):
-        pl.check_write_cache(str(dev), str(tmp_path / "sys"))
+        pl.devmapper.check_write_cache(str(dev), str(tmp_path / "sys"))
     (queue / "write_cache").write_text("write back\n")
-    pl.check_write_cache(str(dev), str(tmp_path / "sys"))
-    pl.check_write_cache(str(dev), str(tmp_path / "nowhere"))  # nothing to read: nothing refused
+    pl.devmapper.check_write_cache(str(dev), str(tmp_path / "sys"))
+    pl.devmapper.check_write_cache(str(dev), str(tmp_path / "nowhere"))  # nothing to read: nothing refused

@@ -21,17 +21,14 @@ from pathlib import Path
 
 import pytest
 
+from harness.guest_programs import load_program
+
 PROGRAM = Path(__file__).resolve().parents[1] / "harness" / "guest" / "fslab_smallfiles.py"
 ORDER = ("create", "copy", "verify", "read", "stat", "rename", "delete")
 
 
 def load():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("fslab_smallfiles_under_test", PROGRAM)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_program("smallfiles", "fslab_smallfiles_under_test")
 
 
 sf = load()

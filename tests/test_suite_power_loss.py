@@ -18,6 +18,7 @@ from harness.analysis.runs import Run
 from harness.config import resolve
 from harness.config import vmconfig as config
 from harness.errors import FslabError
+from harness.guest_programs import guest_module
 from harness.plan import layouts, variants
 from harness.plan.document import PLAN_PATH
 from harness.suites import power_loss as pl
@@ -135,12 +136,13 @@ def test_the_kinds_posix_does_not_promise_are_the_programs(tmp_path):
     """durability.UNPROMISED is what the program marks `posix: false`: run every workload (a
     plain directory is enough; marks go nowhere) and read its acknowledgement log."""
     prog = pl.program()
+    promises, workloads = (guest_module(f"fslabguest.powerloss.{m}") for m in ("promises", "workloads"))
     unpromised = set()
     for w in prog.WORKLOADS:
         root = tmp_path / w
         root.mkdir()
-        acks = prog.Acks(lambda pid: None)
-        prog.run_workload(w, str(root), 0, 3, acks)
+        acks = promises.Acks(lambda pid: None)
+        workloads.run_workload(w, str(root), 0, 3, acks)
         unpromised |= {p["kind"] for p in acks.promises if not p["posix"]}
     assert unpromised == set(durability.UNPROMISED)
 

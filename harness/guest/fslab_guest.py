@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """fslab guest agent: runs a plan.json inside the VM and streams raw results to the host.
 
-Installed in the image alone as /usr/local/bin/fslab-guest, so it is one file using only the
-standard library. cloud-init starts it as `fslab-guest run /run/fslab/plan.json`.
+Installed in the image as /usr/local/bin/fslab-guest, standard library only, with the package
+the guest programs share (fslabguest: run_cmd, the stream writer). cloud-init starts it as
+`fslab-guest run /run/fslab/plan.json`.
 
-The results go out as a ustar stream on a virtio-serial port, one whole member at a time with a
-flush after each: a guest killed at its deadline still delivers everything completed before.
+The results go out as a ustar stream on a virtio-serial port (fslabguest/stream.py), one whole
+member at a time with a flush after each: a guest killed at its deadline still delivers
+everything completed before. Its members and their keys: harness/guest/stream_schema.json.
 DONE.json is always the last member; without it the host counts the run as failed. Whatever
 happens (even an exception in this file) the agent tries to write DONE.json and powers off,
 because a guest left running would only be killed at its deadline.
@@ -13,10 +15,9 @@ because a guest left running would only be killed at its deadline.
 Device lookup, mount/umount, cache dropping and poweroff are module-level functions so that the
 tests can replace them and run whole plans on a host without root devices.
 
-Why one file of ~1,100 lines: the image installs the agent alone, as one stdlib-only program that
-nothing else in the guest imports (its helpers, e.g. fslab-powerloss, are programs the plan's
-steps run). Its parts follow the run's order: devices and kernel log, filesystem set-up and cold
-start, fio cases, step cases, repetitions, boot phases, the plan, the command line.
+Its parts follow the run's order: devices and kernel log, filesystem set-up and cold start, fio
+cases, step cases, repetitions, boot phases, the plan, the command line. (Its helpers, e.g.
+fslab-powerloss, are programs the plan's steps run.)
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import posixpath
 import random
 import re
 import shlex
@@ -32,10 +32,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 import traceback
+
+from fslabguest.commands import SBIN_PATH, add_sbin_to_path, run_cmd
+from fslabguest.stream import AgentError, Reporter, TarWriter, utcnow
 
 RESULTS_PORT = "/dev/virtio-ports/org.fslab.results"
 PROGRESS_PORT = "/dev/virtio-ports/org.fslab.progress"
@@ -52,16 +54,7 @@ FIO_STOP_GRACE_S = 30.0
 # At its case timeout a step's process group gets SIGTERM, then SIGKILL after this long (a program
 # owning dm targets, loop devices and a mount undoes them in that time; see run_timed).
 STEP_STOP_GRACE_S = 60.0
-SBIN_PATH = ["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"]
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+-]*$")
-
-
-class AgentError(Exception):
-    """An error the agent reports in its outputs (case.json, fs.json, DONE.json)."""
-
-
-def utcnow() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def case_dir(case_id: str, rep: int) -> str:
@@ -72,106 +65,7 @@ def case_dir(case_id: str, rep: int) -> str:
     return case_id if not rep else f"{case_id}.rep{rep}"
 
 
-# --- output: tar stream and progress port -------------------------------------------------------
-
-def _write_all(fd: int, data: bytes) -> None:
-    """os.write may write less than asked (pipes, serial ports): loop until all is out."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def _sync(fd: int) -> None:
-    """fsync; a virtio-serial character device may refuse it (EINVAL), which is harmless."""
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-
-
-def _open_port(path: str, what: str) -> int:
-    if not os.path.exists(path):
-        raise AgentError(f"{what} port {path} does not exist (is this a fslab VM? "
-                         f"for local testing pass --{what} FILE with an existing file)")
-    # O_TRUNC is ignored for character devices and empties a regular file used in testing.
-    return os.open(path, os.O_WRONLY | os.O_TRUNC)
-
-
-class TarWriter:
-    """Writes a ustar stream whole member by whole member, syncing after each."""
-
-    def __init__(self, path: str):
-        self.fd = _open_port(path, "results")
-
-    def add(self, name: str, data: bytes | str) -> None:
-        if isinstance(data, str):
-            data = data.encode("utf-8", "replace")
-        norm = posixpath.normpath(name)
-        if not name or norm != name or name.startswith("/") or ".." in name.split("/"):
-            raise AgentError(f"refusing tar member name {name!r}")
-        info = tarfile.TarInfo(name)
-        info.size, info.mode, info.mtime = len(data), 0o644, int(time.time())
-        # PAX only adds an extended header when a name does not fit ustar; else plain ustar.
-        header = info.tobuf(format=tarfile.PAX_FORMAT, encoding="utf-8", errors="surrogateescape")
-        _write_all(self.fd, header + data + b"\0" * (-len(data) % tarfile.BLOCKSIZE))
-        _sync(self.fd)
-
-    def add_json(self, name: str, obj: object) -> None:
-        self.add(name, json.dumps(obj, indent=1, sort_keys=True) + "\n")
-
-    def close(self) -> None:
-        """End-of-archive (two zero blocks), sync, close."""
-        _write_all(self.fd, b"\0" * (2 * tarfile.BLOCKSIZE))
-        _sync(self.fd)
-        os.close(self.fd)
-
-
-class Reporter:
-    """Progress events (JSON lines on the progress port) and a human log on stdout."""
-
-    def __init__(self, progress_path: str | None):
-        self.lines: list[str] = []
-        self.fd = None
-        self.first_case: float | None = None  # CLOCK_MONOTONIC at the first case's start (boot phases)
-        if progress_path:
-            try:
-                self.fd = _open_port(progress_path, "progress")
-            except (AgentError, OSError) as e:  # progress is nice to have, results are not
-                self.log(f"warning: no progress events: {e}")
-
-    def log(self, msg: str) -> None:
-        line = f"{utcnow()} fslab-guest: {msg}"
-        self.lines.append(line)
-        print(line, flush=True)
-
-    def event(self, event: str, **fields: object) -> None:
-        if event == "case-start" and self.first_case is None:
-            self.first_case = time.monotonic()
-        if self.fd is not None:
-            rec = {"t": round(time.time(), 3), "event": event, **fields}
-            try:
-                _write_all(self.fd, (json.dumps(rec) + "\n").encode())
-            except OSError as e:
-                self.log(f"warning: progress port write failed: {e}")
-                self.fd = None
-
-    def text(self) -> str:
-        return "\n".join(self.lines) + "\n"
-
-
 # --- replaceable system steps --------------------------------------------------------------------
-
-def run_cmd(argv: list[str], timeout: float | None = None) -> tuple[int, str]:
-    """Run argv (no shell), return (exit code, stdout+stderr). A missing tool is rc 127."""
-    try:
-        cp = subprocess.run(argv, check=False, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            timeout=timeout, stdin=subprocess.DEVNULL)
-    except FileNotFoundError:
-        return 127, f"{argv[0]}: command not found\n"
-    except subprocess.TimeoutExpired as e:
-        return 124, (e.output or b"").decode("utf-8", "replace") + f"\ntimed out after {timeout} s\n"
-    return cp.returncode, cp.stdout.decode("utf-8", "replace")
-
 
 def _serials_now() -> dict[str, str]:
     """serial -> device path, from lsblk, or from sysfs when lsblk is missing."""
@@ -1310,9 +1204,7 @@ def main(argv: list[str] | None = None) -> int:
     pr.add_argument("catalog")
     pr.add_argument("--out", default="/var/lib/fslab", help="where filesystems.json and probe.log go")
     args = p.parse_args(argv)
-    # cloud-init's runcmd may lack the sbin directories where mkfs.*, mount and mdadm live.
-    path = os.environ.get("PATH", "").split(os.pathsep)
-    os.environ["PATH"] = os.pathsep.join(path + [d for d in SBIN_PATH if d not in path])
+    add_sbin_to_path()  # cloud-init's runcmd may lack the sbin directories where mkfs.*, mount and mdadm live
     if args.cmd == "probe":
         return probe(args.catalog, args.out)
     # A SIGTERM (e.g. systemd stopping cloud-final) becomes SystemExit, so DONE.json is still written.

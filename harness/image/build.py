@@ -41,6 +41,7 @@ from harness.image.packer import seed as _seed
 from harness.image.packer import ssh_key as _ssh_key
 from harness.image.store import (
     DEFINITIONS,
+    GUEST_PACKAGE,
     IMAGE_FILES,
     INPUTS_DIR,
     LISTING,
@@ -255,7 +256,8 @@ def _build_in(work: Path, src: Path, name: str, digest: str, files: dict[str, st
         name, base_image=base / "base.qcow2", base_image_sha256=sha256_file(base / "base.qcow2"),
         kernel=base / "vmlinuz", initrd=base / "initrd.img", accelerator=choice.used, ssh_private_key_file=key,
         seed_dir=seed, output_dir=work / "packer-out", facts_dir=facts, source_date_epoch=lock.source_date_epoch,
-        guest_agent=src / "harness" / "guest" / "fslab_guest.py", serial_log=work / "logs" / "console.log",
+        guest_agent=src / "harness" / "guest" / "fslab_guest.py",
+        guest_package=src / "harness" / "guest" / GUEST_PACKAGE, serial_log=work / "logs" / "console.log",
         catalog=probe_catalog,
         kernel_cmdline=params["kernel_cmdline"])
     env = {**os.environ, "CHECKPOINT_DISABLE": "1", "PACKER_CACHE_DIR": str(work / "packer_cache")}

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from harness import proc
 from harness.errors import FslabError
-from harness.image.store import DEFINITIONS, KERNEL_CMDLINE, REPO, definition
+from harness.image.store import DEFINITIONS, GUEST_PACKAGE, KERNEL_CMDLINE, REPO, definition
 
 # Variables every template declares; the Debian template (from a local base) declares more.
 COMMON_VARS = ("accelerator", "ssh_private_key_file", "seed_dir", "output_dir", "facts_dir", "guest_agent",
-               "serial_log", "catalog")
+               "guest_package", "serial_log", "catalog")
 BASE_VARS = ("base_image", "base_image_sha256", "kernel", "initrd", "source_date_epoch")
 
 
@@ -77,10 +77,12 @@ def validate_templates() -> list[str]:
         sd = seed(t / "seed", key.with_suffix(".pub").read_text().strip(), "0" * 64)
         for f in ("base.qcow2", "vmlinuz", "initrd.img", "fslab_guest.py", "catalog.json"):
             (t / f).write_bytes(b"")
+        (t / GUEST_PACKAGE).mkdir()
         dummy = {"base_image": t / "base.qcow2", "base_image_sha256": "0" * 64, "kernel": t / "vmlinuz",
                  "initrd": t / "initrd.img", "accelerator": "tcg", "ssh_private_key_file": key,
                  "seed_dir": sd, "output_dir": t / "out", "facts_dir": t, "source_date_epoch": "1700000000",
-                 "guest_agent": t / "fslab_guest.py", "serial_log": t / "console.log", "catalog": t / "catalog.json"}
+                 "guest_agent": t / "fslab_guest.py", "guest_package": t / GUEST_PACKAGE,
+                 "serial_log": t / "console.log", "catalog": t / "catalog.json"}
         env = {**os.environ, "CHECKPOINT_DISABLE": "1"}
         for name in by_template.values():
             path = template_path(name)

@@ -27,6 +27,8 @@ from harness.plan import filesystems
 REPO = Path(__file__).resolve().parents[2]
 MANIFEST = "manifest.json"
 LOCK = "packages.lock"
+# The package the guest programs share (harness/guest/fslabguest), installed beside them.
+GUEST_PACKAGE = "fslabguest"
 INPUTS_DIR = "inputs"  # beside manifest.json: a copy of every input file, for `fslab image rebuild`
 LISTING = "tree.tsv.gz"  # beside manifest.json: every path of the root tree (image_tree.write_listing)
 # images/<name>/digests: what a build of each input must give (image/record.py). Not an input: a
@@ -182,9 +184,11 @@ def input_files(name: str, root: Path = REPO) -> dict[str, Path]:
     if scripts.is_dir():
         found += [p for p in scripts.iterdir() if p.is_file() and not p.name.startswith(".")]
     guest = root / "harness" / "guest"
-    if guest.is_dir():  # every guest program goes into the image
+    if guest.is_dir():  # every guest program goes into the image, and the package they share
         found += [p for p in guest.iterdir() if p.is_file() and p.name.startswith("fslab_")
                   and p.suffix in (".py", ".c") and p.name != "fslab_guest.py"]
+        package = guest / GUEST_PACKAGE
+        found += [p for p in package.rglob("*.py") if p.is_file() and not _ignored(p.relative_to(package))]
     required = [root / "packer" / f"{d.template_name}.pkr.hcl", root / "harness" / "guest" / "fslab_guest.py"]
     if d.offline:
         required += [root / rel for rel in TOOLING]

@@ -67,11 +67,10 @@ tree keeps its file sizes and has fewer files): paper 1 (~17 GB written per repe
 from __future__ import annotations
 
 import functools
-import importlib.util
 from fractions import Fraction
-from pathlib import Path
 from types import ModuleType
 
+from harness.guest_programs import load_program
 from harness.suites.suite import Case, Suite
 from harness.suites.suite import steps as as_steps
 
@@ -89,18 +88,13 @@ _PROFILES = {
     "quick": (Fraction(1, 10), 3600),
     "smoke": (Fraction(1, 1000), 1200),  # TCG
 }
-_GUEST_PROGRAM = Path(__file__).resolve().parent.parent / "guest" / "fslab_objects.py"
 
 
 @functools.cache
 def objects_program() -> ModuleType:
     """harness/guest/fslab_objects.py, the program the guest runs: the suite asks it what the
     objects of a scale are (sizes, file counts, room needed) so that plan and guest agree."""
-    spec = importlib.util.spec_from_file_location("fslab_objects", _GUEST_PROGRAM)
-    assert spec is not None and spec.loader is not None, _GUEST_PROGRAM
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_program("objects", "fslab_objects")
 
 
 @functools.cache

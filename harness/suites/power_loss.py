@@ -77,13 +77,11 @@ the program undoes its mount, dm targets and loop device before it exits.
 from __future__ import annotations
 
 import functools
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from harness.errors import FslabError
+from harness.guest_programs import load_program
 from harness.plan.document import PLAN_PATH
 from harness.suites.suite import Case, Suite
 from harness.suites.suite import steps as as_steps
@@ -103,19 +101,13 @@ _PROFILES: dict[str, dict[str, Any]] = {
     "quick": {"ops": 10, "control_ops": 4, "max_points": 40, "workloads": None},
     "smoke": {"ops": 3, "control_ops": 2, "max_points": 12, "workloads": ("maildir",)},
 }
-_GUEST_PROGRAM = Path(__file__).resolve().parent.parent / "guest" / "fslab_powerloss.py"
 
 
 @functools.cache
 def program() -> ModuleType:
     """harness/guest/fslab_powerloss.py, the program the guest runs: its WORKLOADS and FAULTS are
     the suite's (one home for each)."""
-    spec = importlib.util.spec_from_file_location("fslab_powerloss_program", _GUEST_PROGRAM)
-    assert spec is not None and spec.loader is not None, _GUEST_PROGRAM
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # its dataclasses look their module up there
-    spec.loader.exec_module(mod)
-    return mod
+    return load_program("powerloss", "fslab_powerloss_program")
 
 
 def workloads(profile: str) -> tuple[str, ...]:

@@ -67,16 +67,15 @@ from __future__ import annotations
 
 import bisect
 import functools
-import importlib.util
 import itertools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from harness.errors import FslabError
+from harness.guest_programs import load_program
 from harness.suites.suite import Case, Suite, steps
 
 PROGRAM = "/usr/local/bin/fslab-smallfiles"
@@ -95,19 +94,13 @@ _PROFILES: dict[str, tuple[dict[str, int], int, int]] = {
     "quick": ({"small": 5_000, "medium": 1_000, "large": 32}, 100, 3600),
     "smoke": ({"small": 200, "medium": 40, "large": 4}, 10, 900),
 }
-_GUEST_PROGRAM = Path(__file__).resolve().parent.parent / "guest" / "fslab_smallfiles.py"
 
 
 @functools.cache
 def program() -> ModuleType:
     """harness/guest/fslab_smallfiles.py, the program the guest runs: the suite asks it for the
     trees' shape and sizes, so that plan and guest agree."""
-    spec = importlib.util.spec_from_file_location("fslab_smallfiles", _GUEST_PROGRAM)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {_GUEST_PROGRAM}")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_program("smallfiles", "fslab_smallfiles")
 
 
 def case_id(size_class: str, fsync: bool) -> str:

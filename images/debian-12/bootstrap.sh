@@ -201,6 +201,13 @@ for prog in "$guest"/fslab_*.py; do
 	name=$(basename "$prog" .py)
 	install -D -m 0755 "$prog" "$rootfs/usr/local/bin/${name//_/-}"
 done
+# The package they share, harness/guest/fslabguest (its .py files), goes where the guest's python3
+# looks for locally installed modules (Debian 12: /usr/local/lib/python3.11/dist-packages; not
+# /usr/local/lib/python3/dist-packages, which is on no sys.path there): the programs import it
+# with no sys.path line of their own, and `python3 -c 'import fslabguest'` works in the guest.
+site=$(chroot "$rootfs" python3 -c 'import site; print(site.getsitepackages()[0])')
+[ -d "$guest/fslabguest" ] || die "guest package $guest/fslabguest does not exist"
+(cd "$guest" && find fslabguest -name '*.py' -exec install -D -m 0644 '{}' "$rootfs$site/{}" ';')
 for src in "$guest"/fslab_*.c; do
 	[ -e "$src" ] || continue
 	name=$(basename "$src" .c)

@@ -22,6 +22,11 @@ if systemctl list-unit-files NetworkManager-wait-online.service | grep -q '^Netw
 	systemctl mask NetworkManager-wait-online.service
 fi
 
+# The probe (20-probe-filesystems.sh) imported fslabguest: python3 left its bytecode beside it.
+# None in the image, which holds exactly its inputs (the bytecode would carry build-time stamps).
+site=$(python3 -c 'import site; print(site.getsitepackages()[0])')
+find "$site/fslabguest" -name __pycache__ -prune -exec rm -rf '{}' ';'
+
 # The next boot is a first boot for cloud-init, with a new machine id.
 cloud-init clean --logs
 : >/etc/machine-id

@@ -1,0 +1,199 @@
+"""The check loop: the log parsed, the points chosen, each rebuilt, snapshotted, mounted, its due
+promises verified and the filesystem's checker run; evidence of every broken promise."""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import shutil
+import stat
+import time
+from collections.abc import Callable
+
+from fslabguest.powerloss import PowerlossError
+from fslabguest.powerloss import devmapper as dm
+from fslabguest.powerloss.log import END_MARK, Log, parse_log
+from fslabguest.powerloss.points import Point, crash_points, log_summary, promise_marks, select_points
+from fslabguest.powerloss.promises import Acks, verify
+from fslabguest.powerloss.record import substitute
+from fslabguest.powerloss.replay import CHUNK, Replayer, find_fault
+
+
+def _lines(text: str, n: int = 20) -> list[str]:
+    return [ln.rstrip() for ln in text.splitlines() if ln.strip()][:n]
+
+
+def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str, sectors: int,
+                kmsg: dm.Kmsg) -> tuple[dict, str, dict[str, bytes]]:
+    """Snapshot, mount (journal replay), verify, umount, checker: one point's record, the checker's
+    output, and the first MiB of each file that broke a promise (evidence)."""
+    rec: dict = {"point": point.index, "t": point.t, "state": point.state, "barrier": point.barrier,
+                 "due": point.due, "new_promises": point.new}
+    table = f"0 {sectors} snapshot {cfg.data} {cow_dev} N 8"
+    t0 = time.monotonic()
+    kmsg.take()
+    snap = dm.dm_create(dm.SNAP, table)
+    check_text, found = "", {}
+    try:
+        if cfg.fstype == "btrfs":  # btrfs refuses a device older than one it saw (the recording's)
+            dm.run_cmd(["btrfs", "device", "scan", "--forget"], 60)
+        rc, text = dm.mount_fs(cfg.fstype, cfg.mount_options, snap, cfg.mnt)
+        rec["mount"] = {"rc": rc, "output": _lines(text), "kernel": kmsg.take()}
+        rec["mounted"] = rc == 0
+        if rc == 0:
+            try:
+                res = verify(cfg.mnt, acks.ops, acks.promises, point.due, point.final)
+                for r in res["results"]:
+                    if not r["ok"] and r["found"].get("type") == "file" and not r["found"].get("error"):
+                        with open(os.path.join(cfg.mnt, r["path"]), "rb") as f:
+                            found[f"{r['promise']}:{r['path']}"] = f.read(CHUNK)
+            finally:
+                urc, utext = dm.umount_fs(cfg.mnt)
+            if urc != 0:
+                raise PowerlossError(f"umount of the crash image at point {point.index} failed with exit code "
+                                     f"{urc}: {dm.one_line(utext)}")
+            rec.update(promises_checked=res["checked"], promise_kinds=res["kinds"], broken=res["broken"],
+                       promises_kept=[p for p in res["checked"] if p not in res["broken"]],
+                       failures=[r for r in res["results"] if not r["ok"]],
+                       unsynced_present=res["unsynced_present"], unsynced_lost=res["unsynced_lost"])
+        else:  # the checker then sees the crash image as it was, not what the failed mount left
+            dm.dm_remove(dm.SNAP)
+            snap = dm.dm_create(dm.SNAP, table)
+        check: dict
+        if not cfg.check:
+            check = {"ran": False, "note": f"no checker for {cfg.fs_type}"}
+        elif shutil.which(cfg.check[0]) is None:
+            check = {"ran": False, "note": f"checker missing from the image: {cfg.check[0]}"}
+        else:
+            argv = substitute(cfg.check, snap, cfg.mnt, cfg.fs_name, "check")
+            crc, check_text = dm.run_checker(argv)
+            check = {"ran": True, "argv": argv, "rc": crc, "clean": crc == 0,
+                     "on": "after the mount's journal replay" if rec["mounted"] else "the crash image (mount failed)"}
+            if crc != 0:
+                check["lines"] = _lines(check_text)
+        rec["check"] = check
+    finally:
+        dm.dm_remove(dm.SNAP)
+        os.truncate(cfg.cow_file, 0)  # the next snapshot starts empty; frees the memory it held
+        os.truncate(cfg.cow_file, sectors * 512)
+    rec["seconds"] = round(time.monotonic() - t0, 3)
+    return rec, check_text, found
+
+
+def _evidence(rec: dict, failure: dict, acks: Acks, cfg: argparse.Namespace, log: Log, fault: dict | None,
+              check_text: str) -> dict:
+    promise = next(p for p in acks.promises if p["id"] == failure["promise"])
+    return {"promise": promise, "failure": failure, "point": {k: v for k, v in rec.items() if k != "failures"},
+            "checker_output": check_text.splitlines()[:200], "points_broken": [rec["point"]],
+            "filesystem": {"name": cfg.fs_name, "type": cfg.fs_type, "fstype": cfg.fstype, "mkfs": cfg.mkfs,
+                           "mount_options": cfg.mount_options, "check": cfg.check},
+            "workload": {"name": cfg.workload, "seed": cfg.seed, "ops": cfg.ops},
+            "kernel": os.uname().release, "log": {"sectorsize": log.sectorsize, "entries": len(log.entries)},
+            "fault": fault,
+            "how_to_read": "the crash image is the data disk as a power loss right after log entry `point.t` leaves "
+                           "it (every entry up to the last FLUSH `point.barrier`, plus later FUA writes); it was "
+                           "mounted, and `failure.found` is what the path held against `failure.expected`"}
+
+
+def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> dict:
+    """Parse the log, choose the points, rebuild and check each; returns the totals."""
+    with open(cfg.log, "rb") as f:
+        if stat.S_ISBLK(os.fstat(f.fileno()).st_mode):  # read what the target wrote, not an old cache
+            fcntl.ioctl(f.fileno(), dm.BLKFLSBUF, 0)
+        log = parse_log(f, dm.device_bytes(cfg.log))
+    if not log.entries or log.entries[-1].mark != END_MARK:
+        raise PowerlossError(f"log on {cfg.log} does not end with the mark '{END_MARK}': the recording is incomplete")
+    marks = promise_marks(log)
+    if len(marks) != len(acks.promises):
+        raise PowerlossError(f"log has {len(marks)} promise marks, the workload made {len(acks.promises)} promises")
+    points = crash_points(log)
+    chosen, skipped = select_points(points, cfg.max_points)
+    summary = log_summary(log, points, chosen)
+    with open(os.path.join(out, "log.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+    for k in ("entries", "writes", "flushes", "fuas", "discards", "marks"):
+        emit(f"log_{k}", summary[k])
+    emit("log_bytes", log.used, "B")
+    emit("log_write_bytes", summary["write_bytes"], "B")
+    emit("points_total", len(points))
+    emit("promise_points_unchecked", skipped)
+    size = dm.device_bytes(cfg.data)
+    sectors = size // 512
+    os.makedirs(os.path.join(out, "evidence"), exist_ok=True)
+    os.makedirs(os.path.join(out, "checker"), exist_ok=True)
+    fault, rp = None, None
+    with open(cfg.cow_file, "wb") as f:
+        f.truncate(size)
+    cow_dev = dm.must(["losetup", "--find", "--show", cfg.cow_file], "losetup").strip()
+    kmsg = dm.Kmsg()
+    tot: dict = {"points": 0, "unmountable": 0, "repair": 0, "no_checker": 0, "checks": 0, "checks_broken": 0,
+           "unreachable": 0, "present": 0, "lost": 0}
+    checked: dict[str, str] = {}
+    evidence: dict[str, dict] = {}
+    t0 = time.monotonic()
+    try:
+        with open(cfg.log, "rb") as lf, open(cfg.data, "r+b", buffering=0) as dev:
+            if cfg.fault:
+                fault = find_fault(log, lf.fileno(), acks.promises, marks)
+                emit("fault_dropped_entry", fault["entry"], "", promise=fault["promise"], path=fault["path"])
+            if stat.S_ISBLK(os.fstat(dev.fileno()).st_mode):  # no page the recording went around
+                fcntl.ioctl(dev.fileno(), dm.BLKFLSBUF, 0)
+            rp = Replayer(log, lf.fileno(), dev.fileno(), [fault["entry"]] if fault else [])
+            rp.reset()
+            with open(os.path.join(out, "points.jsonl"), "w") as pf:
+                for pt in chosen:
+                    rp.goto(pt)
+                    os.fsync(dev.fileno())  # the snapshot reads the disk, not this file's page cache
+                    rec, check_text, found = check_point(pt, cfg, acks, cow_dev, sectors, kmsg)
+                    pf.write(json.dumps(rec, sort_keys=True) + "\n")
+                    pf.flush()
+                    tot["points"] += 1
+                    tot["unmountable"] += not rec["mounted"]
+                    tot["repair"] += rec["check"]["ran"] and not rec["check"]["clean"]
+                    tot["no_checker"] += not rec["check"]["ran"]
+                    if not rec["check"]["ran"]:  # why: none in the catalog, or missing from the image
+                        tot.setdefault("no_checker_why", rec["check"]["note"])
+                    if rec["check"]["ran"] and not rec["check"]["clean"]:
+                        with open(os.path.join(out, "checker", f"point-{pt.index}.txt"), "w") as f:
+                            c = rec["check"]
+                            f.write(f"$ {' '.join(c['argv'])}\n{check_text}[exit code {c['rc']}]\n")
+                    if not rec["mounted"]:
+                        tot["unreachable"] += pt.due
+                        continue
+                    tot["checks"] += len(rec["promises_checked"])
+                    tot["checks_broken"] += len(rec["broken"])
+                    tot["present"] += len(rec["unsynced_present"])
+                    tot["lost"] += len(rec["unsynced_lost"])
+                    checked.update(rec["promise_kinds"])
+                    for failure in rec["failures"]:
+                        pid = failure["promise"]
+                        if pid in evidence:
+                            if rec["point"] not in evidence[pid]["points_broken"]:
+                                evidence[pid]["points_broken"].append(rec["point"])
+                            continue
+                        evidence[pid] = _evidence(rec, failure, acks, cfg, log, fault, check_text)
+                        data = found.get(f"{pid}:{failure['path']}")
+                        if data is not None:  # the wrong file itself, as the crash image held it
+                            evidence[pid]["found_file"] = f"{pid}.found"
+                            with open(os.path.join(out, "evidence", f"{pid}.found"), "wb") as f:
+                                f.write(data)
+                        _write_json(os.path.join(out, "evidence", f"{pid}.json"), evidence[pid])
+    finally:
+        dm.run_cmd(["losetup", "--detach", cow_dev], 60)
+        os.unlink(cfg.cow_file)
+    for pid, ev in evidence.items():  # again, now with every point where it broke
+        _write_json(os.path.join(out, "evidence", f"{pid}.json"), ev)
+    tot.update(replay_s=time.monotonic() - t0, checked=checked,
+               broken={p: e["promise"]["kind"] for p, e in evidence.items()})
+    if fault is not None:  # did the control show its loss? (fslab_powerloss.py: "Positive control")
+        tot["fault"] = {"replayed": bool(rp is not None and rp.dropped), "promise": fault["promise"],
+                        "broken": fault["promise"] in evidence}
+    return tot
+
+
+def _write_json(path: str, obj: object) -> None:
+    with open(path, "w") as f:
+        json.dump(obj, f, indent=1, sort_keys=True)
+        f.write("\n")

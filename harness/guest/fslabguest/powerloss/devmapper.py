@@ -1,0 +1,145 @@
+"""The system: device-mapper targets, mounts, the checker, loop devices and kernel messages; the
+seam the host tests replace (tests/test_powerloss_program.py FakeSystem), so the other modules
+call it as `dm.<name>`."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+from fslabguest.commands import run_cmd
+from fslabguest.powerloss import PowerlossError
+
+BLKFLSBUF = 0x1261  # _IO(0x12, 97): write back and drop a block device's page cache
+LW, SNAP = "fslab-pl-lw", "fslab-pl-snap"  # device-mapper names (one run at a time per guest)
+
+
+def one_line(text: str) -> str:
+    return " | ".join(ln.strip() for ln in text.splitlines() if ln.strip())[:400]
+
+
+def must(argv: list[str], what: str, timeout: float = 300) -> str:
+    rc, out = run_cmd(argv, timeout)
+    if rc != 0:
+        raise PowerlossError(f"{what} failed with exit code {rc}: {' '.join(argv)}: {one_line(out)}")
+    return out
+
+
+def dm_create(name: str, table: str) -> str:
+    must(["dmsetup", "create", name, "--table", table], f"dmsetup create {name}")
+    return f"/dev/mapper/{name}"
+
+
+def dm_remove(name: str) -> None:
+    must(["dmsetup", "remove", "--retry", name], f"dmsetup remove {name}")
+
+
+def dm_mark(name: str, text: str) -> None:
+    must(["dmsetup", "message", name, "0", "mark", text], f"mark {text}", timeout=60)
+
+
+def dm_status(name: str) -> str:
+    return must(["dmsetup", "status", name], f"dmsetup status {name}").strip()
+
+
+def mount_fs(fstype: str, options: str, dev: str, mnt: str) -> tuple[int, str]:
+    return run_cmd(["mount", "-t", fstype] + (["-o", options] if options else []) + [dev, mnt], 600)
+
+
+def umount_fs(mnt: str) -> tuple[int, str]:
+    return run_cmd(["umount", mnt], 600)
+
+
+def run_checker(argv: list[str]) -> tuple[int, str]:
+    return run_cmd(argv, 1800)
+
+
+class Kmsg:
+    """Kernel messages since the last `take`, from /dev/kmsg (read without blocking)."""
+
+    def __init__(self) -> None:
+        try:
+            self.fd: int | None = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
+            os.lseek(self.fd, 0, os.SEEK_END)
+            self.error = ""
+        except OSError as e:
+            self.fd, self.error = None, f"kernel messages unavailable: /dev/kmsg: {os.strerror(e.errno or 0)}"
+
+    def take(self, limit: int = 60) -> list[str]:
+        if self.fd is None:
+            return [self.error]
+        lines: list[str] = []
+        while True:
+            try:
+                rec = os.read(self.fd, 8192).decode("utf-8", "replace")
+            except BlockingIOError:
+                break
+            except OSError as e:
+                if e.errno == errno.EPIPE:  # overwritten before we read it: go on with the next
+                    continue
+                break
+            if not rec:
+                break
+            lines.append(rec.split(";", 1)[-1].split("\n", 1)[0])
+        return lines[-limit:]
+
+
+def device_bytes(path: str) -> int:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return os.lseek(fd, 0, os.SEEK_END)
+    finally:
+        os.close(fd)
+
+
+def clean_stale(mnt: str, cow_dir: str, mapper: str = "/dev/mapper") -> list[str]:
+    """Undo what a killed earlier run left (its mount, dm devices, loop devices and sparse
+    stores): a SIGKILL at a case's deadline skips every `finally`. Returns what was undone."""
+    done = []
+    with open("/proc/mounts") as f:
+        if any(ln.split()[1:2] == [mnt] for ln in f):
+            done.append(f"umount {mnt}: rc {umount_fs(mnt)[0]}")
+    for name in (SNAP, LW):
+        if os.path.exists(os.path.join(mapper, name)):
+            done.append(f"dmsetup remove {name}: rc {run_cmd(['dmsetup', 'remove', '--retry', name], 120)[0]}")
+    for entry in sorted(os.listdir(cow_dir)) if os.path.isdir(cow_dir) else []:
+        if entry.startswith("fslab-powerloss-cow-"):
+            path = os.path.join(cow_dir, entry)
+            rc, out = run_cmd(["losetup", "--associated", path, "--noheadings", "--output", "NAME"], 60)
+            for dev in out.split() if rc == 0 else []:
+                done.append(f"losetup --detach {dev}: rc {run_cmd(['losetup', '--detach', dev], 60)[0]}")
+            os.unlink(path)
+            done.append(f"rm {path}")
+    return done
+
+
+def check_free_device(path: str, what: str) -> None:
+    """A block device nobody uses: O_EXCL fails while it is mounted or held by device-mapper."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        raise PowerlossError(f"--{what} {path}: {os.strerror(e.errno or 0)}") from None
+    if not stat.S_ISBLK(mode):
+        raise PowerlossError(f"--{what} {path} is not a block device")
+    try:
+        os.close(os.open(path, os.O_RDONLY | os.O_EXCL))
+    except OSError as e:
+        raise PowerlossError(f"--{what} {path} is in use ({os.strerror(e.errno or 0)}): "
+                             "the agent must not mkfs or mount the power-loss disks itself") from None
+
+
+def check_write_cache(path: str, sys_block: str = "/sys/dev/block") -> None:
+    """The data disk must show a volatile write cache: without one the block layer drops every
+    flush and FUA before dm-log-writes sees it, the log holds no barrier, and every promise
+    would look broken (QEMU: disk cache writethrough or directsync)."""
+    st = os.stat(path)
+    where = os.path.join(sys_block, f"{os.major(st.st_rdev)}:{os.minor(st.st_rdev)}", "queue", "write_cache")
+    try:
+        with open(where) as f:
+            mode = f.read().strip()
+    except OSError:
+        return  # a partition or an unusual device: nothing to read, nothing to refuse
+    if mode != "write back":
+        raise PowerlossError(f"--data {path} has no volatile write cache ({where}: {mode!r}): no flush would "
+                             "reach the write log; give the disk a cache mode with one (QEMU: none, writeback)")

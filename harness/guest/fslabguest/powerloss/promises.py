@@ -1,0 +1,222 @@
+"""The promise model: content and states, the acknowledgement log (Acks) the workloads keep, what
+must hold once promises are due and the check of a mounted crash image against it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Callable
+
+TORN = 512  # the unit of a torn in-place overwrite: one disk sector
+HEAD = 64  # bytes of a file's start kept in its state, enough to find its first block in the log
+
+
+def blob(key: str, size: int) -> bytes:
+    """`size` bytes named by `key`: a readable first line, then SHAKE-256 of the key (the same
+    bytes on every machine, and different for every key).
+
+    >>> blob("k", 30)[:21], len(blob("k", 30)), blob("k", 30) == blob("k", 30), blob("k", 8)
+    (b'fslab-powerloss k 30\\n', 30, True, b'fslab-po')
+    """
+    head = f"fslab-powerloss {key} {size}\n".encode()
+    if size <= len(head):
+        return head[:size]
+    return head + hashlib.shake_256(key.encode()).digest(size - len(head))
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def file_state(data: bytes, kind: str = "file") -> dict:
+    """What a path must hold: exactly `data` ("file"), or at least it as a prefix ("prefix")."""
+    return {"type": kind, "size": len(data), "sha256": _sha(data), "head": data[:HEAD].hex()}
+
+
+ABSENT: dict = {"type": "absent"}
+DIR: dict = {"type": "dir"}
+EXISTS: dict = {"type": "exists"}  # any regular file: a write that was never synced may leave anything
+
+
+def one_of(states: list[dict]) -> dict:
+    return {"type": "one-of", "of": states}
+
+
+def _sectors(data: bytes) -> list[str]:
+    return [hashlib.blake2b(data[i:i + TORN], digest_size=6).hexdigest() for i in range(0, len(data), TORN)]
+
+
+def torn_state(old: bytes, new: bytes, off: int, length: int) -> dict:
+    """An in-place overwrite caught half way: outside [off, off+length) the old bytes, inside it
+    each sector old or new (off and length are multiples of TORN)."""
+    return {"type": "torn", "size": len(new), "off": off, "len": length,
+            "outside_sha256": _sha(new[:off] + new[off + length:]),
+            "old": _sectors(old[off:off + length]), "new": _sectors(new[off:off + length])}
+
+
+def observe(path: str) -> tuple[dict, bytes | None]:
+    """What a path holds in the mounted crash image, and a file's bytes."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return {"exists": False}, None
+    except OSError as e:
+        return {"exists": None, "error": f"lstat: {os.strerror(e.errno or 0)}"}, None
+    if stat.S_ISDIR(st.st_mode):
+        return {"exists": True, "type": "dir"}, None
+    if not stat.S_ISREG(st.st_mode):
+        return {"exists": True, "type": "other", "mode": oct(st.st_mode)}, None
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        return {"exists": True, "type": "file", "size": st.st_size, "error": f"read: {os.strerror(e.errno or 0)}"}, None
+    return {"exists": True, "type": "file", "size": len(data), "sha256": _sha(data), "head": data[:HEAD].hex(),
+            "zero_filled": not data.strip(b"\0"), "leading_zero_bytes": len(data) - len(data.lstrip(b"\0"))}, data
+
+
+def matches(state: dict, found: dict, data: bytes | None) -> bool:
+    kind = state["type"]
+    if kind == "one-of":
+        return any(matches(s, found, data) for s in state["of"])
+    if kind == "absent":
+        return found.get("exists") is False
+    if kind == "dir":
+        return found.get("type") == "dir"
+    if data is None or found.get("type") != "file":
+        return False
+    if kind == "exists":
+        return True
+    if kind == "file":
+        return len(data) == state["size"] and found["sha256"] == state["sha256"]
+    if kind == "prefix":
+        return len(data) >= state["size"] and _sha(data[:state["size"]]) == state["sha256"]
+    if kind == "torn":
+        off, n = state["off"], state["len"]
+        if len(data) != state["size"] or _sha(data[:off] + data[off + n:]) != state["outside_sha256"]:
+            return False
+        return all(h in (o, w) for h, o, w in zip(_sectors(data[off:off + n]), state["old"], state["new"], strict=True))
+    raise ValueError(f"unknown state type {kind!r}")
+
+
+def verdict(state: dict, found: dict) -> str:
+    """A few words for a broken expectation, e.g. 'missing', 'empty', 'zero-filled', 'short'."""
+    if found.get("error"):
+        return found["error"]
+    if state["type"] == "absent":
+        return "still present"
+    if found.get("exists") is False:
+        return "missing"
+    if state["type"] == "dir":
+        return f"not a directory ({found.get('type')})"
+    if found.get("type") != "file":
+        return f"not a regular file ({found.get('type')})"
+    size, want = found["size"], state.get("size")
+    if size == 0:
+        return "empty"
+    if found.get("zero_filled"):
+        return "zero-filled"
+    if want is not None and size < want:
+        return f"short ({size} of {want} bytes)"
+    if found.get("leading_zero_bytes", 0) >= TORN:  # e.g. one data block never reached the disk
+        return f"wrong content (its first {found['leading_zero_bytes']} bytes are zeros)"
+    return "wrong content"
+
+
+class Acks:
+    """The acknowledgement log: operations in program order and the promises made about them.
+
+    `op` is recorded before the operation runs; `promise` after the fsync it depends on returned,
+    and calls `mark` (a dm message in the guest) with the promise's id at once.
+    """
+
+    def __init__(self, mark: Callable[[str], None], path: str | None = None, header: dict | None = None):
+        self.mark = mark
+        self.ops: list[dict] = []
+        self.promises: list[dict] = []
+        self.out = open(path, "w") if path else None
+        if header is not None:
+            self._write({"rec": "workload", **header})
+
+    def _write(self, rec: dict) -> None:
+        if self.out is not None:
+            self.out.write(json.dumps(rec, sort_keys=True) + "\n")
+            self.out.flush()
+
+    def op(self, what: str, *effects: tuple, unsynced: bool = False) -> None:
+        """effects: (path, state) or (path, state, state while it may be in progress)."""
+        rec = {"rec": "op", "seq": len(self.ops) + 1, "op": what, "unsynced": unsynced,
+               "effects": [{"path": e[0], "state": e[1], **({"inflight": e[2]} if len(e) > 2 else {})}
+                           for e in effects]}
+        self.ops.append(rec)
+        self._write(rec)
+
+    def promise(self, kind: str, after: str, holds: str, effects: list[tuple[str, dict]], posix: bool = True) -> str:
+        pid = f"p{len(self.promises) + 1}"
+        self.mark(pid)
+        rec = {"rec": "promise", "id": pid, "kind": kind, "after": after, "holds": holds, "posix": posix,
+               "ops": len(self.ops), "effects": [{"path": p, "state": s} for p, s in effects]}
+        self.promises.append(rec)
+        self._write(rec)
+        return pid
+
+    def close(self) -> None:
+        if self.out is not None:
+            self.out.close()
+
+
+def expectations(ops: list[dict], promises: list[dict], due: int,
+                 finished: bool = False) -> tuple[list[dict], list[dict]]:
+    """What must hold once the first `due` promises are due, and which unsynced writes to look for.
+
+    For each path, its latest due promise sets the expectation; operations on the path after
+    that promise that may have started (program order up to the next promise's mark) add their
+    outcomes as alternatives. Unsynced writes: the last one on each path that certainly finished
+    (before the last due mark, or at all once the workload had `finished`), unless the path
+    changed again since.
+    """
+    s_due = len(ops) if finished else promises[due - 1]["ops"] if due else 0
+    s_next = promises[due]["ops"] if due < len(promises) else len(ops)
+    by_path: dict[str, list[tuple[int, dict]]] = {}
+    for op in ops[:s_next]:
+        for eff in op["effects"]:
+            by_path.setdefault(eff["path"], []).append((op["seq"], {**eff, "unsynced": op["unsynced"]}))
+    latest: dict[str, tuple[dict, dict]] = {}
+    for pr in promises[:due]:
+        for eff in pr["effects"]:
+            latest[eff["path"]] = (pr, eff["state"])
+    checks = []
+    for path, (pr, st) in latest.items():
+        alts = [e.get("inflight", e["state"]) for seq, e in by_path.get(path, []) if seq > pr["ops"]]
+        checks.append({"promise": pr["id"], "kind": pr["kind"], "path": path, "state": st, "alternatives": alts})
+    unsynced = []
+    for path, changes in by_path.items():
+        done = [(seq, e) for seq, e in changes if seq <= s_due]
+        if done and done[-1][1]["unsynced"] and done[-1][0] == changes[-1][0] and path not in latest:
+            unsynced.append({"path": path, "seq": done[-1][0], "state": done[-1][1]["state"]})
+    return checks, unsynced
+
+
+def verify(root: str, ops: list[dict], promises: list[dict], due: int, finished: bool = False) -> dict:
+    """Check the first `due` promises against the tree at `root`."""
+    checks, unsynced = expectations(ops, promises, due, finished)
+    results, broken_ids = [], []
+    for c in checks:
+        found, data = observe(os.path.join(root, c["path"]))
+        ok = matches(c["state"], found, data) or any(matches(a, found, data) for a in c["alternatives"])
+        res = {"promise": c["promise"], "kind": c["kind"], "path": c["path"], "ok": ok, "expected": c["state"],
+               "found": found}
+        if c["alternatives"]:
+            res["also_accepted"] = c["alternatives"]
+        if not ok:
+            res["verdict"] = verdict(c["state"], found)
+            if c["promise"] not in broken_ids:
+                broken_ids.append(c["promise"])
+        results.append(res)
+    present = [u["path"] for u in unsynced if matches(u["state"], *observe(os.path.join(root, u["path"])))]
+    lost = [u["path"] for u in unsynced if u["path"] not in present]
+    kinds = {r["promise"]: r["kind"] for r in results}
+    return {"checked": sorted(kinds, key=lambda p: int(p[1:])), "kinds": kinds, "broken": broken_ids,
+            "results": results, "unsynced_present": present, "unsynced_lost": lost}
