@@ -46,11 +46,98 @@ class Measure:
     rate_of: str | None = None
     unit: str = ""
     detail: str | None = None  # only records of this detail (runs.key_of), "" = none; None = any
+    pair_by: tuple[str, ...] = ()  # record fields that pair the sides' values (pool only): a paired test
 
     def where(self) -> str:
         """'iops of read-*-buffered-many-small' or 'real_s of compile/cp'."""
         steps = [s for s in self.steps if s]
         return f"{self.metric} of {','.join(self.cases)}" + (f"/{','.join(steps)}" if steps else "")
+
+
+SEED_LANGUAGES = {"000": "Portuguese", "001": "Czech", "002": "Portuguese", "003": "Spanish", "004": "Russian"}
+MACHINE_MARGIN = (1.5, "another machine, kernel and decade than the paper's: a factor of 1.5 either way")
+
+
+def _number(text: str) -> float:
+    """'11.41' -> 11.41, '6:24.75' (minutes:seconds) -> 384.75, '66,2' -> 66.2."""
+    text = text.replace(",", ".")
+    if ":" in text:
+        m, sec = text.split(":")
+        return 60 * float(m) + float(sec)
+    return float(text)
+
+
+def _half_unit(text: str, figure: bool) -> float:
+    """Half the last printed digit's place: what rounding may hide. '11.41' -> 0.005, '8' -> 0.5;
+    a round figure in words (`figure`) counts its trailing zeros as rounding: '40' -> 5."""
+    text = text.replace(",", ".")
+    if "." in text:
+        return 0.5 * 10 ** -len(text.split(".")[1])
+    digits = text.split(":")[-1]
+    zeros = len(digits) - len(digits.rstrip("0")) if figure and digits.strip("0") else 0
+    return 0.5 * 10**zeros
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Where a ratio claim's band comes from: the paper's two numbers as printed (a table's, or
+    one figure said in words, `den` "1"), what their rounding allows, and a stated margin (a
+    factor either way) for everything else. The claim's ratio and band are computed from it.
+
+    >>> t = Tolerance("8", "6", 1.25, "x"); round(t.ratio, 3), [round(x, 3) for x in t.precise()]
+    (1.333, [1.154, 1.545])
+    >>> [round(x, 3) for x in t.band()]
+    [0.923, 1.932]
+    >>> Tolerance("40", "1", 1.0, "x", figure=True).precise()
+    (35.0, 45.0)
+    """
+
+    num: str  # as printed: "11.41", "8", "6:24.75", or a figure in words: "40"
+    den: str
+    margin: float  # a factor either way, for what the precision does not cover
+    why: str  # the margin's reason
+    figure: bool = False  # a round figure in words: its trailing zeros are rounding
+    almost: bool = False  # "almost N": no higher than N
+    at_least: bool = False  # "more than N": the band is open above
+
+    @property
+    def ratio(self) -> float:
+        return _number(self.num) / _number(self.den)
+
+    def precise(self) -> tuple[float, float]:
+        """The ratios the printed numbers allow (their rounding undone)."""
+        n, d = _number(self.num), _number(self.den)
+        hn = _half_unit(self.num, self.figure)
+        hd = 0.0 if self.den == "1" else _half_unit(self.den, False)
+        lo = (n - hn) / (d + hd)
+        hi = math.inf if d - hd <= 0 else (n + hn) / (d - hd)
+        return lo, (n / d if self.almost else hi)
+
+    def band(self) -> tuple[float, float | None]:
+        lo, hi = self.precise()
+        return lo / self.margin, (None if self.at_least or math.isinf(hi) else hi * self.margin)
+
+    def text(self) -> str:
+        """'8 / 6 printed to 1: [1.15, 1.55]; margin x1.25 (why): [0.923, 1.93]'."""
+        lo, hi = self.precise()
+        blo, bhi = self.band()
+        what = f"'{self.num}'" if self.den == "1" else f"{self.num} / {self.den}"
+        unit = 2 * _half_unit(self.num, self.figure)
+        return (f"{what} as printed (to {unit:g}) allows [{lo:.3g}, {hi:.3g}]" +
+                ("; 'almost': no higher" if self.almost else "") +
+                f"; margin x{self.margin:g} ({self.why}): " +
+                (f"> {blo:.3g}" if bhi is None else f"[{blo:.3g}, {bhi:.3g}]"))
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A finding of a seed that no claim checks, and why fslab cannot measure it."""
+
+    seed: str  # "000"
+    where: str  # "Figure 3 (text)"
+    quote: str  # the seed's words, verbatim (its language: SEED_LANGUAGES)
+    says: str  # the finding in English
+    why: str  # "not measurable here, because ..."
 
 
 @dataclass(frozen=True)
@@ -84,14 +171,27 @@ class Claim:
     higher_is_better: bool | None = None
     note: str = ""
     pending: str = ""  # the suite it names is not in this tree yet: why, and what checks it later
+    quote: str = ""  # the seed's own words (verbatim, in its language: SEED_LANGUAGES) behind the claim
+    says: str = ""  # the quote in English, when the claim's `text` is not its translation
+    tolerance: Tolerance | None = None  # a ratio claim: where ratio and band come from (they are computed)
 
     compared: tuple[Side, ...] = field(init=False, repr=False, compare=False)  # `sides`, each a Side
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "compared", tuple(s if isinstance(s, Side) else Side(s) for s in self.sides))
+        if self.tolerance is not None:
+            if self.ratio is not None or self.band is not None:
+                raise ValueError(f"claim {self.id}: give a tolerance or ratio and band, not both")
+            object.__setattr__(self, "ratio", self.tolerance.ratio)
+            object.__setattr__(self, "band", self.tolerance.band())
         problems = _problems(self)
         if problems:
             raise ValueError(f"claim {self.id}: " + "; ".join(problems))
+
+    @property
+    def seed(self) -> str:
+        """'001' of source 'seed 001, table 119'."""
+        return self.source.split(",")[0].split()[1] if self.source.startswith("seed ") else ""
 
     def side_measure(self, side: Side) -> Measure:
         m = side.measure or self.measure
@@ -147,3 +247,10 @@ def all_claims() -> dict[str, tuple[Claim, ...]]:
 
 def claims_for(suite: str) -> list[Claim]:
     return [c for cs in all_claims().values() for c in cs if c.suite == suite]
+
+
+def not_measurable() -> tuple[Finding, ...]:
+    """The seeds' findings no claim checks, each with why (harness/suites/seed_findings.py)."""
+    from harness.suites import seed_findings
+
+    return tuple(seed_findings.NOT_MEASURABLE)
