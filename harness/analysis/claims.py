@@ -93,7 +93,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from functools import lru_cache
+from functools import cache
 
 from scipy import stats as _sps
 
@@ -290,13 +290,13 @@ def _outside(r: tuple[float, float | None, float | None], band: tuple[float | No
 
 
 def band_text(band: tuple[float | None, float | None]) -> str:
-    """'[1.33, 3]', '> 2', '< 0.5'."""
+    """'[1.333, 3]', '> 2', '< 0.5'."""
     lo, hi = band
     if hi is None:
-        return f"> {lo:.3g}"
+        return f"> {lo:.4g}"
     if lo is None:
-        return f"< {hi:.3g}"
-    return f"[{lo:.3g}, {hi:.3g}]"
+        return f"< {hi:.4g}"
+    return f"[{lo:.4g}, {hi:.4g}]"
 
 
 def _hib(c: Claim, sides: list[SideData]) -> bool:
@@ -347,7 +347,7 @@ def _observed(c: Claim, sides: list[SideData], hib: bool) -> str:
     if c.kind == "direction":
         ok = better(ms[0], ms[1])
     elif c.kind == "extreme":
-        ok = all(better(ms[0], x) if c.extreme == "best" else better(x, ms[0]) for x in ms[1:])
+        ok = all(better(t, x) if c.extreme == "best" else better(x, t) for t in ms[:c.top] for x in ms[c.top:])
     elif c.kind == "order":
         ok = all(better(x, y) for x, y in zip(ms, ms[1:], strict=False))
     else:
@@ -409,35 +409,35 @@ def judge(c: Claim, sides: list[SideData], test: str = "welch", direction_only: 
         return Judgement(CONSISTENT, f"{pt}; ratio {'-' if r is None else f'{r[0]:.3g}x'} outside "
                                      f"{band_text(c.band)} but its {ci}: not excluded, not shown", cmp.p)
     if c.kind == "extreme":
-        pairs = [(0, j) for j in range(1, len(sides))]
+        pairs = [(i, j) for i in range(c.top) for j in range(c.top, len(sides))]
         if c.extreme == "worst":
-            pairs = [(j, 0) for j in range(1, len(sides))]
+            pairs = [(j, i) for i, j in pairs]
         needed = pairs
     else:
         pairs = [(i, j) for i in range(len(sides)) for j in range(i + 1, len(sides))]
         needed = [(i, i + 1) for i in range(len(sides) - 1)]
-    cmp = {(i, j): compare(sides[i], sides[j], hib, test) for i, j in pairs}
-    rank = rank_text(c, sides, hib) if c.kind == "extreme" else ""
-    flat = [q for q in needed if cmp[q].p is None]
+    cmps = {(i, j): compare(sides[i], sides[j], hib, test) for i, j in pairs}
+    rank = rank_text(c, sides, hib) if c.kind == "extreme" and c.top == 1 else ""
+    flat = [q for q in needed if cmps[q].p is None]
     if flat:
-        return Judgement(NO_SPREAD, cmp[flat[0]].why, rank=rank)
-    tested = [q for q in pairs if cmp[q].p is not None]
-    rejected = holm([cmp[q].p or 1.0 for q in tested])
-    against = [q for q, rej in zip(tested, rejected, strict=True) if rej and cmp[q].sign < 0]
-    pmax = max(cmp[q].p or 1.0 for q in needed)
+        return Judgement(NO_SPREAD, cmps[flat[0]].why, rank=rank)
+    tested = [q for q in pairs if cmps[q].p is not None]
+    rejected = holm([cmps[q].p or 1.0 for q in tested])
+    against = [q for q, rej in zip(tested, rejected, strict=True) if rej and cmps[q].sign < 0]
+    pmax = max(cmps[q].p or 1.0 for q in needed)
     if against:
         i, j = against[0]
-        return Judgement(REFUTED, f"{sides[j].label} better than {sides[i].label} ({cmp[(i, j)].test}, Holm, "
-                                  f"p={cmp[(i, j)].p:.3g})", cmp[(i, j)].p, rank=rank)
-    if all(cmp[q].sign > 0 for q in needed):
-        return Judgement(HOLDS, f"every comparison {cmp[needed[0]].test} p<={pmax:.3g}", pmax, rank=rank)
-    weak = [q for q in needed if cmp[q].sign <= 0]
+        return Judgement(REFUTED, f"{sides[j].label} better than {sides[i].label} ({cmps[(i, j)].test}, Holm, "
+                                  f"p={cmps[(i, j)].p:.3g})", cmps[(i, j)].p, rank=rank)
+    if all(cmps[q].sign > 0 for q in needed):
+        return Judgement(HOLDS, f"every comparison {cmps[needed[0]].test} p<={pmax:.3g}", pmax, rank=rank)
+    weak = [q for q in needed if cmps[q].sign <= 0]
     i, j = weak[0]
-    return Judgement(NO_DIFFERENCE, f"{sides[i].label} vs {sides[j].label}: {cmp[(i, j)].test} p={cmp[(i, j)].p:.3g}",
-                     cmp[(i, j)].p, rank=rank, warning=_warn(list(cmp.values())))
+    return Judgement(NO_DIFFERENCE, f"{sides[i].label} vs {sides[j].label}: {cmps[(i, j)].test} p={cmps[(i, j)].p:.3g}",
+                     cmps[(i, j)].p, rank=rank, warning=_warn(list(cmps.values())))
 
 
-@lru_cache(maxsize=None)
+@cache
 def _cached_cases(suite: str, patterns: tuple[str, ...]) -> tuple[str, ...]:
     """The fio cases with cached I/O (direct=0) among a suite's cases that these patterns match."""
     s = registry().get(suite)

@@ -80,8 +80,9 @@ def ours_short(row: cl.ClaimRow) -> str:
         return "-"
     if c.kind in ("direction", "ratio"):
         return ratio_text(row.ratio)
-    if c.kind == "extreme" and all(s.values for s in row.sides):
-        return row.rank or cl.rank_text(c, row.sides, cl._hib(c, row.sides))
+    if c.kind == "extreme" and c.top == 1 and all(s.values for s in row.sides):
+        rank = row.rank or cl.rank_text(c, row.sides, cl._hib(c, row.sides))
+        return "ranks " + rank.split(" ranks ")[1].replace(" from the worst", " (worst first)")
     if c.kind == "equal" and all(s.values for s in row.sides):
         pr = cl._pair_ratios(row.sides)
         if pr:
@@ -102,8 +103,8 @@ def paper_short(c: cl.Claim) -> str:
     if c.kind == "direction":
         return f"{c.compared[0].label or (c.compared[0].fs.label if c.compared[0].fs else '')} better"
     if c.kind == "extreme":
-        fs = c.compared[0].fs
-        return f"{fs.label if fs else 'each'} {c.extreme}"
+        who = "+".join(s.fs.label if s.fs else "each" for s in c.compared[:c.top])
+        return f"{who} {c.extreme}"
     if c.kind == "order":
         return "in this order"
     if c.kind == "equal" and c.band is not None:
@@ -116,6 +117,19 @@ def verdict_text(row: cl.ClaimRow) -> str:
     judged = row.verdict not in (cl.NOT_MEASURED, cl.NOT_COMPARABLE, cl.DIRECTION_TCG)
     word = row.verdict + (f": {row.rank}" if row.verdict == cl.REFUTED and row.rank else "")
     return word + (" (TCG)" if row.tcg and judged else "")
+
+
+SHORT = {cl.DIRECTION_TCG: "direction only", cl.SIZE_DIFFERS: "size differs", cl.NO_DIFFERENCE: "no sig. difference",
+         cl.DIFFERS: "differs > tolerance", cl.NO_SPREAD: "no spread", cl.UNTESTED: "n=1"}
+
+
+def short_verdict(row: cl.ClaimRow) -> str:
+    """The narrow table's verdict: its mark and a short word ('x refuted (3 of 4)', '~ no sig.
+    difference (TCG)'); the full words are in the claim's line below the table."""
+    judged = row.verdict not in (cl.NOT_MEASURED, cl.NOT_COMPARABLE)
+    rank = f" ({row.rank.split(' ranks ')[1].split(' from')[0]})" if row.verdict == cl.REFUTED and row.rank else ""
+    word = SHORT.get(row.verdict, row.verdict) + rank + (" (TCG)" if row.tcg and judged else "")
+    return f"{MARKS.get(row.verdict, '')} {word}".strip()
 
 
 def band_reason(c: cl.Claim) -> str:
@@ -163,8 +177,8 @@ def format_table(rows: list[cl.ClaimRow]) -> str:
     multi = len({r.run for r in rows}) > 1
     head = (["run"] if multi else []) + ["claim", "paper", "ours [95% CI]", "n", "verdict"]
     table = [head] + [([r.run[:24]] if multi else []) + [
-        r.id, paper_short(r.claim)[:16], ours_short(r)[:30], r.n + ("!" if r.warning else ""),
-        f"{MARKS.get(r.verdict, '')} {verdict_text(r)}".strip()] for r in judged]
+        r.id, paper_short(r.claim)[:22], ours_short(r)[:30], r.n + ("!" if r.warning else ""),
+        short_verdict(r)] for r in judged]
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
     lines = []
     for row in table:

@@ -55,7 +55,7 @@ class Measure:
 
 
 SEED_LANGUAGES = {"000": "Portuguese", "001": "Czech", "002": "Portuguese", "003": "Spanish", "004": "Russian"}
-MACHINE_MARGIN = (1.5, "another machine, kernel and decade than the paper's: a factor of 1.5 either way")
+MACHINE_MARGIN = (1.5, "another machine, kernel and decade than the paper's")
 
 
 def _number(text: str) -> float:
@@ -81,20 +81,21 @@ def _half_unit(text: str, figure: bool) -> float:
 @dataclass(frozen=True)
 class Tolerance:
     """Where a ratio claim's band comes from: the paper's two numbers as printed (a table's, or
-    one figure said in words, `den` "1"), what their rounding allows, and a stated margin (a
-    factor either way) for everything else. The claim's ratio and band are computed from it.
+    one figure said in words, `den` "1"), what their rounding allows, and a stated margin for
+    everything else: the effect (ratio - 1) may be `margin` times smaller or larger. The claim's
+    ratio and band are computed from it.
 
-    >>> t = Tolerance("8", "6", 1.25, "x"); round(t.ratio, 3), [round(x, 3) for x in t.precise()]
+    >>> t = Tolerance("8", "6", 1.5, "x"); round(t.ratio, 3), [round(x, 3) for x in t.precise()]
     (1.333, [1.154, 1.545])
     >>> [round(x, 3) for x in t.band()]
-    [0.923, 1.932]
+    [1.103, 1.818]
     >>> Tolerance("40", "1", 1.0, "x", figure=True).precise()
     (35.0, 45.0)
     """
 
     num: str  # as printed: "11.41", "8", "6:24.75", or a figure in words: "40"
     den: str
-    margin: float  # a factor either way, for what the precision does not cover
+    margin: float  # the effect (ratio - 1) within this factor either way, for what precision does not cover
     why: str  # the margin's reason
     figure: bool = False  # a round figure in words: its trailing zeros are rounding
     almost: bool = False  # "almost N": no higher than N
@@ -115,17 +116,17 @@ class Tolerance:
 
     def band(self) -> tuple[float, float | None]:
         lo, hi = self.precise()
-        return lo / self.margin, (None if self.at_least or math.isinf(hi) else hi * self.margin)
+        return 1 + (lo - 1) / self.margin, (None if self.at_least or math.isinf(hi) else 1 + (hi - 1) * self.margin)
 
     def text(self) -> str:
-        """'8 / 6 printed to 1: [1.15, 1.55]; margin x1.25 (why): [0.923, 1.93]'."""
+        """"8 / 6 as printed (to 1) allows [1.15, 1.55]; effect within x1.5 (why): [1.1, 1.82]"."""
         lo, hi = self.precise()
         blo, bhi = self.band()
         what = f"'{self.num}'" if self.den == "1" else f"{self.num} / {self.den}"
         unit = 2 * _half_unit(self.num, self.figure)
         return (f"{what} as printed (to {unit:g}) allows [{lo:.3g}, {hi:.3g}]" +
                 ("; 'almost': no higher" if self.almost else "") +
-                f"; margin x{self.margin:g} ({self.why}): " +
+                f"; effect (ratio - 1) within x{self.margin:g} ({self.why}): " +
                 (f"> {blo:.3g}" if bhi is None else f"[{blo:.3g}, {bhi:.3g}]"))
 
 
@@ -165,6 +166,7 @@ class Claim:
     ratio: float | None = None
     band: tuple[float | None, float | None] | None = None
     extreme: str = ""  # extreme claims: "best" or "worst"
+    top: int = 1  # extreme claims: the first `top` sides are each the best (worst) of the rest
     for_each: tuple[Fs, ...] = ()
     profiles: tuple[str, ...] | None = None
     tcg: str | None = None  # why TCG cannot judge this claim, beyond its kind's rule
@@ -225,6 +227,8 @@ def _problems(c: Claim) -> list[str]:
         out.append("an equal claim needs a band around 1")
     if c.band is not None and None not in c.band and c.band[0] > c.band[1]:  # type: ignore[operator]
         out.append("band low above band high")
+    if c.kind == "extreme" and not 1 <= c.top < len(c.compared):
+        out.append("an extreme claim's top is 1 or more, below its number of sides")
     if c.kind == "extreme" and c.extreme not in ("best", "worst"):
         out.append("an extreme claim says extreme='best' or 'worst'")
     return out
