@@ -319,7 +319,7 @@ def format_list(claims: list[cl.Claim], findings: tuple = (), show_all: bool = F
             out += _wrap(f"seed {f.seed}, {f.where}: {f.says}", "    ")
             out += _wrap(f'  "{f.quote}" ({SEED_LANGUAGES.get(f.seed, "")})', "    ")
             out += _wrap(f"  not measurable here, because {f.why}", "    ")
-        out += ["", finding_counts(claims, findings)]
+        out += [""] + _wrap(finding_counts(claims, findings), "  ")
     return "\n".join(out) + "\n"
 
 

@@ -252,9 +252,9 @@ def cmd_claims(args: argparse.Namespace) -> int:
     from harness.analysis.runs import label_runs, load_run
 
     if args.list:
-        from harness.suites.claim import not_measurable
+        from harness.suites.seed_findings import NOT_MEASURABLE
 
-        print(claims_render.format_list([c for cs in claims.all_claims().values() for c in cs], not_measurable(),
+        print(claims_render.format_list([c for cs in claims.all_claims().values() for c in cs], NOT_MEASURABLE,
                                         show_all=args.all), end="")
         return 0
     if not args.run_dirs:

@@ -252,9 +252,3 @@ def all_claims() -> dict[str, tuple[Claim, ...]]:
 def claims_for(suite: str) -> list[Claim]:
     return [c for cs in all_claims().values() for c in cs if c.suite == suite]
 
-
-def not_measurable() -> tuple[Finding, ...]:
-    """The seeds' findings no claim checks, each with why (harness/suites/seed_findings.py)."""
-    from harness.suites import seed_findings
-
-    return tuple(seed_findings.NOT_MEASURABLE)

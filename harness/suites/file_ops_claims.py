@@ -10,7 +10,7 @@ contrast is not claimed (table 2's HDD column is shown as context only).
 
 from __future__ import annotations
 
-from harness.suites.claim import MACHINE_MARGIN, Claim, Fs, Measure, Tolerance
+from harness.suites.claim import MACHINE_MARGIN, Claim, Fs, Measure, Side, Tolerance
 
 ZFS = Fs("zfs", type="zfs")
 XFS_SSD = Fs("xfs-ssd", ("xfs-md", "xfs-ssd", "xfs-raid"), type="xfs", layout="md-raid0")
@@ -104,6 +104,18 @@ CLAIMS = (
           source="seed 004, table 2 and text", paper="tmpfs 0 s vs 7-72 s (cp -R of linux and portage)",
           quote="«быстрее только в раю» — на файловой системе tmpfs", says="'faster only in paradise': on tmpfs",
           sides=(TMPFS, ZFS, XFS_SSD, XFS_HDD), measure=step("cp-linux", "cp-portage"), profiles=SIZED),
+    Claim(id="s5-big-copies-slow-down", suite=SUITE, kind="order",
+          text="copying big files slows down as they grow: the CD image's MB/s above the DVD's above the film's (XFS)",
+          source="seed 004, table 2 and text", paper="xfs-ssd 747.6 MB / 1 s, 4.6 GB / 20 s, 10.3 GB / 49 s",
+          quote="Копирование больших файлов (и тех, что недавно считались большими) регрессивно замедляется с "
+                "увеличением их объёма",
+          says="copying big files (and those lately thought big) slows down regressively as they grow",
+          sides=tuple(Side(XFS_SSD, Measure("real_s", cases=("file-ops",), steps=(f"cp-{what}",),
+                                            rate_of="object_bytes", unit="MB/s"), f"xfs-ssd {what}")
+                      for what in ("cd", "dvd", "video")),
+          profiles=BIG, tcg="copies of different sizes on one filesystem: the share of CPU work and of page cache "
+                            "changes with the size, and TCG changes that share",
+          note="MB/s from each file's bytes; only the paper profile's files overflow the RAM as the seed's did"),
     _table2("unpack-linux", "tar xJf linux", "zfs 8, xfs-ssd 6, xfs-hdd 8, tmpfs 6 s"),
     _table2("unpack-portage", "tar xJf portage", "zfs 12, xfs-ssd 5, xfs-hdd 15, tmpfs 4 s"),
     _table2("cp-video", "cp of the film (10.3 GB)", "zfs 72, xfs-ssd 49, xfs-hdd 220 s (tmpfs: did not fit)", False),
