@@ -7,13 +7,19 @@ records is in harness/analysis/claim_records.py.
 
 A claim is one published finding of a study (seeds 000-004, see ../shared/STUDIES.md), declared
 next to its suite in harness/suites/<suite_module>_claims.py as `CLAIMS`, a tuple of Claim. It
-carries the finding in one line, the paper's number(s) with units, where they come from (seed
-and table/figure), and the comparison it implies over the run's records:
+carries the finding in one line, the seed's own words (`quote`, verbatim in the seed's language;
+`says`, in English), the paper's number(s) with units, where they come from (seed and
+table/figure), and the comparison it implies over the run's records. The seeds' findings no
+claim checks are in harness/suites/seed_findings.py, each with why it is not measurable here.
 
   direction  sides (A, B): A is better than B
   ratio      sides (N, D): mean N / mean D is about `ratio`, within `band` (lo, hi; None = open),
-             in the metric's own units (seconds: N / D = 2 means N took twice as long)
-  extreme    sides (T, others...): T is the best (or the worst, `extreme`) of all the sides
+             in the metric's own units (seconds: N / D = 2 means N took twice as long); both
+             are computed from the claim's Tolerance: the paper's two numbers as printed (or one
+             figure said in words), the ratios their rounding allows (seed 004's integer seconds,
+             8 vs 6: 7.5/6.5 .. 8.5/5.5), and a stated margin on the effect (ratio - 1)
+  extreme    sides (T, others...): T is the best (or the worst, `extreme`) of all the sides; with
+             `top` k, each of the first k sides is better (worse) than each of the rest
   order      sides best first: each is better than the next
   equal      sides: every pair's ratio lies within `band` (around 1)
   absolute   the paper's absolute numbers; ours are shown beside them, never judged
@@ -28,64 +34,81 @@ Fs's spellings (`names`, default its label: a study's xfs may be run as `xfs`, `
 Fs's `layout`); `with_option` / `without_option` then check its mount options (ReiserFS with
 tails is `reiserfs` without `notail`). Several candidates: a name match before a variant match
 before a type match, then the run's order; one filesystem serves one Fs only (sides that name
-the same Fs, e.g. one filesystem at 1 and at 16 writers, share it). A Measure
-selects records by metric, case-id patterns (fnmatch), step names ("" for fio cases) and, when
-it says `detail`, that detail only ("": a metric's total line, not its per-kind lines), and
-forms the side's sample:
+the same Fs, e.g. one filesystem at 1 and at 16 writers, share it). A match by variant or type,
+or a filesystem made with options beyond its type's defaults, is said in the row ("xfs is the
+run's xfs-big (by type xfs; mkfs -i size=512; mount noatime)"). A Measure selects records by
+metric, case-id patterns (fnmatch), step names ("" for fio cases) and, when it says `detail`,
+that detail only ("": a metric's total line, not its per-kind lines), and forms the side's sample:
   pool     every matching record is one value (the repetitions of one case and step; or, for
            maildir, its three runs, which are cases w1-run1, w1-run2, w1-run3);
   geomean  per replicate (records with equal `replicate` fields, default the repetition) the
            geometric mean over the matching (case, step) pairs: one value a replicate, so a
            ranking "over the large-file write cases" weighs every case alike;
   sum      the same with the sum (seed 003's ./crear total: five dd steps).
-geomean and sum compare filesystems on the same pairs: a pair with no usable value on one of
-the claim's filesystems (failed, skipped, or fio's flagged 0 IOPS, which has no logarithm) is
-left out for all of them; a replicate lacking one of the remaining pairs is left out of its
-filesystem's sample; the row says both. `rate_of` turns a time into MB/s (a record field in
-bytes / 10**6 / seconds, dd's unit).
+geomean and sum compare filesystems on the same pairs: a pair with no value on one of the
+claim's filesystems (failed or skipped) is left out for all of them; a replicate lacking one of
+the remaining pairs is left out of its filesystem's sample; the row says both. A value of 0
+(fio's flagged 0 IOPS) is a result, not a gap: its replicate stays, with a geometric mean of 0,
+and the row says so. `rate_of` turns a time into MB/s (a record field in bytes / 10**6 /
+seconds, dd's unit). A Measure's `pair_by` (record fields, e.g. case and repetition) pairs the
+sides' values: power-loss's six workloads are six pairs, not six replicates.
 
 The verdict of a claim on one run, checked in this order (the first that applies):
 1. not measured: the run lacks a filesystem of the claim, or it has no values of a side (the
-   case, step or metric is missing, every repetition failed, or the step was skipped); the row
-   says which.
+   case, step or metric is missing, every repetition failed, the step was skipped, or one
+   filesystem's records come in two units); the row says which.
 2. not comparable, for a reason the row gives:
+   - units: the sides' values are in different units (seconds against milliseconds);
    - absolute claims, always: the papers' machines (2001-2014) are not ours;
    - the profile: a ratio or equal claim needs the sizes of `profiles` (default: every profile
      but smoke, which scales sizes and durations down for tests and changes the size of a
-     ratio); a claim may name its own (file-ops' 10 GB copies need `paper` to overflow RAM);
-   - TCG (the TCG rule): under software emulation the guest's CPU runs 10-50x slower while the
-     virtual disk keeps the host's speed, so the share of time spent computing versus waiting on
-     the device changes by an unknown factor. Hence TCG can NOT judge: absolute values (device
-     speed: hdparm, dd MB/s, IOPS, seconds); the size of a ratio or an equality (ratio and equal
-     claims, e.g. "XFS 2x faster than ZFS", "make within 2 %"); and any claim whose two sides
-     spend their time differently by construction (cached versus direct I/O; 1 versus 16
-     writer processes on emulated CPUs: the claim's `tcg` says why). TCG CAN judge directions
-     and rankings between filesystems doing the same work in one run (direction, extreme,
-     order claims without a `tcg` reason): the row's verdict is marked "(TCG)", i.e. it holds
-     on this emulated machine, not necessarily on hardware. `fslab claims --list` says, claim
-     by claim, which TCG can judge.
+     ratio); a run that names no profile has unknown sizes and judges no ratio or equality; a
+     claim may name its own (file-ops' 10 GB copies need `paper` to overflow RAM);
+   - TCG (the TCG rule, tcg_mode): under software emulation the guest's CPU runs 10-50x slower
+     while the virtual disk keeps the host's speed, so the share of time spent computing versus
+     waiting on the device changes by an unknown factor. Hence TCG does NOT judge: absolute
+     values; the size of a ratio or an equality; claims over cached I/O (fio cases with
+     direct=0: memory copies by the emulated CPU, CPU work); and claims whose sides spend their
+     time differently by construction (the claim's `tcg` says why). TCG DOES judge directions
+     and rankings between filesystems doing the same work (direction, extreme, order claims):
+     the verdict is marked "(TCG)", i.e. it holds on this emulated machine, not necessarily on
+     hardware; and a ratio between two filesystems doing the same work on its direction only:
+     "direction holds (TCG); size not judged". `fslab claims --list` says, claim by claim,
+     which TCG can judge.
 3. n=1: untested: a side has a single value, so no test is possible; the row says whether the
-   observed means agree with the claim ("agrees" / "disagrees"), never "holds".
-4. The statistics (alpha 0.05; Welch's t-test by default, Mann-Whitney on request; ratios with
-   Fieller's 95 % interval, stats.pct_change). "A better than B" means the test rejects
-   equality at alpha and the means (Welch; Mann-Whitney: U) lie in A's favour.
+   observed means agree with the claim: "agrees", "agrees on direction only" (a ratio whose
+   value lies outside the band) or "disagrees"; never "holds".
+4. The statistics (alpha 0.05; Welch's t-test by default, Mann-Whitney on request; paired sides
+   by Wilcoxon's signed-rank test on the differences; ratios with Fieller's 95 % interval,
+   stats.pct_change). "A better than B" means the test rejects equality at alpha and the means
+   (Welch; Mann-Whitney: U; Wilcoxon: the mean difference) lie in A's favour. Two unpaired
+   sides without spread (every value alike, as 0.50, 0.50, 0.50) give no p for Welch, whose p
+   of 0 would claim a certainty the records cannot give: the verdict is "untested: no spread",
+   naming the records' resolution (the spread is below it; more repetitions or a finer clock
+   would tell). A sample too small for its test to reach alpha (Mann-Whitney with 3 a side,
+   Wilcoxon with fewer than 6 non-zero differences) is warned about in the row.
    - direction: holds if A is better than B; reversed if B is better than A; else no
      significant difference.
    - ratio: let R = mean N / mean D with Fieller interval [L, U], the paper's direction N > D
-     when ratio > 1. holds if the difference is significant in the paper's direction AND [L, U]
-     overlaps the band; "direction holds, size differs" if significant in the paper's direction
-     but [L, U] lies wholly outside the band (the row says below or above); reversed if
-     significant the other way; else no significant difference. (No Fieller interval: the band
-     cannot be excluded, so a significant difference in the paper's direction holds.)
-   - extreme: holds if T is better than every other side (an intersection-union test: each
-     at alpha, no correction needed); reversed if some other side is better than T, with
-     Holm's correction over the k comparisons; else no significant difference.
-   - order: holds if every adjacent pair is in the claimed order (intersection-union);
-     reversed if any pair (i before j) is significantly in the other order, Holm over all
-     pairs; else no significant difference.
+     when ratio > 1. Significant in the paper's direction: holds if R lies inside the band;
+     "direction holds, size differs" if [L, U] lies wholly outside it (the row says below or
+     above); "consistent" otherwise (R outside the band but [L, U] meets it, or no bounded
+     interval: the paper's size is neither shown nor excluded). Reversed if significant the
+     other way; else no significant difference.
+   - extreme: holds if each claimed leader is better than every other side (an
+     intersection-union test: each at alpha, no correction needed); refuted if some other side
+     is better than a leader, with Holm's correction over the comparisons, the row giving the
+     leader's rank by mean ("refuted: xfs ranks 3 of 4"); else no significant difference.
+   - order: holds if every adjacent pair is in the claimed order (intersection-union); refuted
+     if any pair (i before j) is significantly in the other order, Holm over all pairs; else no
+     significant difference.
    - equal: an equivalence check: holds if every pair's Fieller interval lies inside the band
-     (a 95 % interval inside the band: TOST at 2.5 % a side); reversed if some pair's interval
-     lies wholly outside it (a difference larger than the tolerance); else inconclusive.
+     (a 95 % interval inside the band: TOST at 2.5 % a side); "differs by more than the
+     tolerance" if some pair's interval lies wholly outside it; else inconclusive.
+5. Multiplicity: a run judges dozens of rows at alpha 0.05 each. The summary says how many rows
+   a p decided, how many would come out significant by chance alone, and how many significant
+   verdicts survive Holm's correction (family-wise) and Benjamini-Hochberg (false discovery
+   rate) across the run's rows, naming those Holm drops (multiplicity()).
 """
 
 from __future__ import annotations
