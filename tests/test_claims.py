@@ -202,6 +202,9 @@ def test_bad_declarations_are_refused():
         cl.Claim(id="x", text="", source="", paper="", suite="s", kind="direction", sides=fs)
     with pytest.raises(ValueError, match="extreme='best' or 'worst'"):
         cl.Claim(id="x", text="", source="", paper="", suite="s", kind="extreme", sides=fs, measure=m)
+    with pytest.raises(ValueError, match="pair_by pairs pooled values only"):
+        cl.Claim(id="x", text="", source="", paper="", suite="s", kind="order", sides=fs,
+                 measure=cl.Measure("iops", combine="geomean", pair_by=("case",)))
     with pytest.raises(ValueError, match="combine 'median'"):
         cl.Claim(id="x", text="", source="", paper="", suite="s", kind="order", sides=fs,
                  measure=cl.Measure("iops", combine="median"))
@@ -437,6 +440,7 @@ def test_maildir_runs_are_replicates(tmp_path):
     assert len(rows) == len(cl.claims_for("maildir"))
     order = rows["s2-ext3-delivery-order"]
     assert order.n == "3" and order.verdict not in (cl.NOT_MEASURED, cl.NOT_COMPARABLE, cl.UNTESTED)
+    assert "welch" in order.detail  # replicates of different filesystems are not pairs
     grows = rows["s2-xfs-read-grows"]  # synthetic xfs w16-run3 read nothing (ms_per_read null)
     assert grows.n == "3/2" and grows.verdict == cl.HOLDS
 

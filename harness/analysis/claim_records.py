@@ -156,7 +156,7 @@ class Pooled:
     units: dict[str, str]  # fs -> the unit of its values
     missing: dict[str, str]  # fs -> why it has no values
     notes: list[str]
-    keys: dict[str, list[tuple]] = field(default_factory=dict)  # fs -> each value's pair_by fields
+    keys: dict[str, list[tuple]] = field(default_factory=dict)  # fs -> each value's pair_by fields (pool)
 
 
 def combine(run: Run, suite: str, m: Measure, fss: list[str]) -> Pooled:
@@ -186,7 +186,8 @@ def combine(run: Run, suite: str, m: Measure, fss: list[str]) -> Pooled:
         if m.combine == "pool":
             if v is not None:
                 out.values[fs].append(v)
-                out.keys[fs].append(tuple(r.get(f) for f in m.pair_by))
+                if m.pair_by:
+                    out.keys[fs].append(tuple(r.get(f) for f in m.pair_by))
             continue
         key = tuple(r.get(f) for f in m.replicate)
         seen.setdefault(key, set()).add(_pair(r))
@@ -219,7 +220,6 @@ def combine(run: Run, suite: str, m: Measure, fss: list[str]) -> Pooled:
                     out.values[fs].append(0.0)
                 else:
                     out.values[fs].append(math.exp(stats.mean([math.log(x) for x in means])))
-                out.keys[fs].append(key)
             if left and out.values[fs]:
                 lack = set().union(*(x for _, x in left))
                 out.notes.append(f"{fs}: {len(left)} of {len(groups[fs])} replicate(s) left out "

@@ -193,7 +193,8 @@ class Comparison:
 def paired(a: SideData, b: SideData) -> list[tuple[float, float]] | None:
     """The sides' values paired by their Measure.pair_by keys (each key's mean), None when the
     sides are not paired (no keys, or keys that do not match)."""
-    if not a.keys or not b.keys or not any(a.keys[0]) or len(a.keys) != len(a.values) or len(b.keys) != len(b.values):
+    if not (a.measure.pair_by and b.measure.pair_by and a.keys and b.keys) or len(a.keys) != len(a.values) or \
+            len(b.keys) != len(b.values):
         return None
     ka: dict[tuple, list[float]] = {}
     kb: dict[tuple, list[float]] = {}

@@ -214,6 +214,8 @@ def _problems(c: Claim) -> list[str]:
         m = s.measure or c.measure
         if m is not None and m.combine not in COMBINE:
             out.append(f"combine {m.combine!r} is not allowed; allowed: {', '.join(COMBINE)}")
+        if m is not None and m.pair_by and m.combine != "pool":
+            out.append("pair_by pairs pooled values only (combine 'pool')")
     if any(s.fs is None for s in c.compared) != bool(c.for_each):
         out.append("for_each and sides without a filesystem go together")
     if c.kind == "ratio" and (c.ratio is None or c.band is None):
