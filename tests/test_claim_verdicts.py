@@ -192,3 +192,17 @@ def test_10_tcg_judges_same_work_directions_and_not_cached_io(tmp_path):
     c = next(c for cs in cl.all_claims().values() for c in cs if c.id == "s1-ext3-slowest-randwrite-cached-large")
     assert cl.tcg_mode(c) == ("not", cl.TCG_CACHED)
     assert cl.cached_io(c) == ("randwrite-sync-buffered-few-large", "randwrite-libaio-buffered-few-large")
+
+
+def test_a_sample_that_cannot_support_its_test_is_warned_about(tmp_path):
+    """Mann-Whitney with 3 values a side cannot reach p < 0.05 (its smallest p is 0.1): the row
+    says so, its n is marked '!' and the summary counts it."""
+    vals = {fs: {"rm": [3.0, 3.1, 2.9] if fs == "xfs" else [1.0, 1.02, 0.98]} for fs in SEED001}
+    rows = cl.evaluate([kt(tmp_path, vals)], test="mann-whitney")
+    r = next(x for x in rows if x.id == "s3-rm-xfs-slowest")
+    assert r.verdict == cl.NO_DIFFERENCE and "cannot reach p < 0.05 (its smallest p is 0.1)" in r.warning
+    out = claims_render.format_table(rows)
+    assert "Warning: the sample cannot support the test in" in out
+    assert any(line.startswith("s3-rm-xfs-slowest ") and " 3! " in line for line in out.splitlines())
+    welch = next(x for x in cl.evaluate([kt(tmp_path, vals, name="w")]) if x.id == "s3-rm-xfs-slowest")
+    assert welch.verdict == cl.HOLDS and not welch.warning
