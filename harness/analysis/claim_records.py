@@ -11,6 +11,7 @@ from fnmatch import fnmatchcase
 
 from harness.analysis import stats
 from harness.analysis.runs import Run, key_of, measured
+from harness.plan import filesystems as catalog
 from harness.suites.claim import Fs, Measure
 
 
@@ -24,6 +25,8 @@ class SideData:
     values: list[float] = field(default_factory=list)
     unit: str = ""
     missing: str | None = None  # why there are no values
+    keys: list[tuple] = field(default_factory=list)  # each value's Measure.pair_by fields (paired claims)
+    matched: str = ""  # how the claim's Fs found `fs`, and its non-default options ("" = by name, defaults)
 
     @property
     def n(self) -> int:
@@ -62,6 +65,32 @@ def match_score(sel: Fs, info: dict) -> tuple[int, int] | None:
             (sel.without_option and sel.without_option in opts):
         return None
     return score
+
+
+def match_text(sel: Fs, info: dict) -> str:
+    """How `sel` found this run filesystem, when the row must say it: matched by variant or type
+    rather than by name, or made with options beyond its type's defaults ("" otherwise).
+
+    >>> from harness.analysis.claims import Fs
+    >>> match_text(Fs("xfs", type="xfs"), {"name": "big", "type": "xfs", "mkfs": ["mkfs.xfs", "-f", "-q", "-i",
+    ...            "size=512", "{dev}"], "mount_options": "noatime"})
+    "xfs is the run's big (by type xfs; mkfs -i size=512; mount noatime)"
+    >>> match_text(Fs("xfs", type="xfs"), {"name": "xfs", "type": "xfs", "mkfs": ["mkfs.xfs", "-f", "-q", "{dev}"]})
+    ''
+    """
+    score = match_score(sel, info)
+    how = {None: "", 0: "", 1: f"by variant {info.get('variant')}", 2: f"by type {info.get('type')}"}[
+        None if score is None else score[0]]
+    typ = catalog.CATALOG.get(str(info.get("type") or ""))
+    default = list(typ.mkfs_argv([])) if typ else []
+    extra = [a for a in info.get("mkfs") or () if a not in default] if info.get("mkfs") else []
+    mount = str(info.get("mount_options") or "")
+    if typ and mount == typ.default_mount_options:
+        mount = ""
+    if not how and not extra:
+        return ""
+    parts = [how] + ([f"mkfs {' '.join(map(str, extra))}"] if extra else []) + ([f"mount {mount}"] if mount else [])
+    return f"{sel.label} is the run's {info.get('name')} ({'; '.join(p for p in parts if p)})"
 
 
 def run_filesystems(run: Run, suite: str) -> list[dict]:
@@ -124,45 +153,59 @@ class Pooled:
     """One measure's values on each of a claim's filesystems (see `combine`)."""
 
     values: dict[str, list[float]]
-    unit: str
+    units: dict[str, str]  # fs -> the unit of its values
     missing: dict[str, str]  # fs -> why it has no values
     notes: list[str]
+    keys: dict[str, list[tuple]] = field(default_factory=dict)  # fs -> each value's pair_by fields (pool)
 
 
 def combine(run: Run, suite: str, m: Measure, fss: list[str]) -> Pooled:
     """The values of measure `m` on each filesystem of `fss` (module docstring: pool, geomean, sum).
 
     geomean and sum compare the filesystems on the same (case, step) pairs: a pair that has no
-    usable value (failed, skipped, or 0 for geomean) in any replicate of some filesystem is left
-    out for all of them, and said; a replicate that lacks one of the remaining pairs is left out
-    of that filesystem's sample, and said.
+    usable value (failed or skipped) in any replicate of some filesystem is left out for all of
+    them, and said; a replicate that lacks one of the remaining pairs is left out of that
+    filesystem's sample, and said. A value of 0 (fio's 0 IOPS) is a result, not a gap: the
+    replicate that holds it stays, with a geometric mean of 0, and the row says so. A filesystem
+    whose records give two units has no values (the row names them).
     """
     recs = [r for r in _selected(run, suite, m) if r.get("fs") in fss]
-    unit = m.unit or ("MB/s" if m.rate_of else next((str(r.get("unit")) for r in recs if r.get("unit")), ""))
-    out = Pooled({fs: [] for fs in fss}, unit, {}, [])
+    out = Pooled({fs: [] for fs in fss}, {}, {}, [], {fs: [] for fs in fss})
+    for fs in fss:
+        found = sorted({str(r.get("unit") or "") for r in recs if r.get("fs") == fs} - {""})
+        out.units[fs] = m.unit or ("MB/s" if m.rate_of else found[0] if len(found) == 1 else "")
+        if len(found) > 1 and not m.unit and not m.rate_of:
+            out.missing[fs] = f"{m.where()} on {fs} comes in {' and '.join(found)}: values in two units are not pooled"
     groups: dict[str, dict[tuple, dict[tuple[str, str], list[float]]]] = {fs: {} for fs in fss}
     seen: dict[tuple, set[tuple[str, str]]] = {}
+    zeros: dict[str, list[str]] = {}
     for r in recs:
         fs, v = str(r.get("fs")), _value(r, m)
+        if fs in out.missing:
+            continue
         if m.combine == "pool":
             if v is not None:
                 out.values[fs].append(v)
+                if m.pair_by:
+                    out.keys[fs].append(tuple(r.get(f) for f in m.pair_by))
             continue
         key = tuple(r.get(f) for f in m.replicate)
         seen.setdefault(key, set()).add(_pair(r))
         g = groups[fs].setdefault(key, {})
-        if v is not None and (m.combine != "geomean" or v > 0):
+        if v is not None:
             g.setdefault(_pair(r), []).append(v)
+            if v == 0 and m.combine == "geomean":
+                zeros.setdefault(fs, []).append(f"{_key_text(m.replicate, key)} {'/'.join(x for x in _pair(r) if x)}")
     if m.combine != "pool":
-        good = {fs: {p for g in groups[fs].values() for p in g} for fs in fss}
+        live = [fs for fs in fss if fs not in out.missing]
+        good = {fs: {p for g in groups[fs].values() for p in g} for fs in live}
         usable = set.intersection(*good.values()) if good else set()
         every = set().union(*seen.values()) if seen else set()
-        for fs in fss:
+        for fs in live:
             gone = every - good[fs]
             if gone and good[fs]:
-                out.notes.append(f"{_pair_text(gone)} left out for every filesystem: no "
-                                 f"{'non-zero ' if m.combine == 'geomean' else ''}value on {fs}")
-        for fs in fss:
+                out.notes.append(f"{_pair_text(gone)} left out for every filesystem: no value on {fs}")
+        for fs in live:
             left = []
             for key, g in groups[fs].items():
                 want = seen[key] & usable
@@ -171,15 +214,23 @@ def combine(run: Run, suite: str, m: Measure, fss: list[str]) -> Pooled:
                     left.append((key, lack))
                     continue
                 means = [stats.mean(g[p]) for p in want]  # a pair twice in a replicate: its mean
-                out.values[fs].append(math.exp(stats.mean([math.log(x) for x in means])) if m.combine == "geomean"
-                                      else math.fsum(means))
+                if m.combine == "sum":
+                    out.values[fs].append(math.fsum(means))
+                elif min(means) <= 0:
+                    out.values[fs].append(0.0)
+                else:
+                    out.values[fs].append(math.exp(stats.mean([math.log(x) for x in means])))
             if left and out.values[fs]:
                 lack = set().union(*(x for _, x in left))
                 out.notes.append(f"{fs}: {len(left)} of {len(groups[fs])} replicate(s) left out "
                                  f"({_key_text(m.replicate, left[0][0])}" + (f": no value in {_pair_text(lack)})"
                                                                              if lack else ")"))
+            if zeros.get(fs):
+                z = zeros[fs]
+                out.notes.append(f"{fs}: 0 in {', '.join(z[:2])}{f' and {len(z) - 2} more' if len(z) > 2 else ''}: "
+                                 "kept as a result, that replicate's geometric mean is 0")
     for fs in fss:
-        if out.values[fs]:
+        if out.values[fs] or fs in out.missing:
             continue
         mine = [r for r in recs if r.get("fs") == fs]
         errors = [" ".join(str(r.get("error") or r.get("skipped") or "").split()) for r in mine]

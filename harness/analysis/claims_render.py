@@ -8,20 +8,32 @@ Every form shows, per claim: its id and one line, the paper's value, this run's 
 from __future__ import annotations
 
 import html
+import textwrap
 
 from harness.analysis import claims as cl
 from harness.analysis import stats
 from harness.analysis.report_model import Section
 from harness.analysis.runs import Run
+from harness.suites.claim import SEED_LANGUAGES
 
-TCG_RULE = ("Under TCG (software emulation) only directions and rankings between filesystems doing the same "
-            "work are judged, marked (TCG); sizes of ratios, equalities, device speeds and absolute values "
-            "are not comparable.")
-RULES = ("Verdicts at alpha 0.05 (Welch unless asked otherwise; ratios with Fieller 95 % intervals): holds; "
-         "direction holds, size differs (the ratio's interval misses the paper's band); reversed (significant, "
-         "the other way); no significant difference; inconclusive (an equality whose interval crosses its "
-         "tolerance); n=1: untested (the means alone, no test); not measured; not comparable. "
+WIDTH = 120  # no terminal line wider
+TCG_RULE = ("Under TCG (software emulation) the guest's CPU runs 10-50x slower while its disk keeps the host's "
+            "speed: rankings between filesystems doing the same work are judged, marked (TCG); a same-work "
+            "ratio on its direction only; sizes of other ratios, equalities, cached (CPU-bound) I/O and "
+            "absolute values are not comparable.")
+RULES = ("Verdicts at alpha 0.05 (Welch unless asked otherwise; paired sides by Wilcoxon's signed-rank test; "
+         "ratios with Fieller 95 % intervals): holds (a ratio: its estimate inside the band); consistent (the "
+         "ratio's estimate outside the band, its interval not); direction holds, size differs (the interval "
+         "misses the band); reversed (significant, the other way); refuted (another side significantly better, "
+         "Holm); differs by more than the tolerance (an equality); no significant difference; inconclusive; "
+         "untested: no spread (no p from values without spread); n=1: untested; not measured; not comparable. "
          "The papers' absolute numbers are context, never judged.")
+MARKS = {cl.HOLDS: "+", cl.CONSISTENT: "(+)", cl.SIZE_DIFFERS: "+!", cl.DIRECTION_TCG: "+?", cl.REVERSED: "x",
+         cl.REFUTED: "x", cl.DIFFERS: "x", cl.NO_DIFFERENCE: "~", cl.INCONCLUSIVE: "?", cl.NO_SPREAD: ".",
+         cl.UNTESTED: ".", cl.NOT_MEASURED: "", cl.NOT_COMPARABLE: ""}
+LEGEND = ("Marks: + holds, (+) consistent, +! direction holds but size differs, +? direction holds (size not "
+          "judged), x reversed/refuted/differs, ~ no significant difference, ? inconclusive, . untested; "
+          "! after n: the sample cannot support the test.")
 
 
 def num(x: float | None) -> str:
@@ -61,10 +73,70 @@ def value_text(row: cl.ClaimRow) -> str:
     return sides
 
 
+def ours_short(row: cl.ClaimRow) -> str:
+    """The narrow table's 'ours': a ratio with its CI, an extreme's rank, an equality's widest pair."""
+    c = row.claim
+    if not any(s.values for s in row.sides):
+        return "-"
+    if c.kind in ("direction", "ratio"):
+        return ratio_text(row.ratio)
+    if c.kind == "extreme" and c.top == 1 and all(s.values for s in row.sides):
+        rank = row.rank or cl.rank_text(c, row.sides, cl._hib(c, row.sides))
+        return "ranks " + rank.split(" ranks ")[1].replace(" from the worst", " (worst first)")
+    if c.kind == "equal" and all(s.values for s in row.sides):
+        pr = cl._pair_ratios(row.sides)
+        if pr:
+            _, r = max(pr, key=lambda x: abs(x[1][0] - 1) if x[1][0] >= 1 else abs(1 / x[1][0] - 1))
+            return ratio_text(r)
+    if c.kind == "order" and all(s.values for s in row.sides):
+        ms = [stats.mean(s.values) for s in row.sides]
+        hib = cl._hib(c, row.sides)
+        ok = sum((x > y) == hib for x, y in zip(ms, ms[1:], strict=False))
+        return f"{ok} of {len(ms) - 1} pairs in order"
+    return "-"
+
+
+def paper_short(c: cl.Claim) -> str:
+    """The narrow table's 'paper': '60.1x', 'xfs worst', 'in order', '= within 3 %'."""
+    if c.kind in ("ratio",) and c.ratio is not None:
+        return f"{c.ratio:.3g}x"
+    if c.kind == "direction":
+        return f"{c.compared[0].label or (c.compared[0].fs.label if c.compared[0].fs else '')} better"
+    if c.kind == "extreme":
+        who = "+".join(s.fs.label if s.fs else "each" for s in c.compared[:c.top])
+        return f"{who} {c.extreme}"
+    if c.kind == "order":
+        return "in this order"
+    if c.kind == "equal" and c.band is not None:
+        return f"= {cl.band_text(c.band)}"
+    return c.paper
+
+
 def verdict_text(row: cl.ClaimRow) -> str:
-    """The verdict, marked (TCG) where a TCG run judged it."""
+    """The verdict, marked (TCG) where a TCG run judged it; 'refuted: xfs ranks 3 of 4'."""
+    judged = row.verdict not in (cl.NOT_MEASURED, cl.NOT_COMPARABLE, cl.DIRECTION_TCG)
+    word = row.verdict + (f": {row.rank}" if row.verdict == cl.REFUTED and row.rank else "")
+    return word + (" (TCG)" if row.tcg and judged else "")
+
+
+SHORT = {cl.DIRECTION_TCG: "direction only", cl.SIZE_DIFFERS: "size differs", cl.NO_DIFFERENCE: "no sig. difference",
+         cl.DIFFERS: "differs > tolerance", cl.NO_SPREAD: "no spread", cl.UNTESTED: "n=1"}
+
+
+def short_verdict(row: cl.ClaimRow) -> str:
+    """The narrow table's verdict: its mark and a short word ('x refuted (3 of 4)', '~ no sig.
+    difference (TCG)'); the full words are in the claim's line below the table."""
     judged = row.verdict not in (cl.NOT_MEASURED, cl.NOT_COMPARABLE)
-    return row.verdict + (" (TCG)" if row.tcg and judged else "")
+    rank = f" ({row.rank.split(' ranks ')[1].split(' from')[0]})" if row.verdict == cl.REFUTED and row.rank else ""
+    word = SHORT.get(row.verdict, row.verdict) + rank + (" (TCG)" if row.tcg and judged else "")
+    return f"{MARKS.get(row.verdict, '')} {word}".strip()
+
+
+def band_reason(c: cl.Claim) -> str:
+    """Where a claim's band comes from: its Tolerance, or the note that states it."""
+    if c.tolerance is not None:
+        return c.tolerance.text()
+    return ""
 
 
 def paper_text(c: cl.Claim) -> str:
@@ -79,24 +151,64 @@ def counts(rows: list[cl.ClaimRow]) -> str:
 
 
 def _why(row: cl.ClaimRow) -> str:
-    parts = [row.detail] + row.notes + ([f"note: {row.claim.note}"] if row.claim.note else []) + \
+    parts = [row.detail] + ([f"warning: {row.warning}"] if row.warning else []) + row.notes + \
+        ([f"note: {row.claim.note}"] if row.claim.note else []) + \
         ([f"pending: {row.claim.pending}"] if row.claim.pending else [])
     return "; ".join(p for p in parts if p)
 
 
+def _wrap(text: str, indent: str = "    ") -> list[str]:
+    return textwrap.wrap(text, WIDTH, subsequent_indent=indent, break_long_words=True, break_on_hyphens=False)
+
+
+def _source(c: cl.Claim) -> str:
+    lang = SEED_LANGUAGES.get(c.seed, "")
+    quote = f' "{c.quote}"' + (f" ({lang})" if lang else "") if c.quote else ""
+    return f"{c.source}{quote}"
+
+
 def format_table(rows: list[cl.ClaimRow]) -> str:
-    """The terminal table: claim, paper, this run [95% CI], n, verdict; then each claim's line,
-    source and why."""
+    """The terminal table, at most WIDTH characters a line: one narrow row per judged claim (id,
+    paper, ours [95% CI], n, mark and verdict), the papers' absolute numbers in their own table
+    (ours / paper), the counts, the multiplicity statement, the TCG rule once, then each claim's
+    line, source, values and why."""
+    judged = [r for r in rows if r.claim.kind != "absolute"]
+    context = [r for r in rows if r.claim.kind == "absolute"]
     multi = len({r.run for r in rows}) > 1
-    head = (["run"] if multi else []) + ["claim", "paper", "this run [95% CI]", "n", "verdict"]
-    table = [head] + [([r.run] if multi else []) + [r.id, paper_text(r.claim), value_text(r), r.n, verdict_text(r)]
-                      for r in rows]
+    head = (["run"] if multi else []) + ["claim", "paper", "ours [95% CI]", "n", "verdict"]
+    table = [head] + [([r.run[:24]] if multi else []) + [
+        r.id, paper_short(r.claim)[:22], ours_short(r)[:30], r.n + ("!" if r.warning else ""),
+        short_verdict(r)] for r in judged]
     widths = [max(len(row[i]) for row in table) for i in range(len(head))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in table]
-    lines += ["", counts(rows)] + ([TCG_RULE] if any(r.tcg for r in rows) else []) + [""]
-    for r in rows:
-        lines.append(f"{r.id}: {r.claim.text} ({r.claim.source}). {verdict_text(r)}" +
-                     (f": {_why(r)}" if _why(r) else ""))
+    lines = []
+    for row in table:
+        line = "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        lines.append(line if len(line) <= WIDTH else line[:WIDTH - 3] + "...")
+    if context:
+        lines += ["", "Context: the papers' absolute numbers (other machines, 2001-2014), never judged"]
+        for r in context:
+            lines += _wrap(f"{r.id}  paper: {r.claim.paper}", "    ")
+            ours = "; ".join(side_text(s) for s in r.sides if s.values) or "-"
+            lines += _wrap(f"    ours: {ours}", "      ")
+    lines += [""] + _wrap(f"Verdicts: {counts(rows)}", "  ")
+    multiplicity = cl.multiplicity(rows)
+    if multiplicity:
+        lines += _wrap(multiplicity, "  ")
+    weak = [r.id for r in rows if r.warning]
+    if weak:
+        lines += _wrap(f"Warning: the sample cannot support the test in {len(weak)} row(s) ({', '.join(weak[:3])}"
+                       f"{' and more' if len(weak) > 3 else ''}): more repetitions", "  ")
+    if any(r.tcg for r in rows):
+        lines += _wrap(TCG_RULE, "  ")
+    lines += _wrap(LEGEND, "  ") + [""]
+    for r in judged:
+        lines += _wrap(f"{r.id}: {r.claim.text} ({_source(r.claim)}). {verdict_text(r)}" +
+                       (f": {_why(r)}" if _why(r) else ""))
+        vals = value_text(r)
+        if vals and any(s.values for s in r.sides):
+            lines += _wrap(f"    ours: {vals}", "      ")
+        if r.claim.tolerance is not None:
+            lines += _wrap(f"    band: {band_reason(r.claim)}", "      ")
     return "\n".join(lines) + "\n"
 
 
@@ -121,10 +233,11 @@ def claims_markdown_body(rows: list[cl.ClaimRow]) -> list[str]:
     head = (["run"] if multi else []) + ["claim", "source", "paper", "this run [95% CI]", "n", "verdict", "why"]
     out += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        cells = ([r.run] if multi else []) + [f"**{r.id}** {r.claim.text}", r.claim.source, paper_text(r.claim),
+        cells = ([r.run] if multi else []) + [f"**{r.id}** {r.claim.text}", _source(r.claim), paper_text(r.claim),
                                               value_text(r), r.n, verdict_text(r), _why(r)]
         out.append("| " + " | ".join(_md(c) for c in cells) + " |")
-    return out + ["", f"Claims: {counts(rows)}."]
+    multiplicity = cl.multiplicity(rows)
+    return out + ["", f"Claims: {counts(rows)}."] + (["", multiplicity] if multiplicity else [])
 
 
 def claims_html(rows: list[cl.ClaimRow]) -> str:
@@ -149,10 +262,12 @@ def claims_html_body(rows: list[cl.ClaimRow]) -> str:
     for r in rows:
         cls = "claim-" + r.verdict.split(":")[0].replace("=", "").replace(",", "").replace(" ", "-")
         cells = ([e(r.run)] if multi else []) + [
-            f"<b>{e(r.id)}</b><br>{e(r.claim.text)}", e(r.claim.source), e(paper_text(r.claim)), e(value_text(r)),
+            f"<b>{e(r.id)}</b><br>{e(r.claim.text)}", e(_source(r.claim)), e(paper_text(r.claim)), e(value_text(r)),
             e(r.n), f"<b>{e(verdict_text(r))}</b>", e(_why(r))]
         parts.append(f'<tr class="{cls}" data-claim="{e(r.id)}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     parts += ["</tbody></table>", f"<p>Claims: {e(counts(rows))}.</p>"]
+    if cl.multiplicity(rows):
+        parts.append(f"<p>{e(cl.multiplicity(rows))}</p>")
     return "\n".join(parts)
 
 
@@ -167,18 +282,51 @@ def claims_section(runs: list[Run]) -> Section | None:
     return Section("claims", "Paper vs this run", claims_html_body(rows), "\n".join(claims_markdown_body(rows)))
 
 
-def format_list(claims: list[cl.Claim]) -> str:
-    """Every claim (`fslab claims --list`): id, kind, suite, source, paper, and whether TCG can
-    judge it (and why not)."""
-    out = []
+def _tcg_line(c: cl.Claim) -> str:
+    mode, why = cl.tcg_mode(c)
+    if mode == "judged":
+        return "  TCG: judged, marked (TCG)"
+    if mode == "direction":
+        return "  TCG: direction only (a same-work ratio; its size not judged)"
+    short = {cl.TCG_ABSOLUTE: "absolute values, never judged", cl.TCG_SIZE: "the size of a ratio or equality",
+             cl.TCG_CACHED: "cached (CPU-bound) I/O"}.get(why, why)
+    return "\n".join(_wrap(f"  TCG: not comparable: {short}", "    "))
+
+
+def format_list(claims: list[cl.Claim], findings: tuple = (), show_all: bool = False) -> str:
+    """Every claim (`fslab claims --list`): id, kind, suite, source with the seed's words, paper,
+    the band and its reason, and how TCG judges it (the TCG rule once, at the top). `show_all`
+    (`--list --all`): then every finding of the seeds no claim checks, with why, and the counts."""
+    out = _wrap(TCG_RULE, "  ") + [""]
     for c in claims:
-        why = cl.tcg_reason(c)
-        out += [f"{c.id} ({c.kind}, {c.suite}): {c.text}", f"  paper: {paper_text(c)} ({c.source})",
-                f"  TCG: {'judged, marked (TCG)' if why is None else 'not comparable: ' + why}"]
+        out += _wrap(f"{c.id} ({c.kind}, {c.suite}): {c.text}", "    ")
+        out += _wrap(f"  source: {_source(c)}", "    ")
+        if c.says:
+            out += _wrap(f"  says: {c.says}", "    ")
+        out += _wrap(f"  paper: {paper_text(c)}", "    ")
+        if c.tolerance is not None:
+            out += _wrap(f"  band: {band_reason(c)}", "    ")
+        out.append(_tcg_line(c))
         if c.profiles is not None or c.kind in ("ratio", "equal"):
             out.append(f"  profiles: {', '.join(c.profiles) if c.profiles else 'every profile but smoke'}")
         if c.note:
-            out.append(f"  note: {c.note}")
+            out += _wrap(f"  note: {c.note}", "    ")
         if c.pending:
-            out.append(f"  pending: {c.pending}")
+            out += _wrap(f"  pending: {c.pending}", "    ")
+    if show_all:
+        out += ["", "Findings of the seeds that no claim checks (not measurable here):", ""]
+        for f in findings:
+            out += _wrap(f"seed {f.seed}, {f.where}: {f.says}", "    ")
+            out += _wrap(f'  "{f.quote}" ({SEED_LANGUAGES.get(f.seed, "")})', "    ")
+            out += _wrap(f"  not measurable here, because {f.why}", "    ")
+        out += [""] + _wrap(finding_counts(claims, findings), "  ")
     return "\n".join(out) + "\n"
+
+
+def finding_counts(claims: list[cl.Claim], findings: tuple) -> str:
+    """'Findings: 120 = 80 claim(s) (52 judged, 28 context) + 40 not measurable; by seed: 000 30, ...'"""
+    ctx = sum(c.kind == "absolute" for c in claims)
+    seeds = sorted({c.seed for c in claims} | {f.seed for f in findings})
+    by = ", ".join(f"{s} {sum(c.seed == s for c in claims) + sum(f.seed == s for f in findings)}" for s in seeds)
+    return (f"Findings: {len(claims) + len(findings)} = {len(claims)} claim(s) ({len(claims) - ctx} judged, "
+            f"{ctx} absolute context) + {len(findings)} not measurable; by seed: {by}")

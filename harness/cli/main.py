@@ -299,7 +299,10 @@ def cmd_claims(args: argparse.Namespace) -> int:
     from harness.analysis.runs import label_runs, load_run
 
     if args.list:
-        print(claims_render.format_list([c for cs in claims.all_claims().values() for c in cs]), end="")
+        from harness.suites.seed_findings import NOT_MEASURABLE
+
+        print(claims_render.format_list([c for cs in claims.all_claims().values() for c in cs], NOT_MEASURABLE,
+                                        show_all=args.all), end="")
         return 0
     if not args.run_dirs:
         raise FslabError("claims: give one or more run directories, or --list")
@@ -394,6 +397,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--test", choices=("welch", "mann-whitney"), default="welch",
                    help="significance test (default: welch)")
     p.add_argument("--list", action="store_true", help="list every claim, its source and whether TCG can judge it")
+    p.add_argument("--all", action="store_true",
+                   help="with --list: also every finding of the seeds no claim checks (and why), and the counts")
     p.set_defaults(func=cmd_claims)
 
     p = sub.add_parser("recover", help="salvage runs an fslab left half-done (killed, crashed): collect what "

@@ -46,11 +46,99 @@ class Measure:
     rate_of: str | None = None
     unit: str = ""
     detail: str | None = None  # only records of this detail (runs.key_of), "" = none; None = any
+    pair_by: tuple[str, ...] = ()  # record fields that pair the sides' values (pool only): a paired test
 
     def where(self) -> str:
         """'iops of read-*-buffered-many-small' or 'real_s of compile/cp'."""
         steps = [s for s in self.steps if s]
         return f"{self.metric} of {','.join(self.cases)}" + (f"/{','.join(steps)}" if steps else "")
+
+
+SEED_LANGUAGES = {"000": "Portuguese", "001": "Czech", "002": "Portuguese", "003": "Spanish", "004": "Russian"}
+MACHINE_MARGIN = (1.5, "another machine, kernel and decade than the paper's")
+
+
+def _number(text: str) -> float:
+    """'11.41' -> 11.41, '6:24.75' (minutes:seconds) -> 384.75, '66,2' -> 66.2."""
+    text = text.replace(",", ".")
+    if ":" in text:
+        m, sec = text.split(":")
+        return 60 * float(m) + float(sec)
+    return float(text)
+
+
+def _half_unit(text: str, figure: bool) -> float:
+    """Half the last printed digit's place: what rounding may hide. '11.41' -> 0.005, '8' -> 0.5;
+    a round figure in words (`figure`) counts its trailing zeros as rounding: '40' -> 5."""
+    text = text.replace(",", ".")
+    if "." in text:
+        return 0.5 * 10 ** -len(text.split(".")[1])
+    digits = text.split(":")[-1]
+    zeros = len(digits) - len(digits.rstrip("0")) if figure and digits.strip("0") else 0
+    return 0.5 * 10**zeros
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Where a ratio claim's band comes from: the paper's two numbers as printed (a table's, or
+    one figure said in words, `den` "1"), what their rounding allows, and a stated margin for
+    everything else: the effect (ratio - 1) may be `margin` times smaller or larger. The claim's
+    ratio and band are computed from it.
+
+    >>> t = Tolerance("8", "6", 1.5, "x"); round(t.ratio, 3), [round(x, 3) for x in t.precise()]
+    (1.333, [1.154, 1.545])
+    >>> [round(x, 3) for x in t.band()]
+    [1.103, 1.818]
+    >>> Tolerance("40", "1", 1.0, "x", figure=True).precise()
+    (35.0, 45.0)
+    """
+
+    num: str  # as printed: "11.41", "8", "6:24.75", or a figure in words: "40"
+    den: str
+    margin: float  # the effect (ratio - 1) within this factor either way, for what precision does not cover
+    why: str  # the margin's reason
+    figure: bool = False  # a round figure in words: its trailing zeros are rounding
+    almost: bool = False  # "almost N": no higher than N
+    at_least: bool = False  # "more than N": the band is open above
+
+    @property
+    def ratio(self) -> float:
+        return _number(self.num) / _number(self.den)
+
+    def precise(self) -> tuple[float, float]:
+        """The ratios the printed numbers allow (their rounding undone)."""
+        n, d = _number(self.num), _number(self.den)
+        hn = _half_unit(self.num, self.figure)
+        hd = 0.0 if self.den == "1" else _half_unit(self.den, False)
+        lo = (n - hn) / (d + hd)
+        hi = math.inf if d - hd <= 0 else (n + hn) / (d - hd)
+        return lo, (n / d if self.almost else hi)
+
+    def band(self) -> tuple[float, float | None]:
+        lo, hi = self.precise()
+        return 1 + (lo - 1) / self.margin, (None if self.at_least or math.isinf(hi) else 1 + (hi - 1) * self.margin)
+
+    def text(self) -> str:
+        """"8 / 6 as printed (to 1) allows [1.15, 1.55]; effect within x1.5 (why): [1.1, 1.82]"."""
+        lo, hi = self.precise()
+        blo, bhi = self.band()
+        what = f"'{self.num}'" if self.den == "1" else f"{self.num} / {self.den}"
+        unit = 2 * _half_unit(self.num, self.figure)
+        return (f"{what} as printed (to {unit:g}) allows [{lo:.3g}, {hi:.3g}]" +
+                ("; 'almost': no higher" if self.almost else "") +
+                f"; effect (ratio - 1) within x{self.margin:g} ({self.why}): " +
+                (f"> {blo:.3g}" if bhi is None else f"[{blo:.3g}, {bhi:.3g}]"))
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A finding of a seed that no claim checks, and why fslab cannot measure it."""
+
+    seed: str  # "000"
+    where: str  # "Figure 3 (text)"
+    quote: str  # the seed's words, verbatim (its language: SEED_LANGUAGES)
+    says: str  # the finding in English
+    why: str  # "not measurable here, because ..."
 
 
 @dataclass(frozen=True)
@@ -78,20 +166,34 @@ class Claim:
     ratio: float | None = None
     band: tuple[float | None, float | None] | None = None
     extreme: str = ""  # extreme claims: "best" or "worst"
+    top: int = 1  # extreme claims: the first `top` sides are each the best (worst) of the rest
     for_each: tuple[Fs, ...] = ()
     profiles: tuple[str, ...] | None = None
     tcg: str | None = None  # why TCG cannot judge this claim, beyond its kind's rule
     higher_is_better: bool | None = None
     note: str = ""
     pending: str = ""  # the suite it names is not in this tree yet: why, and what checks it later
+    quote: str = ""  # the seed's own words (verbatim, in its language: SEED_LANGUAGES) behind the claim
+    says: str = ""  # the quote in English, when the claim's `text` is not its translation
+    tolerance: Tolerance | None = None  # a ratio claim: where ratio and band come from (they are computed)
 
     compared: tuple[Side, ...] = field(init=False, repr=False, compare=False)  # `sides`, each a Side
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "compared", tuple(s if isinstance(s, Side) else Side(s) for s in self.sides))
+        if self.tolerance is not None:
+            if self.ratio is not None or self.band is not None:
+                raise ValueError(f"claim {self.id}: give a tolerance or ratio and band, not both")
+            object.__setattr__(self, "ratio", self.tolerance.ratio)
+            object.__setattr__(self, "band", self.tolerance.band())
         problems = _problems(self)
         if problems:
             raise ValueError(f"claim {self.id}: " + "; ".join(problems))
+
+    @property
+    def seed(self) -> str:
+        """'001' of source 'seed 001, table 119'."""
+        return self.source.split(",")[0].split()[1] if self.source.startswith("seed ") else ""
 
     def side_measure(self, side: Side) -> Measure:
         m = side.measure or self.measure
@@ -112,6 +214,8 @@ def _problems(c: Claim) -> list[str]:
         m = s.measure or c.measure
         if m is not None and m.combine not in COMBINE:
             out.append(f"combine {m.combine!r} is not allowed; allowed: {', '.join(COMBINE)}")
+        if m is not None and m.pair_by and m.combine != "pool":
+            out.append("pair_by pairs pooled values only (combine 'pool')")
     if any(s.fs is None for s in c.compared) != bool(c.for_each):
         out.append("for_each and sides without a filesystem go together")
     if c.kind == "ratio" and (c.ratio is None or c.band is None):
@@ -125,6 +229,8 @@ def _problems(c: Claim) -> list[str]:
         out.append("an equal claim needs a band around 1")
     if c.band is not None and None not in c.band and c.band[0] > c.band[1]:  # type: ignore[operator]
         out.append("band low above band high")
+    if c.kind == "extreme" and not 1 <= c.top < len(c.compared):
+        out.append("an extreme claim's top is 1 or more, below its number of sides")
     if c.kind == "extreme" and c.extreme not in ("best", "worst"):
         out.append("an extreme claim says extreme='best' or 'worst'")
     return out
@@ -147,3 +253,4 @@ def all_claims() -> dict[str, tuple[Claim, ...]]:
 
 def claims_for(suite: str) -> list[Claim]:
     return [c for cs in all_claims().values() for c in cs if c.suite == suite]
+

@@ -16,8 +16,8 @@ theory of ext3's journalling modes. What fslab can judge of each:
   Linux 4.19, so the kernels fslab runs cannot show it; ext4 with barrier=0 stands in for "a
   journaling filesystem without barriers": fewer promises broken with barriers than without.
   Under fslab's crash model a filesystem without flushes keeps nothing after mkfs (the upper
-  bound of its loss), so this direction holds by construction once anything is promised; the
-  claim checks that the run measured it.
+  bound of its loss), so the direction would hold by construction: it tests nothing, and the
+  claim is context (both values shown, never judged).
 - seed 002 (theory): ext3 data=journal is the most reliable, data=ordered a middle ground,
   data=writeback may leave garbage in files written during the crash. Judged as an order of
   promises broken (every kind, the unpromised rename-without-fsync included, where the modes
@@ -49,37 +49,51 @@ REISERFS = Fs("reiserfs", type="reiserfs")
 
 
 def per_workload(metric: str) -> Measure:
-    """`metric` of every workload case (not the control), its total line only: one value a case."""
-    return Measure(metric, cases=WORKLOADS, steps=("run",), detail="")
+    """`metric` of every workload case (not the control), its total line only: one value a case,
+    paired across filesystems by workload and repetition (every filesystem runs the same ones)."""
+    return Measure(metric, cases=WORKLOADS, steps=("run",), detail="", pair_by=("case", "rep"))
 
 
 CLAIMS = (
     Claim(id="pl-ext2-needs-fsck", suite=SUITE, kind="extreme", extreme="worst",
           text="after a power loss ext2 needs fsck; a journaling filesystem does not",
           source="seed 001, introduction", paper="ext2: minutes or even hours of fsck after an outage (no numbers)",
+          quote="Jeden dva nečekané výpadky proudu a trošku větší disk, či disků vícero, se postará o dlouhé minuty či "
+                "dokonce hodiny, kdy se ponejvíce utilitka fsck snaží zkontrolovat stav vašich dat",
+          says="one or two unexpected power cuts and a bigger disk mean long minutes or even hours of fsck",
           sides=(EXT2, EXT3, REISERFS, EXT4, XFS, JFS), measure=per_workload("points_needing_repair_pct"),
-          note="share of crash points whose read-only checker is not clean after the journal replay; "
-               "how long fsck takes is not measured"),
+          note="share of crash points whose read-only checker is not clean after the journal replay, paired by "
+               "workload; how long fsck takes is not measured"),
     Claim(id="pl-jfs-cannot-continue", suite=SUITE, kind="absolute",
           text="fsck.jfs may stop with 'CANNOT CONTINUE' and the partition no longer mounts",
           source="seed 003, update note", paper="'CANNOT CONTINUE'; the partition stops mounting (no numbers)",
+          quote="llegará el momento que no puedas montar la partición",
+          says="the time will come when you cannot mount the partition",
           sides=(JFS,), measure=per_workload("points_unmountable_pct"),
           note="our fsck.jfs runs read-only (-n): a repair that fails is not seen"),
     Claim(id="pl-jfs-needs-repair", suite=SUITE, kind="absolute",
           text="fsck.jfs does not recover from every error",
           source="seed 003, update note", paper="fsck.jfs does not recover from all errors (no numbers)",
+          quote="sus utilidades de recuperación (fsck.jfs) no recuperan de todos los errores del sistema",
+          says="its recovery tools (fsck.jfs) do not recover from every error",
           sides=(JFS,), measure=per_workload("points_needing_repair_pct")),
-    Claim(id="pl-barriers-keep-data", suite=SUITE, kind="direction",
-          text="without write barriers a journaling filesystem loses data at power loss (said of XFS)",
+    Claim(id="pl-barriers-keep-data", suite=SUITE, kind="absolute",
+          text="without write barriers a journaling filesystem loses data at power loss (said of XFS): "
+               "holds by construction here, so shown, not judged",
           source="seed 004, introduction (hearsay)",
           paper="XFS without barriers: high chance of data loss (no numbers)",
+          quote="была высока вероятность потери данных при некорректном завершении работы",
+          says="the probability of data loss at an unclean shutdown was high",
           sides=(EXT4, EXT4_NOBARRIER), measure=per_workload("promises_broken"),
           note="XFS has no nobarrier since Linux 4.19: ext4 barrier=0 stands in; under fslab's crash model "
-               "nothing written without a flush survives, so this holds once anything is promised"),
+               "nothing written without a flush survives, so the direction holds by construction and tests nothing: "
+               "the values are context"),
     Claim(id="pl-ext3-modes-order", suite=SUITE, kind="order",
           text="ext3 data=journal is the most reliable, data=ordered a middle ground, data=writeback the least",
           source="seed 002, 'Journaling'", paper="journal > ordered > writeback in reliability (theory, no numbers)",
+          quote="Esse método é considerado um meio-termo aceitável entre confiabilidade e performance",
+          says="this mode [ordered] is considered an acceptable middle ground between reliability and performance",
           sides=(EXT3_JOURNAL, EXT3_ORDERED, EXT3_WRITEBACK), measure=per_workload("promises_broken"),
           higher_is_better=False,
-          note="promises broken of every kind, the unpromised rename without fsync included"),
+          note="promises broken of every kind, the unpromised rename without fsync included, paired by workload"),
 )
