@@ -150,7 +150,8 @@ RUNS = [
 
 @needs_e2fs
 def test_one_tree_gives_one_digest_on_any_host_filesystem_and_under_load(tmp_path):
-    spec = ext4image.Ext4Spec.derived("64M", "fslab-root", "ab" * 32, EPOCH)
+    # 320M: three block groups, so backup superblocks too (at 64M there is one group and none)
+    spec = ext4image.Ext4Spec.derived("320M", "fslab-root", "ab" * 32, EPOCH)
     seen: dict[str, list[str]] = {}
     with tmpfs(tmp_path / "tmpfs") as mem:
         places = {"disk": tmp_path / "disk", "tmpfs": mem}
@@ -272,9 +273,13 @@ def mounted_image(disk: Path, tmp: Path) -> Iterator[Path]:
 @pytest.mark.vm
 @needs_e2fs
 def test_the_real_images_tree_gives_the_real_images_digest(image, tmp_path):
-    """The stored debian-12 image's own tree, made into an image again by the same step: straight
-    from the mounted image, and from a fresh copy on a tmpfs (else on disk) with both cores
-    loaded. Both must give the stored disk.qcow2, byte for byte (about 4 minutes here)."""
+    """The stored debian-12 image's own tree, copied afresh (to a tmpfs if there is memory, else to
+    disk; without lost+found, as a build's tree) and made into an image again by the same step
+    with both cores loaded: it must give the stored disk.qcow2, byte for byte (some minutes).
+
+    Not straight from the mounted image: mkfs -d treats an existing lost+found apart, writes more,
+    and the backup superblocks keep mkfs's count of bytes written (s_kbytes_written), which only
+    the primary superblock has zeroed."""
     from harness.image import build as image_build
     from harness.image import store
 
@@ -282,12 +287,9 @@ def test_the_real_images_tree_gives_the_real_images_digest(image, tmp_path):
                                       image.input_hash, image.manifest["source_date_epoch"])
     want = image.manifest["files"]["disk.qcow2"]["sha256"]
     with mounted_image(image.disk, tmp_path) as tree:
-        ext4image.build(tree, tmp_path / "from-mount.qcow2", spec)  # nothing to clamp: read-only is fine
-        assert store.sha256_file(tmp_path / "from-mount.qcow2") == want
-        (tmp_path / "from-mount.qcow2").unlink()
         avail = int(next(ln.split()[1] for ln in Path("/proc/meminfo").read_text().splitlines()
                          if ln.startswith("MemAvailable:"))) * 1024
-        copy_on = contextlib.nullcontext(tmp_path / "copy")
+        copy_on: contextlib.AbstractContextManager = contextlib.nullcontext(tmp_path / "copy")
         if avail > 8 << 30 and os.geteuid() == 0:
             copy_on = tmpfs(tmp_path / "copy", size="4g")
         with copy_on as place, loaded():

@@ -45,7 +45,8 @@ across machines, with identical root trees. The causes, each shown by experiment
    zeroes with fallocate where it can, else writes zeros, and counts what it wrote in the
    superblock (s_kbytes_written, "Lifetime writes"). Fix: -E nodiscard, and UNIX_IO_NOZEROOUT=1
    (zeros always written), so every host takes the same path; and s_kbytes_written is set to 0
-   last (an image rebuilt from its own tree, lost+found included, differed in that field only).
+   last, in the backup superblocks too (an image rebuilt from its own tree differed in that field
+   only: mkfs -d writes more for files the host keeps sparse).
 
 What mkfs reads from the host file beyond bytes is otherwise harmless: it copies a file's
 SEEK_DATA ranges but skips every all-zero block inside them, so sparse, fallocated, dense or
@@ -221,8 +222,10 @@ def fix_inodes(raw: Path, epoch: int, xattr_commands: Sequence[str] = ()) -> Non
                     for ino in used_inodes(raw) for field, value in _TIME_FIELDS)
     with tempfile.NamedTemporaryFile("w", prefix="fslab-debugfs-", suffix=".cmd") as f:
         # Last: the superblock's count of bytes e2fsprogs wrote is a statistic of how the image was
-        # written, not of what it holds. At 0, no e2fsprogs tool adds to it again (closefs.c).
-        f.write(xattrs + times + "ssv kbytes_written 0\n")
+        # written, not of what it holds (mkfs -d writes more for a file the host keeps sparse). At
+        # 0, no e2fsprogs tool adds to it again (closefs.c); `close -a` writes the backup
+        # superblocks too, which otherwise keep mkfs's count.
+        f.write(xattrs + times + "ssv kbytes_written 0\nclose_filesys -a\n")
         f.flush()
         cp = proc.run(["debugfs", "-w", "-f", f.name, str(raw)], env=mkfs_env(epoch))
     problems = [ln for ln in cp.stderr.splitlines() if ln.strip() and not ln.startswith("debugfs ")]
