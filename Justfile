@@ -66,9 +66,17 @@ unit *args="":
 fuzz k="4" *args="":
     FSLAB_FUZZ={{k}} {{pytest}} tests/test_fuzz.py -n auto {{args}}
 
-# ruff and mypy on the Python, shellcheck on the shell, packer fmt on the templates
+# inject each of tests/mutate.py's one-line bugs into a copy of the tree and run the unit tests that
+# should catch it: caught/missed per bug and the count (a few minutes; not part of `just unit`)
+mutate *args="":
+    .venv/bin/python tests/mutate.py {{args}}
+
+# ruff and mypy on the Python, shellcheck on the shell, packer fmt on the templates, actionlint
+# (with shellcheck on every run: step) on .github/workflows
 lint:
     .venv/bin/ruff check harness tests
     .venv/bin/mypy
     shellcheck bootstrap.sh .ci/run .ci/libvirt-up images/*/*.sh packer/scripts/*.sh
     packer fmt -check packer/
+    @test -x .venv/bin/actionlint || { echo "lint: .venv/bin/actionlint is missing: ./bootstrap.sh installs it (it needs Go)" >&2; exit 1; }
+    .venv/bin/actionlint

@@ -41,4 +41,17 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/pip install -q -e '.[test]' rust-just
   touch "$stamp"
 fi
-echo "bootstrap: ready (.venv/bin/fslab, .venv/bin/just)" >&2
+
+# actionlint checks .github/workflows in `just lint`. A Go module: built at a pinned version (Go
+# verifies it against its checksum database) into .venv/bin. Without Go, `just lint` says so.
+ACTIONLINT_VERSION=v1.7.12
+GO=$(command -v go || echo /usr/local/go/bin/go)
+if [ "$(.venv/bin/actionlint -version 2>/dev/null | head -n 1)" != "$ACTIONLINT_VERSION" ]; then
+  if [ -x "$GO" ]; then
+    echo "bootstrap: installing actionlint $ACTIONLINT_VERSION (go install)" >&2
+    GOBIN="$PWD/.venv/bin" "$GO" install "github.com/rhysd/actionlint/cmd/actionlint@$ACTIONLINT_VERSION"
+  else
+    echo "bootstrap: no Go found: actionlint is not installed and \`just lint\` will stop at it" >&2
+  fi
+fi
+echo "bootstrap: ready (.venv/bin/fslab, .venv/bin/just, .venv/bin/actionlint)" >&2

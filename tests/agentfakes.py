@@ -16,6 +16,7 @@ NOTHING_RESIDENT = {"tools": [], "files": 0, "bytes": 0, "seconds": 0.0}
 def load_agent(name: str):
     """A fresh copy of the agent module under `name` (each test file its own)."""
     spec = importlib.util.spec_from_file_location(name, AGENT_PATH)
+    assert spec is not None and spec.loader is not None, AGENT_PATH
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -70,5 +71,5 @@ def run_plan_json(agent, tmp_path: Path, plan: dict) -> Path:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     col = read_stream(tmp_path / "results.tar", run_dir)
-    assert col.done["status"] == "ok", (run_dir / "guest/agent.log").read_text()[-3000:]
+    assert col.done is not None and col.done["status"] == "ok", (run_dir / "guest/agent.log").read_text()[-3000:]
     return run_dir

@@ -40,6 +40,14 @@ FIO_VALUES = ["", "1", "0", "4k", "4K", "10g", "1MiB", "50%", "/dev/vda", "/tmp/
               *fiojob.ENGINES, "external:/x.so", "sg", "null", "a" * 300]
 
 
+# Issue 25: names at and past every bound (disk serials, NAME_MAX, domain names), NUL bytes
+# inside values that reach an argv, empty and comma-only option strings.
+LONG_NAMES = ["d" * 14, "d" * 15, "d" * 30, "d" * 31, "n" * config.MAX_NAME, "n" * (config.MAX_NAME + 1), "n" * 255,
+              "n" * 256, "x" * 20000]
+NUL_VALUES = ["-E\x00x", "a\x00", "\x00", ["-b", "40\x0096"]]
+OPTION_STRINGS = [",,,", ",noatime", "noatime,", "noatime,,commit=30", ",".join(["noatime"] * 600)]
+
+
 def _value(rng: random.Random, *pools: list[Any]) -> Any:
     """Mostly a plausible value, sometimes anything at all."""
     if rng.random() < 0.75:
@@ -53,7 +61,7 @@ def vmconfig_data(rng: random.Random) -> Any:
     ndisks = rng.choice([0, 1, 1, 2, 3, 4])
     disks_: list[Any] = []
     for i in range(ndisks):
-        d: dict[str, Any] = {"id": rng.choice([f"d{i}", f"d{i}", "d0", "x y", "", f"d{i}"])}
+        d: dict[str, Any] = {"id": rng.choice([f"d{i}", f"d{i}", "d0", "x y", "", f"d{i}", rng.choice(LONG_NAMES)])}
         for st in disk.SETTINGS:
             if rng.random() < 0.8:
                 d[st.key] = _value(rng, list(st.allowed) or SIZES, SIZES) if st.allowed or st.key == "size" \
@@ -63,7 +71,7 @@ def vmconfig_data(rng: random.Random) -> Any:
         disks_.append(d if rng.random() > 0.03 else rng.choice(WEIRD))
     fss: list[Any] = []
     for _ in range(rng.choice([0, 1, 1, 2, 3])):
-        f: dict[str, Any] = {"name": rng.choice(names + ["bad name", "", "x"])}
+        f: dict[str, Any] = {"name": rng.choice(names + ["bad name", "", "x", rng.choice(LONG_NAMES)])}
         if rng.random() < 0.4:
             f["type"] = _value(rng, names)
         if rng.random() < 0.5 and disks_:
@@ -73,11 +81,12 @@ def vmconfig_data(rng: random.Random) -> Any:
         if rng.random() < 0.2:
             f["layout"] = _value(rng, list(layouts.LAYOUTS))
         if rng.random() < 0.3:
-            f["mount_options"] = _value(rng, ["noatime", "data=bogus", "noatime,commit=30", "size=50%", "a b"])
+            f["mount_options"] = _value(rng, ["noatime", "data=bogus", "noatime,commit=30", "size=50%", "a b"],
+                                        OPTION_STRINGS)
         if rng.random() < 0.2:
-            f["mkfs_options"] = _value(rng, ["-b 4096", "-m 0", ["-b", "4096"], "'unclosed"])
+            f["mkfs_options"] = _value(rng, ["-b 4096", "-m 0", ["-b", "4096"], "'unclosed"], NUL_VALUES)
         fss.append(f)
-    top: dict[str, Any] = {}
+    top: dict[Any, Any] = {}  # a non-string key too (7), as a hand-written YAML can have
     for key in config.VM_KEYS:
         if rng.random() < 0.6:
             top[key] = {"vcpus": lambda: _value(rng, [1, 2, 4, 0, -1, 300, 2.5]),
@@ -88,7 +97,11 @@ def vmconfig_data(rng: random.Random) -> Any:
                         "hosts": lambda: _value(rng, ["qemu:///system", ["qemu+ssh://h/system"], [{"uri": 5}]]),
                         "suite": lambda: _value(rng, ["fio-basic", "fio-matrix", "maildir", "nope"]),
                         "profile": lambda: _value(rng, ["smoke", "quick", "paper", "default", "nope"]),
+                        "name": lambda: _value(rng, ["smoke", "x"], LONG_NAMES),
+                        "image": lambda: _value(rng, ["debian-12", "nosuch-9"]),
                         }.get(key, lambda: _value(rng, ["smoke", "debian-12", "x"]))()
+    if rng.random() < 0.05:  # YAML null for a key (`name:` with nothing after it)
+        top[rng.choice(list(config.VM_KEYS))] = None
     top["disks"] = disks_ if rng.random() > 0.03 else rng.choice(WEIRD)
     top["filesystems"] = fss if rng.random() > 0.03 else {"a": 1}
     if rng.random() < 0.05:
@@ -203,6 +216,8 @@ def argv(rng: random.Random, parser: argparse.ArgumentParser, files: list[str]) 
                 out.append(rng.choice(["1", "2", "0", "-1", "3.5", "nan", "inf", "1e9", "x", "99999999999999999999"]))
             else:
                 out.append(str(rng.choice(values + DURATIONS)))
+            if rng.random() < 0.05:
+                out[-1] = rng.choice(["", " ", "x" * 5000])  # an unset shell variable, a pasted page
     if rng.random() < 0.05:
         out.insert(rng.randrange(len(out) + 1), rng.choice(["--bogus", "-x", "--help=no", "--results-dir"]))
     return [str(x) for x in out]
@@ -210,6 +225,10 @@ def argv(rng: random.Random, parser: argparse.ArgumentParser, files: list[str]) 
 
 RUN = ROOT / "tests" / "data" / "runs" / "smoke-tcg"
 RUN_VALUES: list[Any] = [None, 0, -1, 1.5, "", "x", [], {}, True, 10**30, "ext4", "iops"]
+# A whole manifest.json or results.jsonl replaced: every JSON type, text that is not JSON, binary,
+# nested too deeply, empty.
+WHOLE_FILES: list[bytes] = [b"[]", b"{}", b"null", b"true", b"3", b"-1.5", b'"x"', b"[1, 2]", b"[" * 100000,
+                            b"{" * 100000, b"", b"\n", bytes(range(256)), b"\xff\xfe\x00", b"not json", b"NaN"]
 
 
 def damage(obj: Any, rng: random.Random, depth: int = 0) -> None:
@@ -245,3 +264,6 @@ def run_directory(rng: random.Random, dest: Path) -> None:
         damage(manifest if rng.random() < 0.5 else records, rng)
     (dest / "manifest.json").write_text(json.dumps(manifest))
     (dest / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    if rng.random() < 0.3:
+        name = rng.choice(["manifest.json", "results.jsonl"])
+        (dest / name).write_bytes(rng.choice(WHOLE_FILES))

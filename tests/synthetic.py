@@ -16,6 +16,7 @@ import json
 import random
 import shutil
 from pathlib import Path
+from typing import Any
 
 from harness.suites import fio_matrix
 
@@ -110,7 +111,7 @@ def maildir_records(fss: tuple[str, ...] = ("ext4", "xfs"), seed: int = 2) -> li
         for run in (1, 2, 3):
             for w in (1, 2, 4, 8, 16):
                 case = f"w{w}-run{run}"
-                f = {"run": run, "writers": w, "duration": 1.2, "mailboxes": 1000, "step": "run"}
+                f: dict[str, Any] = {"run": run, "writers": w, "duration": 1.2, "mailboxes": 1000, "step": "run"}
                 out.append(record("maildir", case, fs, "ms_per_delivery", 2 * w ** 0.5 * rnd.uniform(0.9, 1.1),
                                   "ms", 0, **f))
                 read = record("maildir", case, fs, "ms_per_read", (1 + w / 8) * rnd.uniform(0.9, 1.1), "ms", 0, **f)

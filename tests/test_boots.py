@@ -67,4 +67,4 @@ def test_merge_keeps_what_finished_boots_measured(tmp_path):
 
 def test_zero_boots_is_refused(tmp_path):
     with pytest.raises(FslabError, match="--boots: 0 is not allowed; allowed: 1 or more"):
-        boots.run(PLAN, None, None, tmp_path, 0)  # type: ignore[arg-type]
+        boots.run(PLAN, None, None, tmp_path, 0)

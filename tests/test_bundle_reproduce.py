@@ -83,7 +83,8 @@ def _rewrite(src: Path, dest: Path, change) -> None:
     buf = io.BytesIO()
     with tarfile.open(fileobj=io.BytesIO(raw), mode="r") as tin, tarfile.open(fileobj=buf, mode="w") as tout:
         for m in tin.getmembers():
-            data = change(m.name, tin.extractfile(m).read())
+            member = tin.extractfile(m)
+            data = change(m.name, member.read() if member is not None else b"")
             if data is not None:
                 m.size = len(data)
                 tout.addfile(m, io.BytesIO(data))

@@ -282,7 +282,7 @@ def test_extreme_needs_every_comparison_and_holm_guards_reversal():
 def test_order_verdicts():
     c = cl.Claim(id="x", text="", source="", paper="", suite="s", kind="order",
                  sides=(cl.Fs("a"), cl.Fs("b"), cl.Fs("c")), measure=cl.Measure("ms_per_delivery"))
-    mk = [cl.SideData(n, n, c.measure, []) for n in "abc"]  # type: ignore[arg-type]
+    mk = [cl.SideData(n, n, c.measure, []) for n in "abc"]
 
     def verdict(a, b, cc):
         for s, v in zip(mk, (a, b, cc), strict=True):
@@ -318,7 +318,7 @@ def test_equal_verdicts():
     a = [100.0, 100.5, 99.5]
     for b, want in [([100.2, 100.7, 99.9], cl.HOLDS), ([120.0, 121.0, 119.0], cl.DIFFERS),
                     ([101.0, 104.0, 98.0], cl.INCONCLUSIVE)]:
-        sides = [cl.SideData("a", "a", c.measure, a), cl.SideData("b", "b", c.measure, b)]  # type: ignore[arg-type]
+        sides = [cl.SideData("a", "a", c.measure, a), cl.SideData("b", "b", c.measure, b)]
         assert cl.judge(c, sides).verdict == want, b
 
 

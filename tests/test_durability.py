@@ -5,6 +5,8 @@ beside speed, the figure, and `fslab report` putting the section after the answe
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 import synthetic
 from vmhelpers import fslab
@@ -18,9 +20,10 @@ KINDS = {"maildir": ["maildir-delivery", "mkdir-fsync"], "replace-nofsync": ["re
 def pl_records(fs: str, case: str, points: int, unmountable: int, repair: int, broken: dict[str, int],
                control: tuple[int, int] | None = None, no_checker: int = 0, rep: int = 0) -> list[dict]:
     """The metric lines of one fslab-powerloss run, as records (step run)."""
-    f = {"step": "run", "workload": "replace-fsync" if case == "control" else case, "seed": rep, "ops": 3}
+    f: dict[str, Any] = {"step": "run", "workload": "replace-fsync" if case == "control" else case, "seed": rep,
+                         "ops": 3}
 
-    def rec(metric: str, value: object, unit: str = "", **kw: object) -> dict:
+    def rec(metric: str, value: float | None, unit: str = "", **kw: Any) -> dict:
         return synthetic.record("power-loss", case, fs, metric, value, unit, rep, **f, **kw)
 
     kinds = KINDS.get(case, ["replace-fsync", "mkdir-fsync"])

@@ -8,6 +8,7 @@ import json
 import shutil
 from pathlib import Path
 
+import plans
 import pytest
 from agentfakes import faked_agent, run_plan_json
 
@@ -19,14 +20,14 @@ from harness.config import fidelity_plan as spec
 from harness.config import vmconfig as config
 from harness.errors import FslabError
 from harness.plan.disk import AIOS, CACHES, Disk, check_combination
-from harness.plan.document import VM, Plan
+from harness.plan.document import Plan
 from harness.results import fidelity_results as results
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _d(fmt: str = "raw", prealloc: str = "full", cache: str = "none", aio: str = "io_uring") -> Disk:
-    return Disk("d0", 2**30, fmt, prealloc, cache, aio, "virtio-blk")
+    return Disk(id="d0", size_bytes=2**30, format=fmt, preallocation=prealloc, cache=cache, aio=aio)
 
 
 @pytest.mark.parametrize("cache", CACHES)
@@ -66,7 +67,7 @@ def test_qcow2_is_measured_as_raw_and_said_so():
 
 
 def test_guest_plan_round_trips_and_targets_the_raw_device():
-    plan = spec.guest_plan("r1", VM("v", "v.yaml", 2, 2048, "tcg", 900), "debian-12", _d(), 7)
+    plan = spec.guest_plan("r1", plans.vm(vcpus=2, memory_mib=2048, deadline_s=900), "debian-12", _d(), 7)
     assert Plan.from_json(json.loads(json.dumps(plan.to_json()))) == plan
     (fs,) = plan.filesystems
     assert fs.prepare is False and fs.mkfs == () and fs.device == "{disk0}" and plan.disks == (_d(),)
@@ -86,8 +87,8 @@ def test_the_agent_runs_the_guest_plan_with_real_fio(tmp_path, monkeypatch):
         f.truncate(64 * 2**20)
     agent = faked_agent("fslab_guest_fidelity", tmp_path, monkeypatch, "raw")
     monkeypatch.setattr(agent, "find_devices", lambda serials, wait_s=0: [str(target)])
-    plan = spec.guest_plan("t", VM("t", "t.yaml", 1, 512, "tcg", 600), "debian-12",
-                           Disk("d0", 64 * 2**20, "raw", "falloc", "none", "native", "virtio-blk"), 1)
+    plan = spec.guest_plan("t", plans.vm(), "debian-12",
+                           Disk(id="d0", size_bytes=64 * 2**20, aio="native"), 1)
     run_dir = run_plan_json(agent, tmp_path, plan.to_json())  # checks the guest said ok
     for p in spec.PATTERNS:
         out = (run_dir / "raw" / spec.FS_NAME / spec.CASE_ID / f"{p.id}.stdout").read_text()
@@ -169,7 +170,7 @@ def test_cli_routes_bench_fidelity_and_keeps_bench():
 def test_cli_refuses_bad_input_in_one_line(monkeypatch):
     monkeypatch.chdir(ROOT)
     cfg = config.load("vmconfigs/default.yaml")
-    assert _disk(cfg, None, "1GiB") == Disk("d0", 2**30, "raw", "full", "none", "native", "virtio-blk")
+    assert _disk(cfg, None, "1GiB") == Disk(id="d0", size_bytes=2**30, preallocation="full", aio="native")
     with pytest.raises(FslabError, match="--disk: 'd7' is not a disk of vmconfigs/default.yaml; allowed: d0, d1"):
         _disk(cfg, "d7", "1GiB")
     with pytest.raises(FslabError, match="--size: '1 parsec' is not allowed"):

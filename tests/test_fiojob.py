@@ -154,13 +154,17 @@ def test_case_id_is_the_stem_made_safe(tmp_path):
         assert load_user_job(str(p)).case_id == cid
 
 
-def test_butterfly_warns_that_its_rewritten_file_needs_size():
-    job = load_user_job(str(EXAMPLES / "butterfly.fio"))
+def test_butterfly_is_refused_since_its_rewritten_file_needs_size(tmp_path):
+    """Issue 25: fslab's own rewrite makes butterfly.fio certain to fail: refused, saying why."""
+    with pytest.raises(FslabError) as e:
+        load_user_job(str(EXAMPLES / "butterfly.fio"))
+    w = str(e.value)
+    assert "butterfly.fio:9: [forward] has no size=" in w and "rewrite of filename=/tmp/testfile names testfile" in w
+    assert "does not exist yet" in w and "you need to specify size=" in w and "\n" not in w
+    fixed = EXAMPLES.joinpath("butterfly.fio").read_text().replace("[global]", "[global]\nsize=16m")
+    (tmp_path / "butterfly.fio").write_text(fixed)
+    job = load_user_job(str(tmp_path / "butterfly.fio"))
     assert job.changes == ("[global] filename=/tmp/testfile -> filename=testfile",)
-    assert len(job.warnings) == 2
-    w = job.warnings[0]
-    assert "[forward] has no size=" in w and "filename=/tmp/testfile now names testfile" in w
-    assert "does not exist yet" in w and "you need to specify size=" in w
 
 
 def test_a_sized_earlier_job_creates_the_file_for_a_later_one():
@@ -177,14 +181,14 @@ def test_logs_are_pointed_and_said_to_be_lost():
 
 def test_confine_is_idempotent():
     for p in sorted(EXAMPLES.glob("*.fio")):
-        once = load_user_job(str(p)).text
+        once = point_at_mount(p.read_text(), p.name)
         assert point_at_mount(once, "again") == once, p.name
 
 
 @needs_fio
 @pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.fio")))
 def test_confined_examples_are_valid_for_fio_and_touch_only_the_mount(tmp_path, name):
-    text = load_user_job(str(EXAMPLES / name)).text
+    text = point_at_mount((EXAMPLES / name).read_text(), name)  # butterfly.fio: load_user_job refuses it
     (tmp_path / "j.fio").write_text(text)
     cp = subprocess.run(["fio", "--parse-only", "j.fio"], cwd=tmp_path, env={"FSLAB_MNT": str(tmp_path / "mnt")},
                         capture_output=True, text=True)
@@ -209,7 +213,7 @@ GROUP_JOBS = {
 @pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.fio")) + list(GROUP_JOBS))
 def test_groups_are_numbered_as_fio_numbers_them(tmp_path, name):
     """fiojob.groups against the `groupid` and `jobname` fio itself reports (null engine)."""
-    text = GROUP_JOBS[name] if name in GROUP_JOBS else load_user_job(str(EXAMPLES / name)).text
+    text = GROUP_JOBS[name] if name in GROUP_JOBS else point_at_mount((EXAMPLES / name).read_text(), name)
     job = parse(text, name)
     fio, _ = run_fio(override(text, {"ioengine": "null", "size": "1m", "time_based": "0", "runtime": "1"}), tmp_path)
     seen: dict[int, list[str]] = {}

@@ -14,6 +14,7 @@ import contextlib
 import io
 import os
 import random
+import subprocess
 import traceback
 from pathlib import Path
 
@@ -61,7 +62,7 @@ def test_fuzz_vmconfigs(tmp_path):
             data: object = fuzzgen.vmconfig_data(rng)
         else:
             data = fuzzgen.vmconfig_bytes(rng)
-            path.write_bytes(data)  # type: ignore[arg-type]
+            path.write_bytes(data)
         try:
             cfg = config.parse(data, "fuzz.yaml") if not isinstance(data, bytes) else config.load(path)
             p = resolve.resolve(cfg, run_id="fuzz", reps=rng.choice([None, 1, 3]), warmup=rng.choice([0, 1]),
@@ -117,6 +118,10 @@ def _no_boot(*a, **k):
 
 @pytest.fixture
 def sandbox(tmp_path, monkeypatch):
+    return make_sandbox(tmp_path, monkeypatch)
+
+
+def make_sandbox(tmp_path, monkeypatch):
     """The CLI in-process with nothing slow or outside the test: a fake image for every image
     name, no KVM probe, no boot, no build, no ssh; crash files under tmp; cwd a directory whose
     vmconfigs/ is the repository's."""
@@ -140,13 +145,40 @@ def sandbox(tmp_path, monkeypatch):
 EXCLUDED = ("image build", "image rebuild", "image lock", "image export", "image import", "image validate")
 
 
-def test_fuzz_cli_arguments(sandbox):
+@pytest.fixture
+def odd_filesystems(tmp_path):
+    """Output paths on a full and on a read-only tmpfs (issue 25), mounted for the test as root;
+    none where this process cannot mount (the rest of the test runs without them)."""
+    mounted, paths = [], []
+    for name, opts in (("full", "size=128k"), ("ro", "size=128k")):
+        where = tmp_path / name
+        where.mkdir()
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(where)], capture_output=True).returncode:
+            continue
+        mounted.append(where)
+        if name == "full":
+            fd = os.open(where / "filler", os.O_WRONLY | os.O_CREAT)
+            with contextlib.suppress(OSError):
+                while True:
+                    os.write(fd, b"\0" * 4096)
+            os.close(fd)
+        else:
+            subprocess.run(["mount", "-o", "remount,ro", str(where)], check=True)
+        paths += [str(where), str(where / "out")]
+    yield paths
+    for where in mounted:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def test_fuzz_cli_arguments(sandbox, odd_filesystems):
     """Generated argument lists for every command (but those that build or export images) with
     generated files as values: exit 0, 1 or 2 (for 2 the last stderr line is the error), never
-    70, never a traceback, never a crash file."""
+    70, never a traceback, never a crash file. Output paths include a full and a read-only
+    filesystem (when this process can mount them)."""
     tmp_path, img = sandbox
     rng0 = random.Random(SEED)
-    files = [str(img.dir), str(tmp_path), str(tmp_path / "nope"), "/proc/fslab", "/dev/zero", str(tmp_path / "f")]
+    files = [str(img.dir), str(tmp_path), str(tmp_path / "nope"), "/proc/fslab", "/dev/zero", str(tmp_path / "f"),
+             str(tmp_path / "f" / "sub"), *odd_filesystems]
     (tmp_path / "f").write_text("a file")
     for k in range(6):
         p = tmp_path / f"gen{k}.yaml"
@@ -183,8 +215,9 @@ def test_fuzz_cli_arguments(sandbox):
 
 
 def test_fuzz_run_directories(tmp_path, monkeypatch):
-    """Run directories with a damaged manifest or records (a key gone, a value of another type)
-    through compare, claims and (one in 25) report: a result or one error line, never exit 70."""
+    """Run directories with a damaged manifest or records (a key gone, a value of another type, the
+    whole file any JSON type, binary or nested too deeply) through compare, claims, recover,
+    reproduce and (one in 25) report: a result or one error line, never exit 70."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     n = 100 * SCALE
     for i in range(n):
@@ -193,7 +226,9 @@ def test_fuzz_run_directories(tmp_path, monkeypatch):
         d = tmp_path / "run"
         fuzzgen.run_directory(rng, d)
         argv = rng.choice([["compare", str(d), "--baseline", "ext4"], ["claims", str(d)],
-                           ["compare", str(d), str(fuzzgen.RUN), "--force"]])
+                           ["compare", str(d), str(fuzzgen.RUN), "--force"], ["recover", str(d)],
+                           ["recover", str(tmp_path)], ["compare", str(d), str(d)],
+                           ["reproduce", str(d), "--results-dir", str(tmp_path / "again")]])
         if i % 25 == 0:  # matplotlib: slow
             argv = ["report", str(d), "--out", str(tmp_path / "report")]
         err = io.StringIO()

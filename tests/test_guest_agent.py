@@ -23,6 +23,9 @@ import pytest
 from agentfakes import AGENT_PATH, NOTHING_RESIDENT, load_agent
 
 from harness.analysis.tables import format_table
+from harness.config.resolve import render_filesystem
+from harness.config.vmconfig import FsEntry
+from harness.plan import filesystems
 from harness.plan.document import Plan
 from harness.results.records import records_for_run
 from harness.results.stream import read_stream
@@ -146,10 +149,11 @@ def test_whole_plan_runs_real_fio_and_streams_results(agent, tmp_path):
             run_dir / "raw" / fs / "geometry.txt").read_text()
         assert list((tmp_path / "mnt" / fs).iterdir()) == []  # fio's data files were removed
     assert agent.calls["mount"][0] == ("ext4", "noatime", "/dev/fake-fslab-d0", str(tmp_path / "mnt/ext4"))
-    # Every case starts cold: umount + mount before each of the 2 cases, then the final umount.
+    # Both are made and mounted first; then every case runs on each filesystem in turn (a round
+    # across the filesystems), starting cold: umount + mount before it; the final umounts last.
     ext4, xfs = str(tmp_path / "mnt/ext4"), str(tmp_path / "mnt/xfs")
-    assert agent.calls["umount"] == [ext4] * 3 + [xfs] * 3
-    assert [c[3] for c in agent.calls["mount"]] == [ext4] * 3 + [xfs] * 3
+    assert agent.calls["umount"] == [ext4, xfs] * 3
+    assert [c[3] for c in agent.calls["mount"]] == [ext4, xfs] * 3
     assert agent.calls["poweroff"] == 1
     info = json.loads((run_dir / "guest/info.json").read_text())
     assert info["fio"].startswith("fio-") and info["kernel"]
@@ -776,3 +780,78 @@ def test_a_step_that_ignores_sigterm_is_killed_after_the_grace(agent, tmp_path):
     res = agent.run_timed([sys.executable, "-c", script], str(tmp_path), dict(os.environ), subprocess.DEVNULL,
                           subprocess.DEVNULL, timeout=1.5, grace=1.0)
     assert res["timed_out"] and res["killed"] and res["real_s"] < 20
+
+
+@pytest.mark.parametrize("how", ["random", "balanced", "grouped"])
+def test_rounds_interleave_filesystems_in_the_recorded_order_with_a_fresh_mkfs(agent, tmp_path, how):
+    """Issue 30: three filesystems, 3 rounds of 2 cases; per case every filesystem in the round's
+    order (the host's Repeat.round_order says the same order before the run), each round after
+    the first starting with a fresh mkfs of every filesystem; 'grouped' is the old one-by-one."""
+    log = tmp_path / "mkfs.log"
+    names = ("fs-a", "fs-b", "fs-c")
+    cases = [steps_case([{"name": "s", "argv": ["true"]}], cid=c) for c in ("one", "two")]
+    plan = make_plan(cases, fs_names=names, mkfs=("sh", "-c", f"echo {{name}} >> {log}", "{dev}"))
+    plan["repeat"] = {"n": 3, "cap": 3, "order": how, "seed": 4, "redo": "mkfs"}
+    rc, col, run_dir, events = run_agent(agent, tmp_path, plan)
+    assert rc == 0, col.done
+    host = typed(plan).repeat
+    groups = [[n] for n in names] if how == "grouped" else [list(names)]
+    want_runs, want_mkfs = [], []
+    for group in groups:
+        want_mkfs += group
+        for rnd in range(3):
+            order = host.round_order(group, rnd)
+            assert order == agent.round_order(group, how, 4, rnd)  # host and guest agree
+            want_mkfs += order if rnd else []
+            want_runs += [(fs, cid, rnd) for cid in ("one", "two") for fs in order]
+    runs = [(e["fs"], e["case"], e["rep"]) for e in events if e["event"] == "case-start"]
+    assert runs == want_runs
+    assert log.read_text().split() == want_mkfs
+    if how == "random":  # a Latin square: each filesystem in each position once in the 3 rounds
+        firsts = [host.round_order(list(names), r)[0] for r in range(3)]
+        assert sorted(firsts) == sorted(names)
+    order = json.loads((run_dir / "guest/order.json").read_text())
+    assert (order["order"], order["seed"], order["redo"]) == (how, 4, "mkfs")
+    assert [r["order"] for r in order["rounds"]] == [host.round_order(g, r) for g in groups for r in range(3)]
+    assert json.loads((run_dir / "raw/fs-b/fs.round2.json").read_text())["ok"]
+    assert json.loads((run_dir / "raw/fs-b/one.rep2/case.json").read_text())["round"] == 2
+    recs = records_for_run(run_dir, typed(plan), "tcg")
+    assert {r["redo"] for r in recs} == {"mkfs"} and len({(r["fs"], r["case"], r["rep"]) for r in recs}) == 18
+    ready = [e for e in events if e["event"] == "fs-ready"]
+    assert len(ready) == 9 and all(e["ok"] for e in ready)
+
+
+def test_a_filesystem_that_fails_to_be_made_again_fails_its_later_rounds(agent, tmp_path):
+    flag = tmp_path / "made"
+    mkfs = ("sh", "-c", f"test ! -e {flag} || exit 5; [ {{name}} = fs-b ] && touch {flag}; true", "{dev}")
+    plan = make_plan([steps_case([{"name": "s", "argv": ["true"]}])], fs_names=("fs-a", "fs-b"), mkfs=mkfs)
+    plan["repeat"] = {"n": 2, "cap": 2, "order": "sequential", "redo": "mkfs"}
+    rc, col, run_dir, _ = run_agent(agent, tmp_path, plan)
+    assert rc == 1 and col.done["cases"] == 4 and col.done["cases_ok"] == 2
+    again = json.loads((run_dir / "raw/fs-a/fs.round1.json").read_text())
+    assert not again["ok"] and "exit code 5" in again["error"]
+    assert not json.loads((run_dir / "raw/fs-a/ops.rep1/case.json").read_text())["ok"]
+
+
+@pytest.mark.parametrize("fstype", [n for n in filesystems.names() if not filesystems.get(n).mkfs])
+def test_a_filesystem_without_mkfs_is_torn_down_too(agent, tmp_path, fstype):
+    """ZFS (its pool made by the layout's setup) and tmpfs (no disk) have no mkfs: the agent still
+    unmounts what it mounted and runs the plan's teardown (`zpool destroy`), as for any other, with
+    the plan entry the host really makes (config/resolve.py render_filesystem)."""
+    log = tmp_path / "steps.log"
+    needs_disk = filesystems.get(fstype).needs_disk
+    entry = FsEntry(name=fstype, type=fstype, variant=None, disks=("d0",) if needs_disk else (),
+                    layout=filesystems.get(fstype).layout if needs_disk else None,
+                    mkfs_options=(), mount_options="")
+    fs = render_filesystem(entry).to_json()
+    for k in ("setup", "teardown", "remount"):  # the real commands, logged instead of run
+        fs[k] = [logged(log, k) + argv for argv in fs[k] or []] if fs[k] is not None else None
+    plan = make_plan([fio_case(job=SLOW_JOB.replace("time_based=1\nruntime=60\n", ""))])
+    plan["filesystems"] = [fs]
+    rc, col, *_ = run_agent(agent, tmp_path, plan)
+    steps = log.read_text().splitlines() if log.exists() else []
+    teardown = [" ".join(["teardown", *a]) for a in render_filesystem(entry).teardown]
+    assert [s for s in steps if s.startswith("teardown")] == [t.replace("{name}", fstype) for t in teardown]
+    if render_filesystem(entry).mount:
+        assert agent.calls["umount"] == [str(tmp_path / "mnt" / fstype)]
+    assert teardown or agent.calls["umount"], f"{fstype}: nothing undone"

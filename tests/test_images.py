@@ -11,6 +11,7 @@ import json
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -42,7 +43,7 @@ def make_image(directory: Path, name: str = "debian-12", input_hash: str = "ab" 
                filesystems: tuple[str, ...] = ("ext4", "xfs")) -> images.Image:
     """A fake but complete store entry: three small files and a manifest per docs/contracts.md."""
     directory.mkdir(parents=True)
-    files = {}
+    files: dict[str, dict[str, Any]] = {}
     for fname in images.IMAGE_FILES:
         data = f"fake {fname}\n".encode()
         (directory / fname).write_bytes(data)

@@ -211,14 +211,14 @@ def test_fit_is_said_before_the_boot_and_strict_refuses_what_may_not_fit(tmp_pat
     assert line.startswith(f"fslab: error: {job}: may not fit (--strict): [slow] needs ~")
 
 
-def test_rewritten_filename_without_size_is_said_before_the_boot(tmp_path):
+def test_rewritten_filename_without_size_is_refused_before_the_boot(tmp_path):
+    """Issue 12 said it; issue 25: certain to fail, so refused."""
     job = str(EXAMPLES / "butterfly.fio")
-    cp = dry_run(tmp_path, "vmconfigs/smoke.yaml", "--fio-job", job)
-    assert cp.returncode == 0, cp.stderr
-    assert f"fslab: fio job {job}: [global] filename=/tmp/testfile -> filename=testfile" in cp.stderr
-    assert (f"fslab: WARNING: fio job: {job}:9: [forward] has no size=: filename=/tmp/testfile now names testfile on "
-            "the filesystem under test, a file that does not exist yet; fio will stop with \"forward: you need to "
-            "specify size=\" (add size=)") in cp.stderr
+    line = one_error_line(dry_run(tmp_path, "vmconfigs/smoke.yaml", "--fio-job", job))
+    assert line == (f"fslab: error: {job}:9: [forward] has no size=: fslab's rewrite of filename=/tmp/testfile names "
+                    "testfile on the new filesystem under test, a file that does not exist yet; fio would stop with "
+                    "\"forward: you need to specify size=\"; allowed: a size= (or filesize=) for this job (hint: add "
+                    "e.g. size=64m to the job or its [global])")
 
 
 def test_internal_error_names_its_crash_file_and_exits_70(tmp_path, monkeypatch, capsys):

@@ -8,6 +8,7 @@ import shutil
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_images import make_image
@@ -120,7 +121,7 @@ class FakeRunner:
     """runner.run stand-in: host `bad` loses its connection on its first VM; others succeed."""
 
     def __init__(self, bad: str | None):
-        self.bad, self.calls, self.lock = bad, [], threading.Lock()
+        self.bad, self.calls, self.lock = bad, list[Any](), threading.Lock()
 
     def __call__(self, p, image, choice, results_root, host=None, name=None, stop=None, log=None, **kw):
         with self.lock:
@@ -143,11 +144,54 @@ def _spread(tmp_path, monkeypatch, bad, retry, uris=("qemu:///system", "qemu+ssh
     fake = FakeRunner(bad)
     monkeypatch.setattr(runner, "run", fake)
     monkeypatch.setattr(hosts, "choose_accel", lambda h, req, img: runner.accel_mod.Choice(req, "tcg", "test"))
+    monkeypatch.setattr(spread, "host_facts", lambda h, choice: {"accel": choice.used, "cpus": 4})
     p = resolve.resolve(config.load(ROOT / "vmconfigs" / "smoke.yaml"), run_id="R", backend="libvirt")
     logs: list[str] = []
     out = spread.run(p, make_image(tmp_path / "img"), [hosts.parse(u) for u in uris], tmp_path / "runs",
                      retry=retry, log=logs.append)
     return out, fake, logs
+
+
+def _kvm_and_tcg(monkeypatch):
+    """Host b falls back to TCG (its KVM probe failed) while this one has KVM (issue 30)."""
+    monkeypatch.setattr(runner, "run", FakeRunner(None))
+    monkeypatch.setattr(hosts, "choose_accel", lambda h, req, img: runner.accel_mod.Choice(
+        req, "tcg" if "b" in h.uri.split("//")[1][:2] else "kvm", "test"))
+    monkeypatch.setattr(spread, "host_facts", lambda h, choice: {"accel": choice.used, "cpus": 4})
+
+
+def test_hosts_that_differ_are_refused_in_one_line(tmp_path, monkeypatch):
+    _kvm_and_tcg(monkeypatch)
+    p = resolve.resolve(config.load(ROOT / "vmconfigs" / "smoke.yaml"), run_id="R", backend="libvirt")
+    with pytest.raises(FslabError) as e:
+        spread.run(p, make_image(tmp_path / "img"), [hosts.parse("qemu:///system"), hosts.parse("qemu+ssh://b/system")],
+                   tmp_path / "runs", log=lambda m: None)
+    assert str(e.value) == ("the hosts differ, so this run would compare machines, not filesystems: "
+                            "accel: qemu:///system kvm, qemu+ssh://b/system tcg (hint: --mix-hosts runs anyway "
+                            "and ranks each host's filesystems on their own)")
+    assert "\n" not in str(e.value) and not (tmp_path / "runs" / "R").exists()
+
+
+def test_hosts_allowed_to_mix_are_ranked_per_host(tmp_path, monkeypatch):
+    from harness.analysis import compare, ranking
+    from harness.analysis.runs import load_run
+
+    _kvm_and_tcg(monkeypatch)
+    p = resolve.resolve(config.load(ROOT / "vmconfigs" / "smoke.yaml"), run_id="R", backend="libvirt")
+    out = spread.run(p, make_image(tmp_path / "img"), [hosts.parse("qemu:///system"), hosts.parse("qemu+ssh://b/system")],
+                     tmp_path / "runs", log=lambda m: None, mix_hosts=True)
+    m = json.loads((out.run_dir / "manifest.json").read_text())
+    assert m["mixed_hosts"] == ["accel: qemu:///system kvm, qemu+ssh://b/system tcg"]
+    assert {h["uri"]: h["facts"]["accel"] for h in m["hosts"]} == {
+        "qemu:///system": "kvm", "qemu+ssh://b/system": "tcg"}
+    run = load_run(out.run_dir)
+    by_host = {r["fs"]: r["host"] for r in run.records}
+    groups = ranking.rank_run(run)
+    assert {g.run for g in groups} == {f"R on {h}" for h in set(by_host.values())}
+    assert all(len(q.entries) == 1 for g in groups for q in g.quantities)  # never one host against the other
+    rows = compare.compare_baseline(run, "ext4")
+    if by_host["ext4"] != by_host["xfs"]:
+        assert rows and all(r.verdict.startswith("not comparable (other host: ") for r in rows)
 
 
 def test_spread_over_two_hosts_one_failing(tmp_path, monkeypatch):

@@ -12,14 +12,17 @@ import pytest
 
 from harness.config import resolve
 from harness.config import vmconfig as config
+from harness.plan.disk import SETTINGS
+from harness.plan.document import Plan
 from harness.vm import argv as qemu
 from harness.vm import domain_xml as libvirt_xml
+from harness.vm import drive
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = sorted(p.stem for p in (ROOT / "vmconfigs").glob("*.yaml"))
 
 
-def paths_for(p: dict) -> qemu.RunPaths:
+def paths_for(p: Plan) -> qemu.RunPaths:
     scratch, run_dir = Path("/scratch"), Path("/results/RUNID")
     disks = {d.id: scratch / f"{d.id}.{d.format}" for d in p.disks}
     return qemu.RunPaths.under(scratch, run_dir, Path("/img/vmlinuz"), Path("/img/initrd.img"), disks)
@@ -40,9 +43,10 @@ def test_disks_get_exactly_the_requested_modes():
     dom = ET.fromstring(xml_for("smoke"))
     disks = {d.findtext("serial"): d for d in dom.iter("disk")}
     d0, d1 = disks["fslab-d0"], disks["fslab-d1"]
-    assert d0.find("driver").attrib == {"name": "qemu", "type": "raw", "cache": "none", "io": "native"}
+    for want in goldens.requested_disks("smoke"):
+        got = disks[f"fslab-{want['id']}"].find("driver").attrib
+        assert got == {"name": "qemu", **{s.libvirt: str(want[s.key]) for s in SETTINGS if s.drive}}
     assert d0.find("target").get("bus") == "virtio" and d0.find("source").get("file") == "/scratch/d0.raw"
-    assert d1.find("driver").attrib == {"name": "qemu", "type": "qcow2", "cache": "writeback", "io": "threads"}
     assert d1.find("target").get("bus") == "scsi"
     assert dom.find("devices/controller[@model='virtio-scsi']") is not None
     root = disks["fslab-root"]
@@ -79,6 +83,6 @@ def test_nvme_goes_to_qemu_verbatim():
     paths = qemu.RunPaths.under(Path("/s"), Path("/r"), Path("/k"), Path("/i"), {"d0": Path("/s/d0.raw")})
     dom = ET.fromstring(libvirt_xml.domain_xml(p, paths, "tcg", "fslab-R"))
     args = [a.get("value") for a in dom.iter(f"{{{libvirt_xml.QEMU_NS}}}arg")]
-    assert args == ["-drive", "if=none,id=disk-d0,file=/s/d0.raw,format=raw,cache=none,aio=io_uring",
-                    "-device", "nvme,drive=disk-d0,serial=fslab-d0"]
+    assert args == drive.qemu_args(p.disks[0], "/s/d0.raw")  # the qemu backend's very arguments
+    assert args[-1] == "nvme,drive=disk-d0,serial=fslab-d0"
     assert [d.findtext("serial") for d in dom.iter("disk")] == ["fslab-root", "fslab-seed"]

@@ -21,6 +21,7 @@ import subprocess
 import sys
 from argparse import Namespace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -49,7 +50,7 @@ class LogBuilder:
     (sector, nr_sectors, flags, data_len: u64 LE; a mark's text right after it), then the data."""
 
     def __init__(self, ss: int = 512):
-        self.ss, self.entries = ss, []
+        self.ss, self.entries = ss, list[Any]()
 
     def add(self, flags: int, sector: int = 0, data: bytes = b"", nr: int | None = None, text: str = ""):
         assert len(data) % self.ss == 0
@@ -379,7 +380,7 @@ class Spy:
     """Records marks, fsync/fdatasync of paths under a root, and a copy of the tree at each mark."""
 
     def __init__(self, root: Path, snaps: Path | None):
-        self.root, self.snaps, self.events = root, snaps, []
+        self.root, self.snaps, self.events = root, snaps, list[Any]()
 
     def mark(self, pid: str) -> None:
         self.events.append(("mark", pid))
@@ -651,8 +652,8 @@ def fake_mount_tree(image: bytes, mnt: Path) -> bool:
 class FakeSystem:
     """device-mapper, mount, umount, losetup and the checker, acting on the data file."""
 
-    def __init__(self, data: Path, fail_mount_at: set[int] = frozenset()):
-        self.data, self.fail_mount_at, self.mounts, self.calls = data, fail_mount_at, 0, []
+    def __init__(self, data: Path, fail_mount_at: frozenset[int] | set[int] = frozenset()):
+        self.data, self.fail_mount_at, self.mounts, self.calls = data, fail_mount_at, 0, list[Any]()
 
     def install(self, monkeypatch) -> None:
         monkeypatch.setattr(pl, "dm_create", self.dm_create)
@@ -811,14 +812,20 @@ def fake_record(tmp_path, monkeypatch, status: str, kernel: list[str]):
     log.write_bytes(b"\xff" * (1 << 17))
     mnt, out = tmp_path / "mnt", tmp_path / "out"
     out.mkdir()
-    calls = []
-    monkeypatch.setattr(pl, "dm_create", lambda name, table: calls.append(("create", name, table)) or str(data))
-    monkeypatch.setattr(pl, "dm_remove", lambda name: calls.append(("remove", name)))
-    monkeypatch.setattr(pl, "dm_mark", lambda name, text: calls.append(("mark", text)))
+    calls: list[tuple[Any, ...]] = []
+
+    def call(*what: Any) -> bool:
+        """Record a call; False, so that `call(...) or value` gives the fake's value."""
+        calls.append(what)
+        return False
+
+    monkeypatch.setattr(pl, "dm_create", lambda name, table: call("create", name, table) or str(data))
+    monkeypatch.setattr(pl, "dm_remove", lambda name: call("remove", name))
+    monkeypatch.setattr(pl, "dm_mark", lambda name, text: call("mark", text))
     monkeypatch.setattr(pl, "dm_status", lambda name: status)
     monkeypatch.setattr(pl, "mount_fs", lambda *a: (0, ""))
     monkeypatch.setattr(pl, "umount_fs", lambda mnt: (0, ""))
-    monkeypatch.setattr(pl, "must", lambda argv, what, timeout=0: calls.append(("run", *argv)) or "")
+    monkeypatch.setattr(pl, "must", lambda argv, what, timeout=0: call("run", *argv) or "")
     monkeypatch.setattr(pl.Kmsg, "take", lambda self, limit=60: kernel)
     cfg = Namespace(data=str(data), log=str(log), mnt=str(mnt), mkfs=["mkfs.x", "-q", "{dev}"], fstype="x",
                     mount_options="", fs_name="x", workload="append", seed=1, ops=3)

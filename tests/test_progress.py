@@ -68,16 +68,19 @@ def test_eta_during_boot_comes_from_earlier_runs_and_moves_every_tick(tmp_path):
     now[0] = 55  # a boot slower than the history's: its part is used up, not negative
     p()
     assert eta_seconds(last_line(out)) == 127
-    feed(path, {"event": "boot"}, {"event": "fs-start", "fs": "ext4"},
+    # the agent makes both filesystems, then runs rounds: per case, each filesystem in turn
+    feed(path, {"event": "boot"}, {"event": "fs-start", "fs": "ext4"}, {"event": "fs-ready", "fs": "ext4"},
+         {"event": "fs-start", "fs": "xfs"}, {"event": "fs-ready", "fs": "xfs"},
          {"event": "case-start", "fs": "ext4", "case": "a", "rep": 0})
     now[0] = 60
     p()
     assert "ext4 (fs 1 of 2): a repetition 1 of 2" in last_line(out)
-    assert eta_seconds(last_line(out)) == 10 + 20 + 30 + 62 + 3  # a's own 10 s left, then the rest
+    # a's own 10 s left, then round 1's xfs a, ext4 b, xfs b, round 2, power-off
+    assert eta_seconds(last_line(out)) == 10 + (10 + 20 + 20) + 60 + 3
     feed(path, {"event": "case-end", "fs": "ext4", "case": "a", "rep": 0, "ok": True, "seconds": 4})
     now[0] = 64
     p()  # a measured 4 s in this run: it replaces the history's 10 s for a's later runs
-    assert "1 case run done" in last_line(out) and eta_seconds(last_line(out)) == 20 + 24 + 2 + 48 + 3
+    assert "1 case run done" in last_line(out) and eta_seconds(last_line(out)) == 4 + 40 + 48 + 3
     assert "(estimated from this run's case times)" in last_line(out)
     eta = eta_seconds(last_line(out))
     for t in (65, 66, 67):
@@ -95,8 +98,9 @@ def test_adaptive_repetitions_are_counted_without_k_over_n(tmp_path):
     feed(path, {"event": "boot"})
     seen = []
     for fs in ("ext4", "xfs"):
-        feed(path, {"event": "fs-start", "fs": fs})
-        for rep in range(4):
+        feed(path, {"event": "fs-start", "fs": fs}, {"event": "fs-ready", "fs": fs, "ok": True})
+    for rep in range(4):  # rounds across the filesystems
+        for fs in ("ext4", "xfs"):
             now[0] += 1
             feed(path, {"event": "case-start", "fs": fs, "case": "a", "rep": rep})
             p()
@@ -105,9 +109,10 @@ def test_adaptive_repetitions_are_counted_without_k_over_n(tmp_path):
             feed(path, {"event": "case-end", "fs": fs, "case": "a", "rep": rep, "ok": True, "seconds": 10})
             p()
             seen.append(last_line(out))
+    for fs in ("ext4", "xfs"):
         feed(path, {"event": "fs-end", "fs": fs, "ok": True})
     p.close()
-    assert "ext4 (fs 1 of 2): a repetition 3 (adaptive, cap 4)" in seen[4]
+    assert "ext4 (fs 1 of 2): a repetition 3 (adaptive, cap 4)" in seen[8]
     assert "xfs (fs 2 of 2): a repetition 4 (adaptive, cap 4)" in seen[14]
     for line in out.getvalue().replace("\r", "\n").splitlines():
         for k, n in re.findall(r"(\d+)\s*(?:/|of)\s*(\d+)", line):
@@ -115,8 +120,8 @@ def test_adaptive_repetitions_are_counted_without_k_over_n(tmp_path):
     for line in seen:  # a lower bound while the guest may still add rounds
         assert re.search(r"ETA ≥\d+m\d\ds", line), line
     assert "] ext4 finished (4 case runs: 2 planned + 2 adaptive)\n" in out.getvalue()
-    # in an extra round of ext4, the ETA is that case's rest plus xfs's planned work, not 0
-    assert eta_seconds(seen[4]) == 10 + 2 + 2 * 10 + 3  # a; xfs: mkfs and mount, 2 rounds; power-off
+    # in an extra round (after every planned one), the ETA is that case's rest plus power-off, not 0
+    assert eta_seconds(seen[8]) == 10 + 3
 
 
 def test_not_a_terminal_is_quiet_but_for_finished_filesystems_and_failures(tmp_path):

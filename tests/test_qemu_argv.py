@@ -13,7 +13,9 @@ import pytest
 
 from harness.config import resolve
 from harness.config import vmconfig as config
+from harness.plan.disk import SETTINGS
 from harness.vm import argv as qemu
+from harness.vm import drive
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIGS = sorted(p.stem for p in (ROOT / "vmconfigs").glob("*.yaml"))
@@ -42,11 +44,13 @@ def test_argv_matches_golden(name):
 
 def test_disks_get_exactly_the_requested_modes():
     argv = argv_for("smoke")
-    drives = [argv[i + 1] for i, a in enumerate(argv) if a == "-drive" and "id=disk-" in argv[i + 1]]
-    assert drives == [
-        "if=none,id=disk-d0,file=/scratch/d0.raw,format=raw,cache=none,aio=native",
-        "if=none,id=disk-d1,file=/scratch/d1.qcow2,format=qcow2,cache=writeback,aio=threads",
-    ]
+    drives = [dict(kv.split("=", 1) for kv in argv[i + 1].split(","))
+              for i, a in enumerate(argv) if a == "-drive" and "id=disk-" in argv[i + 1]]
+    asked = goldens.requested_disks("smoke")
+    assert [d["id"] for d in drives] == [f"disk-{d['id']}" for d in asked]
+    for got, want in zip(drives, asked, strict=True):
+        assert got == {"if": "none", "id": f"disk-{want['id']}", "file": f"/scratch/{want['id']}.{want['format']}",
+                       **{s.drive: str(want[s.key]) for s in SETTINGS if s.drive}}
     assert "virtio-blk-pci,drive=disk-d0,serial=fslab-d0" in argv
     assert "scsi-hd,drive=disk-d1,bus=scsi0.0,serial=fslab-d1" in argv
     assert "virtio-scsi-pci,id=scsi0" in argv
@@ -71,4 +75,4 @@ def test_nvme_bus():
     paths = qemu.RunPaths.under(Path("/s"), Path("/r"), Path("/k"), Path("/i"), {"d0": Path("/s/d0.raw")})
     argv = qemu.build_argv(p, paths, "tcg")
     assert "nvme,drive=disk-d0,serial=fslab-d0" in argv
-    assert "if=none,id=disk-d0,file=/s/d0.raw,format=raw,cache=none,aio=io_uring" in argv
+    assert drive.drive_options(p.disks[0], "/s/d0.raw") in argv

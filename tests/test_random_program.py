@@ -12,6 +12,7 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,7 +63,7 @@ class Model:
                 return x % n
 
     def run(self, datas: list[bytearray], cycles: int, tries: int, bufsize: int, pct: int) -> dict:
-        counts = {"writes": 0, "file_cycles": [0] * len(datas)}
+        counts: dict[str, Any] = {"writes": 0, "file_cycles": [0] * len(datas)}
         for c in range(cycles):
             f = self.below(len(datas))
             counts["file_cycles"][f] += 1

@@ -37,14 +37,15 @@ JOB = "[global]\nioengine=null\nsize=16m\ntime_based\nruntime=3\n[hold]\nrw=read
 
 
 def start(tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
-    """`fslab run vmconfigs/smoke.yaml --fio-job hold.fio` (ext4 then xfs) with a FakeVM."""
+    """`fslab run vmconfigs/smoke.yaml --fio-job hold.fio` (ext4 then xfs: --order sequential) with a FakeVM."""
     img = tmp_path / "img"
     if not img.exists():
         make_image(img)
     job = tmp_path / "hold.fio"
     job.write_text(JOB)
     return subprocess.Popen([sys.executable, FAKEVM, "fslab", "run", "vmconfigs/smoke.yaml", "--image-dir", str(img),
-                             "--accel", "tcg", "--fio-job", str(job), "--results-dir", str(tmp_path / "runs"), *extra],
+                             "--accel", "tcg", "--fio-job", str(job), "--results-dir", str(tmp_path / "runs"),
+                             "--order", "sequential", *extra],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

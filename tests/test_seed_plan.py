@@ -2,8 +2,10 @@
 
 import base64
 import json
+import math
 import shutil
 import subprocess
+import zlib
 from pathlib import Path
 
 import plans
@@ -78,8 +80,10 @@ def test_user_fio_job_is_labelled_as_such_and_gets_its_own_timeout(tmp_path):
     assert p["suite"]["name"] == "fio-job" and p["suite"]["profile"] == "custom-job"
     assert case["id"] == "two-sections" and case["params"] == {"job_file": str(job)}
     assert "[w]" in case["job"] and "[r]" in case["job"]  # the text the guest runs is in the plan
-    # 2 x (w 5 s + r: 16 MiB laid out at 4 MiB/s, 5 s + fio's start 5 s) + 60 s around the case
-    assert case["timeout_s"] == 2 * (5 + 4 + 5 + 5) + 60
+    # 2 x (w 5 s + r: 16 MiB laid out at the TCG floor's layout rate, 5 s + fio's start 5 s) + 60 s around it
+    from harness.plan.fiocost import TCG
+
+    assert case["timeout_s"] == math.ceil(2 * (5 + round(16 * 2**20 / TCG.layout_bps + 5, 1) + 5) + 60)
     long = tmp_path / "long.fio"
     long.write_text("[j]\nsize=16m\nruntime=3600\ntime_based\nrw=write\n")
     # an hour of fio in a 900 s VM of 2 filesystems: each case gets its share, (900 - 150) / 2 - 60
@@ -149,7 +153,14 @@ def test_repetitions_default_per_profile_and_overrides():
     cfg = config.load(ROOT / "vmconfigs" / "smoke.yaml")
     assert resolve.resolve(cfg, suite="fio-matrix", profile="smoke").repeat.n == 1
     quick = resolve.resolve(cfg, suite="fio-matrix", profile="quick").repeat
-    assert (quick.n, quick.cap, quick.cv_threshold, quick.warmup) == (3, 12, 0.03, 0)
+    # a fixed n by default (issue 30): no adaptive rounds unless --max-reps; rounds in a random
+    # order from a seed recorded in the plan (the run id's CRC-32), a fresh mkfs every round
+    assert (quick.n, quick.cap, quick.cv_threshold, quick.warmup, quick.adaptive) == (3, 3, 0.03, 0, False)
+    assert (quick.order, quick.redo, quick.redo_why) == ("random", "mkfs", "")
+    fixed = resolve.resolve(cfg, run_id="R1", seed=None).repeat
+    assert fixed.seed == zlib.crc32(b"R1") and resolve.resolve(cfg, seed=7, order="balanced").repeat.seed == 7
+    file_ops = resolve.resolve(cfg, suite="file-ops", profile="smoke").repeat
+    assert file_ops.redo == "remount" and "objects are made once per filesystem" in file_ops.redo_why
     assert resolve.resolve(cfg, suite="fio-matrix", profile="paper").repeat.n >= 5
     custom = resolve.resolve(cfg, reps=4, warmup=1, max_reps=6, cv_threshold=0.05).repeat
     assert (custom.n, custom.warmup, custom.cap, custom.cv_threshold) == (4, 1, 6, 0.05)
@@ -164,3 +175,26 @@ def test_image_support_is_checked_before_boot_by_name():
     with pytest.raises(FslabError, match=r"image centos-stream-9 cannot make reiserfs-notail \(reiserfs\), "
                                          r"btrfs \(btrfs\), f2fs \(f2fs\)"):
         resolve.check_image_support(p, "centos-stream-9", ["ext2", "ext3", "ext4", "xfs"])
+
+
+def test_order_of_a_suite_that_cannot_interleave_says_why():
+    cfg = config.load(ROOT / "vmconfigs" / "smoke.yaml")
+    file_ops = resolve.resolve(cfg, suite="file-ops", profile="smoke").repeat
+    assert file_ops.order == "grouped" and "tmpfs holds the objects in RAM" in file_ops.order_why
+    asked = resolve.resolve(cfg, order="grouped").repeat
+    assert (asked.order, asked.order_why) == ("grouped", "asked for (--order grouped)")
+    assert resolve.resolve(cfg).repeat.order_why == ""
+    with pytest.raises(FslabError, match="--order: 'shuffled' is not allowed; allowed: random, balanced"):
+        resolve.resolve(cfg, order="shuffled")
+
+
+def test_aa_makes_every_filesystem_a_copy_of_the_first_on_identical_disks(tmp_path):
+    cfg = config.load(ROOT / "vmconfigs" / "seed000.yaml")  # ext3, ext4, xfs, jfs on four equal disks
+    p = resolve.resolve(cfg, aa=True)
+    first = resolve.resolve(cfg).filesystems[0]
+    assert [f.name for f in p.filesystems] == [f"{first.name}-{x}" for x in "abcd"]
+    assert [f.disks for f in p.filesystems] == [f.disks for f in resolve.resolve(cfg).filesystems]
+    assert {(f.type, f.mount_options, tuple(f.mkfs[:-1])) for f in p.filesystems} == {
+        (first.type, first.mount_options, tuple(first.mkfs[:-1]))}
+    with pytest.raises(FslabError, match=r"smoke.yaml: disks: --aa needs every filesystem on disks like ext4's"):
+        resolve.resolve(config.load(ROOT / "vmconfigs" / "smoke.yaml"), aa=True)  # its two disks differ

@@ -129,7 +129,14 @@ def test_welch_published_sleep_example():
 
 def test_welch_without_spread():
     assert stats.welch([5, 5, 5], [5, 5]).p_value == 1.0
-    assert stats.welch([5, 5, 5], [6, 6]).p_value == 0.0
+    # the issue's timer-resolution case: one step apart, no spread: no difference, never p = 0
+    assert stats.welch([0.50, 0.50, 0.50], [0.49, 0.49, 0.49]).p_value == 1.0
+    assert stats.verdict([0.50, 0.50, 0.50], [0.49, 0.49, 0.49], "real_s", "s") == ("no significant change", 1.0)
+    # more than one step apart: tested with each value's variance floored at r^2/12 (r = 1 here)
+    far = stats.welch([5, 5, 5], [7, 7])
+    ref = st.ttest_ind_from_stats(5, (1 / 12) ** 0.5, 3, 7, (1 / 12) ** 0.5, 2, equal_var=False)
+    assert 0 < far.p_value == pytest.approx(float(ref.pvalue), rel=1e-9)
+    assert stats.welch([5, 5, 5], [6, 6]).p_value == 1.0
     with pytest.raises(ValueError):
         stats.welch([1], [1, 2])
 
@@ -223,8 +230,14 @@ def test_verdicts():
     assert stats.verdict([100], fast, "iops", "IO/s") == ("not testable (n=1)", None)
     assert stats.verdict(fast, [100], "iops", "IO/s") == ("not testable (n=1)", None)
     assert stats.verdict([], fast, "iops", "IO/s") == ("not testable (no values)", None)
-    # Mann-Whitney cannot reach 0.05 with 3 a side, whatever the difference:
-    assert stats.verdict([1, 2, 3], [7, 8, 9], "iops", "IO/s", test="mann-whitney")[0] == "no significant change"
+    # Mann-Whitney cannot reach 0.05 with 3 a side, whatever the difference: it says so
+    assert stats.verdict([1, 2, 3], [7, 8, 9], "iops", "IO/s", test="mann-whitney") == (
+        "not testable (n=3 a side: Mann-Whitney cannot reach p<0.05; run --reps 4 or more)", None)
+    # ...also with ties, where the normal approximation alone would say p 0.047
+    assert stats.mann_whitney([1, 1, 1], [2, 2, 2]).p_value < 0.05
+    assert stats.verdict([1, 1, 1], [2, 2, 2], "iops", "IO/s", test="mann-whitney")[0].startswith("not testable")
+    assert stats.verdict([1, 2, 3], [7, 8, 9, 10], "iops", "IO/s", test="mann-whitney")[0].startswith(
+        "not testable (n=3 and 4: Mann-Whitney cannot reach p<0.05")
     assert stats.verdict([1, 2, 3, 4], [7, 8, 9, 10], "iops", "IO/s", test="mann-whitney")[0] == "better"
 
 
@@ -234,3 +247,47 @@ def test_summarize():
     assert s.median.estimate == 12 and s.ci.low == pytest.approx(7.0317, abs=1e-4)
     empty = stats.summarize([])
     assert (empty.n, empty.mean, empty.ci, empty.stability) == (0, None, None, "single")
+
+
+@pytest.mark.parametrize("m, n", [(2, 2), (3, 3), (3, 4), (4, 4), (3, 5), (5, 5), (2, 9)])
+def test_smallest_p_is_what_mann_whitney_gives_at_the_extreme(m, n):
+    a, b = list(range(m)), list(range(100, 100 + n))
+    assert stats.smallest_p("mann-whitney", m, n) == pytest.approx(stats.mann_whitney(a, b).p_value)
+    assert (stats.untestable(a, b, "mann-whitney") is None) == (stats.mann_whitney(a, b).p_value < 0.05)
+
+
+def test_resolution_and_levels():
+    assert stats.resolution([0.5, 0.49, 1.0]) == 0.01
+    assert stats.resolution([12, 14]) == 1.0
+    assert stats.resolution([1234.56789123]) == pytest.approx(1234.56789123e-6)
+    vals, level = stats.level_values([1.0, 2.0, 3.0, 10.0, 11.0, 12.0], [1, 1, 1, 2, 2, 2])
+    assert (vals, level) == ([2.0, 11.0], "boot means")
+    assert stats.untestable([1.0], [2.0, 3.0]) == "not testable (n=1)"
+    assert stats.untestable([1.0, 2.0], [2.0, 3.0], units=("s", "ms")) == "not comparable (units differ: s vs ms)"
+
+
+def test_ranking_and_compare_count_boots_when_a_run_has_several():
+    """--boots 3, 4 repetitions a boot: n is 3 (each boot's mean), not 12, and a boot-to-boot
+    spread that dwarfs the within-boot one is not hidden by 12 tight values (Kalibera & Jones)."""
+    from pathlib import Path
+
+    from harness.analysis import compare, ranking
+    from harness.analysis.runs import Run
+
+    recs = []
+    for fs, boot_means in (("a", (100.0, 101.0, 99.0)), ("b", (102.0, 103.0, 101.0))):
+        for boot, m in enumerate(boot_means, start=1):
+            recs += [{"suite": "s", "case": "c", "fs": fs, "metric": "iops", "unit": "IO/s", "ok": True,
+                      "rep": 10 * boot + i, "boot": boot, "value": m + 0.1 * i} for i in range(4)]
+    run = Run(Path("r"), {"run_id": "r", "plan": {"suite": {"name": "s", "headline": "iops"},
+                                                  "filesystems": [{"name": "a"}, {"name": "b"}],
+                                                  "repeat": {"boots": 3}}}, recs)
+    (g,) = ranking.rank_run(run)
+    first, second = g.quantities[0].ranked()
+    assert (first.fs, first.summary.n, first.level) == ("b", 3, "boot means")
+    assert second.vs_next == stats.NO_CHANGE  # flat, the 12 tight values a side would say "worse"
+    assert stats.verdict(first.values, second.values, "iops", "IO/s")[0] == stats.NO_CHANGE
+    flat = [r["value"] for r in recs if r["fs"] == "a"], [r["value"] for r in recs if r["fs"] == "b"]
+    assert stats.welch(*flat).p_value < 0.001  # the flat pool of 12 a side, as before issue 30
+    (row,) = compare.compare_baseline(run, "a")
+    assert (row.a.n, row.b.n, row.verdict) == (3, 3, stats.NO_CHANGE)

@@ -1,1 +1,2 @@
-"""From records to answers: statistics, comparisons, the report (HTML, Markdown, CSV) and its figures."""
+"""From records to answers: statistics, comparisons, the studies' claims judged, the report (HTML,
+Markdown, CSV), its figures and the terminal tables."""

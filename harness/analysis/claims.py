@@ -636,6 +636,28 @@ def run_suites(run: Run) -> list[str]:
     return [n for n in dict.fromkeys(names) if n and any(r.get("suite") == n for r in run.records)]
 
 
+def file_claims(run: Run) -> list[Claim]:
+    """The claims a suite file declared (its plan's `suite.claims`, harness/config/suite_file.py),
+    as Claims: each side a filesystem by its name, the measure the claim's metric over its steps
+    (summed per repetition when there are several), the direction the metric's own."""
+    suite = run.plan.get("suite") or {}
+    out = []
+    for d in suite.get("claims") or []:
+        steps = tuple(d.get("steps") or ())
+        out.append(Claim(
+            id=str(d["id"]), text=str(d["text"]), source=str(d.get("source") or f"suite file {suite.get('file')}"),
+            paper=str(d.get("paper") or ""), suite=str(suite.get("name")), kind=str(d["kind"]),
+            sides=tuple(Fs(str(n)) for n in d["filesystems"]),
+            measure=Measure(str(d["metric"]), cases=("*",), steps=steps, combine="sum" if len(steps) > 1 else "pool"),
+            extreme="best" if d["kind"] == "extreme" else "", higher_is_better=d.get("better") == "higher"))
+    return out
+
+
+def run_claims(run: Run, suite: str) -> list[Claim]:
+    """The claims of `suite` that apply to this run: the suites' declared ones, and a suite file's."""
+    return claims_for(suite) + [c for c in file_claims(run) if c.suite == suite]
+
+
 def evaluate(runs: list[Run], test: str = "welch") -> list[ClaimRow]:
     """Every claim of every suite present in the runs, on each run that has that suite."""
     if test not in ("welch", "mann-whitney"):
@@ -643,6 +665,6 @@ def evaluate(runs: list[Run], test: str = "welch") -> list[ClaimRow]:
     rows = []
     for run in runs:
         for suite in run_suites(run):
-            for c in claims_for(suite):
+            for c in run_claims(run, suite):
                 rows += evaluate_claim(c, run, test)
     return rows

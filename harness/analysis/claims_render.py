@@ -276,7 +276,7 @@ def claims_section(runs: list[Run]) -> Section | None:
     run holds a suite with published findings: a report of a fio-basic run or of a user's job
     file has no study to check, and an empty section would only push the data down."""
 
-    if not any(cl.claims_for(s) for run in runs for s in cl.run_suites(run)):
+    if not any(cl.run_claims(run, s) for run in runs for s in cl.run_suites(run)):
         return None
     rows = cl.evaluate(runs)
     return Section("claims", "Paper vs this run", claims_html_body(rows), "\n".join(claims_markdown_body(rows)))

@@ -12,22 +12,24 @@ table, with every difference listed.
 Two runs are comparable only when they measured the same thing: the same image (digest), the
 same accelerator actually used, the same VM configuration (the plan's vm, disks and filesystems)
 and the same suite (name, version and profile: a profile changes sizes and durations under the
-same case ids). Anything else is refused with every difference listed, unless forced, in which
-case the differences become a warning printed before the numbers. Left out of the check because
-they do not change what is measured: the vmconfig's name and file path, its deadline, and the
-accelerator it *asked* for (the one actually used is checked).
+same case ids; a suite file also its sha256 and its inputs'). Anything else is refused with every
+difference listed, unless forced, in which
+case the differences become a warning printed before the numbers. Of the plan's vm, only the
+settings whose row says `measured` are compared (plan/vm_settings.py: the vmconfig's name and
+file path, its deadline and the accelerator it *asked* for are not; the one used is checked).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from harness.analysis import fairness, stats
 from harness.analysis.runs import Key, Run, Sample, load_run, samples
 from harness.errors import FslabError
+from harness.plan import vm_settings
 
-VM_IGNORED = ("name", "source", "deadline_s", "accelerator")
 TESTS = ("welch", "mann-whitney")
 
 
@@ -67,6 +69,13 @@ def _diff(a: object, b: object, path: str) -> list[str]:
     return [f"{path}: {_short(a)} (A) vs {_short(b)} (B)"]
 
 
+def _measured_vm(field_name: str) -> bool:
+    """Whether a plan vm field changes what is measured: its row says so; a field with no row
+    (a newer plan's) is compared, so nothing unknown is silently taken as equal."""
+    row = vm_settings.BY_FIELD.get(field_name)
+    return row is None or row.measured
+
+
 def differences(man_a: dict, man_b: dict) -> list[str]:
     """What makes two run manifests not comparable, one line per difference (empty: comparable).
 
@@ -82,11 +91,16 @@ def differences(man_a: dict, man_b: dict) -> list[str]:
         out.append(f"accelerator used: {man_a.get('accel')} (A) vs {man_b.get('accel')} (B)")
     pa, pb = man_a.get("plan") or {}, man_b.get("plan") or {}
     sa, sb = pa.get("suite") or {}, pb.get("suite") or {}
-    for k in ("name", "version", "profile"):
+    for k in ("name", "version", "profile", "sha256"):  # sha256: of a suite file (harness/config/suite_file.py)
         if sa.get(k) != sb.get(k):
-            out.append(f"suite {k}: {_short(sa.get(k))} (A) vs {_short(sb.get(k))} (B)")
-    va = {k: v for k, v in (pa.get("vm") or {}).items() if k not in VM_IGNORED}
-    vb = {k: v for k, v in (pb.get("vm") or {}).items() if k not in VM_IGNORED}
+            out.append(f"suite {'file sha256' if k == 'sha256' else k}: {_short(sa.get(k))} (A) vs "
+                       f"{_short(sb.get(k))} (B)")
+    ia = {i.get("name"): i.get("sha256") for i in pa.get("inputs") or [] if isinstance(i, dict)}
+    ib = {i.get("name"): i.get("sha256") for i in pb.get("inputs") or [] if isinstance(i, dict)}
+    out += [f"suite input {n}: sha256 {_short(ia.get(n))} (A) vs {_short(ib.get(n))} (B)"
+            for n in dict.fromkeys([*ia, *ib]) if ia.get(n) != ib.get(n)]
+    va = {k: v for k, v in (pa.get("vm") or {}).items() if _measured_vm(k)}
+    vb = {k: v for k, v in (pb.get("vm") or {}).items() if _measured_vm(k)}
     out += [f"vmconfig {d}" for d in _diff(va, vb, "vm")]
     out += [f"vmconfig {d}" for d in _diff(pa.get("disks") or [], pb.get("disks") or [], "disks")]
     out += [f"vmconfig {d}" for d in _diff(pa.get("filesystems") or [], pb.get("filesystems") or [], "filesystems")]
@@ -105,20 +119,27 @@ class Row:
     change: stats.Change | None
     p_value: float | None
     verdict: str
+    family: int = 1  # --baseline: the quantity's comparisons, Holm-adjusted together (p_value adjusted)
 
 
 def compare_samples(key: Key, fs_a: str, sa: Sample | None, sb: Sample | None, test: str = "welch") -> Row:
     """The Row of two samples (either may be missing: 'only in A' / 'only in B')."""
-    va, vb = (sa.values if sa else []), (sb.values if sb else [])
+    va, vb = (sa.level()[0] if sa else []), (sb.level()[0] if sb else [])
     either = sb or sa
     unit = either.unit if either else ""
+    units = ((", ".join(sa.units) if sa else ""), (", ".join(sb.units) if sb else ""))
+    mixed = sa is not None and sb is not None and (units[0] != units[1] or len(sa.units) > 1)
     change = None
-    if va and vb and stats.mean(va) != 0:
+    if va and vb and stats.mean(va) != 0 and not mixed:
         change = stats.pct_change(va, vb)
     if sa is None or sb is None:
         verdict, p = ("only in B" if sa is None else "only in A"), None
+    elif mixed:  # units are checked before any comparison
+        verdict, p = (stats.untestable(va, vb, test, units=units) or
+                      f"not comparable (mixed units: {units[0]})"), None
     else:
-        verdict, p = stats.verdict(va, vb, key.metric, unit, test=test)
+        verdict, p = stats.verdict(va, vb, key.metric, unit, test=test,
+                                   better=(sb or sa).fields.get("better") if (sb or sa) else None)
     return Row(key, fs_a, unit, stats.summarize(va), stats.summarize(vb), change, p, verdict)
 
 
@@ -145,11 +166,22 @@ def compare_baseline(run: Run, baseline: str, metrics: list[str] | None = None, 
                          f"allowed: {', '.join(fss)}")
     want = _wanted(metrics, run)
     ss = samples(run.records)
+    host = {str(r.get("fs")): str(r.get("host")) for r in run.records} if run.manifest.get("mixed_hosts") else {}
     rows = []
     for k, s in ss.items():
         if k.fs == baseline or (want is not None and k.metric not in want):
             continue
         rows.append(compare_samples(k, baseline, ss.get(k._replace(fs=baseline)), s, test))
+        if host.get(k.fs) != host.get(baseline):  # --mix-hosts: machines that differ are not compared
+            rows[-1].verdict, rows[-1].p_value, rows[-1].change = (
+                f"not comparable (other host: {host.get(k.fs)} vs {host.get(baseline)})", None, None)
+    # each quantity's k - 1 comparisons against the baseline are one family: Holm (issue 30)
+    families: dict[Key, list[Row]] = {}
+    for r in rows:
+        families.setdefault(r.key._replace(fs=""), []).append(r)
+    for fam in families.values():
+        for r, (v, p) in zip(fam, stats.family_verdicts([(r.verdict, r.p_value) for r in fam]), strict=True):
+            r.verdict, r.p_value, r.family = v, p, len(fam)
     return rows
 
 
@@ -209,7 +241,18 @@ def compare_paths(run_a: str, run_b: str | None = None, baseline: str | None = N
         raise FslabError(f"--test: '{test}' is not allowed; allowed: {', '.join(TESTS)}")
     if (run_b is None) == (baseline is None):
         raise FslabError("compare: give two run directories, or one run directory and --baseline FS")
+    if run_b is not None and Path(run_a).resolve() == Path(run_b).resolve():
+        raise FslabError(f"compare: {run_a} and {run_b} are the same run; allowed: two different runs, or one run "
+                         "and --baseline FS")
     a = load_run(run_a)
+    runs = [a] if run_b is None else [a, load_run(run_b)]
+    if metrics:
+        have = sorted({str(r.get("metric")) for run in runs for r in run.records})
+        unknown = [m for m in metrics if m not in have and m != "all"]
+        if unknown:
+            which = "this run" if run_b is None else "these runs"
+            raise FslabError(f"--metric: '{unknown[0]}' is not a metric of {which}; "
+                             f"allowed: all, {', '.join(have)}")
     warnings = []
     if run_b is None:
         assert baseline is not None
@@ -221,7 +264,7 @@ def compare_paths(run_a: str, run_b: str | None = None, baseline: str | None = N
             header = ("NOT LIKE FOR LIKE: the filesystems sit on disks with different settings:\n  "
                       + "\n  ".join(diffs) + "\n" + header)
     else:
-        b = load_run(run_b)
+        b = runs[1]
         diffs = differences(a.manifest, b.manifest)
         if diffs and not force:
             raise FslabError(f"runs {a.run_id} (A) and {b.run_id} (B) are not comparable; they differ in: "
@@ -237,6 +280,7 @@ def compare_paths(run_a: str, run_b: str | None = None, baseline: str | None = N
     if tcg:
         warnings.append(f"accel tcg in {', '.join(tcg)}: software emulation; these timings do not describe "
                         "real hardware")
-    text = (f"{header}\nchange = 100 * (mean B / mean A - 1), 95% CI by Fieller; p by {test}; "
+    holm = "; p Holm-adjusted over each quantity's comparisons" if run_b is None else ""
+    text = (f"{header}\nchange = 100 * (mean B / mean A - 1), 95% CI by Fieller; p by {test}{holm}; "
             f"verdict at alpha {stats.ALPHA}\n\n" + format_rows(rows, baseline=run_b is None))
     return Outcome(text, warnings, rows)

@@ -1,7 +1,7 @@
 """Are the filesystems of one run compared on equal disks?
 
 Inside one run each filesystem sits on its own disk(s). When those disks differ in a setting
-that changes what is measured (size, format, preallocation, cache, aio, bus), a difference
+that changes what is measured (a row of plan/disk.py with `measured`), a difference
 between two filesystems may be the disks', not the filesystems'. `fslab compare` refuses such
 differences between runs; inside one run they are the vmconfig's choice, so the report and
 `compare --baseline` do not refuse but say so at the top and list every difference.
@@ -16,7 +16,8 @@ from __future__ import annotations
 from harness.analysis.number_format import size
 from harness.plan import disk
 
-SETTINGS = tuple(s.field for s in disk.SETTINGS)  # plan/disk.py: the settings that define a measurement
+# plan/disk.py: the settings that define a measurement (rows with `measured`)
+SETTINGS = tuple(s.field for s in disk.SETTINGS if s.measured)
 
 
 def _value(key: str, disks: list[dict]) -> str:

@@ -136,7 +136,7 @@ def _suite_figures(suite: str, runs: list[Run], multi: bool) -> list[Spec]:
                     group = k.case if not k.step else f"{k.case}\n{k.step}"
                     ylabel = f"{head} ({s.unit})" if s.unit else head
                     sp = spec(f"{suite}-{head}", f"{suite}: {head} per case",
-                              [Panel(ylabel, stats.higher_is_better(head, s.unit))])
+                              [Panel(ylabel, stats.higher_is_better(head, s.unit, s.fields.get("better")))])
                     sp.add(group, k.fs, label, s.values, state="skipped" if s.skipped else None)
     for sp in out.values():
         if sp.kind == "lines":

@@ -6,8 +6,10 @@ case (the step suites), for one metric. Its *entries* are the filesystems, best 
 metric's direction (harness/analysis/stats.py `higher_is_better`), then the ones that skipped it
 (on purpose: e.g. does not fit in tmpfs), then the ones that failed. Each entry carries its
 mean, 95 % CI and n; its % change against the reference (the best entry, or `--baseline`); and
-the verdict of the test against the entry ranked just above it (Welch, alpha 0.05): "worse"
-only when significant, "not testable (n=1)" for a single measurement, never an invented one.
+the verdict of the test against the entry ranked just above it (Welch, alpha 0.05, Holm over the
+quantity's k - 1 neighbour tests): "worse" only when significant, "not testable (...)" when the
+test cannot answer (a single measurement, units that differ), never an invented one. n counts
+the repetitions, or the boots' means when the run has several boots (`Entry.level`).
 
 A step that has a rate (random-io's dd steps: `mib_per_s`, MiB/s per file size) ranks on the
 rate, the study's unit, instead of its seconds. fio cases carry mean and p99 latency beside
@@ -39,6 +41,9 @@ class Entry:
     vs_next: str = ""  # verdict against the entry ranked just above ("" for the first)
     p_next: float | None = None
     extra: dict[str, stats.Summary] = field(default_factory=dict)
+    level: str = "repetitions"  # what n counts: repetitions, or boot means (stats.level_values)
+    family: int = 1  # the tests of its quantity, Holm-adjusted together (p_next is the adjusted p)
+    unit: str = ""  # the unit of its records ("a, b" when they mixed units)
 
     @property
     def single(self) -> bool:
@@ -97,8 +102,9 @@ def _fs_order(run: Run, suite: str) -> list[str]:
 
 def _entry(fs: str, s: Sample | None, time_sample: Sample | None, fail: list[tuple[int, str]] | None,
            unstable_cv: float) -> Entry:
-    values = s.values if s else []
-    e = Entry(fs, values, stats.summarize(values, unstable_cv))
+    values, level = s.level() if s else ([], "repetitions")
+    e = Entry(fs, values, stats.summarize(values, unstable_cv), level=level,
+              unit=s.units[0] if s and len(s.units) == 1 else ", ".join(s.units) if s else "")
     skipped = (s.skipped if s else None) or (time_sample.skipped if time_sample else None)
     if values:
         if fail:
@@ -130,17 +136,46 @@ def _compare(q: Quantity, ref_fs: str | None) -> None:
         if ref is not None and e is not ref and stats.mean(ref.values) != 0:
             e.vs_ref = stats.pct_change(ref.values, e.values)
         if i:
-            e.vs_next, e.p_next = stats.verdict(ok[i - 1].values, e.values, q.metric, q.unit)
+            why = stats.untestable(ok[i - 1].values, e.values, units=(ok[i - 1].unit, e.unit))
+            e.vs_next, e.p_next = (why, None) if why else stats.verdict(
+                ok[i - 1].values, e.values, q.metric, q.unit,
+                better=None if q.higher is None else ("lower", "higher")[q.higher])
+    # the neighbours' tests of one quantity are one family: Holm, so that k identical filesystems
+    # show some "significantly" at most 5 % of the time (issue 30)
+    family = stats.family_verdicts([(e.vs_next, e.p_next) for e in ok[1:]])
+    for e, (v, p) in zip(ok[1:], family, strict=True):
+        e.vs_next, e.p_next, e.family = v, p, len(ok) - 1
+
+
+def hosts_of(run: Run) -> list[str]:
+    """The hosts of a run spread over hosts that differ (`--mix-hosts`: the manifest's
+    `mixed_hosts`), in the order their records come; [] for a run on one kind of host."""
+    if not run.manifest.get("mixed_hosts"):
+        return []
+    return list(dict.fromkeys(str(r.get("host")) for r in run.records if r.get("host")))
 
 
 def rank_run(run: Run, baseline: str | None = None) -> list[Group]:
     """The ranking groups of one run: per suite, the headline metric (steps with a rate rank on
-    it, in a group of its own), then the companions (CPU seconds, ms per read)."""
+    it, in a group of its own), then the companions (CPU seconds, ms per read) and the metrics a
+    suite file declares, each where a step gives it. A run over hosts
+    that differ (`--mix-hosts`) is ranked per host: filesystems on different machines are never
+    ranked against each other (issue 30)."""
+    per_host = hosts_of(run)
+    if per_host:
+        return [g for h in per_host
+                for g in _rank_one(Run(run.dir, run.manifest, [r for r in run.records if r.get("host") == h],
+                                       label=f"{run.label or run.run_id} on {h}"), baseline)]
+    return _rank_one(run, baseline)
+
+
+def _rank_one(run: Run, baseline: str | None = None) -> list[Group]:
     ss = samples(run.records)
     fails = failures(run.records)
     lat = fio_latency(run.records)
     unstable_cv = float((run.plan.get("repeat") or {}).get("unstable_cv", 0.05))
     heads = run.headline_metrics()
+    declared = set(run.declared_metrics())  # ranked where a step gives them, not beside every step's time
     groups: dict[tuple[str, str], Group] = {}
     suites = list(dict.fromkeys(k.suite for k in ss))
     for suite in suites:
@@ -156,10 +191,10 @@ def rank_run(run: Run, baseline: str | None = None) -> list[Group]:
             for metric in metrics:
                 found = [ss.get(Key(suite, case, fs, metric, step, detail)) for fs in fss]
                 times = [ss.get(Key(suite, case, fs, heads[0], step, detail)) for fs in fss]
-                if not any(found) and not any(times):
+                if not any(found) and (metric in declared or not any(times)):
                     continue
                 unit = next((s.unit for s in found if s and s.unit), "")
-                higher = stats.higher_is_better(metric, unit)
+                higher = stats.higher_is_better(metric, unit, next((s.fields.get("better") for s in found if s), None))
                 primary = metric in (heads[0], RATE)
                 g = groups.setdefault((suite, metric), Group(run.label, suite, metric, unit, higher, primary,
                                                              baseline or "best"))

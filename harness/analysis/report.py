@@ -19,11 +19,15 @@ bytes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from harness.analysis import compare, figures, ranking, stats
 from harness.analysis import report_warnings as warn
+from harness.analysis.design import design_lines, design_summary
 from harness.analysis.records_csv import write_csv
 from harness.analysis.report_html import render_html
 from harness.analysis.report_md import render_markdown
@@ -79,6 +83,11 @@ def build(run_dirs: list[str | Path], out_dir: str | Path | None = None, baselin
     this order: a Section as it is, or a function of the runs that makes one (or None)."""
 
     runs = [load_run(d) for d in run_dirs]
+    for r in runs:
+        if not r.records:
+            raise FslabError(f"{r.dir / 'results.jsonl'}: no records; nothing to report",
+                             hint="a run that failed still has a failed record per case: was this run cut short? "
+                             "try `fslab recover` on it")
     label_runs(runs)
     if baseline is not None:
         for r in runs:
@@ -93,17 +102,48 @@ def build(run_dirs: list[str | Path], out_dir: str | Path | None = None, baselin
         rep.rows += _rows(r, r.label, headline_only=True)
         rep.all_rows += _rows(r, r.label, headline_only=False)
         rep.provenance.append(provenance(r))
+        rep.designs.append((r.label, design_summary(r), design_lines(r)))
         groups = ranking.rank_run(r, baseline)
         rep.groups += groups
         rep.scores.append(ranking.score(r.label, groups))
     rep.deltas = _deltas(runs)
     rep.warnings = warn.gather(rep)
-    fig_dir = out / "figures"
-    for sp in figures.figures_for(runs):
-        _, _, svg = figures.render(sp, fig_dir)
-        rep.figures.append(FigureOut(sp, f"figures/{sp.name}.png", f"figures/{sp.name}.svg", svg))
-    out.mkdir(parents=True, exist_ok=True)
-    write_csv(runs, out / "records.csv")
-    (out / "summary.md").write_text(render_markdown(rep), encoding="utf-8")
-    (out / "index.html").write_text(render_html(rep), encoding="utf-8")
+    with _atomic_dir(out) as tmp:  # a full disk leaves the old report (or none), never half of one
+        fig_dir = tmp / "figures"
+        for sp in figures.figures_for(runs):
+            _, _, svg = figures.render(sp, fig_dir)
+            rep.figures.append(FigureOut(sp, f"figures/{sp.name}.png", f"figures/{sp.name}.svg", svg))
+        write_csv(runs, tmp / "records.csv")
+        (tmp / "summary.md").write_text(render_markdown(rep), encoding="utf-8")
+        (tmp / "index.html").write_text(render_html(rep), encoding="utf-8")
     return rep
+
+
+@contextmanager
+def _atomic_dir(out: Path) -> Iterator[Path]:
+    """A new directory beside `out` to write into; on success it takes `out`'s place (an old
+    report there is removed), on any failure it is removed and `out` is as it was. A write that
+    fails (ENOSPC, EROFS, EIO) is one FslabError line naming `out`."""
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    except OSError as e:
+        raise FslabError(f"{out}: cannot write the report: {e.strerror}; nothing was written") from None
+    old: Path | None = None
+    try:
+        yield tmp
+        if out.is_dir() and not out.is_symlink():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+            out.rename(old / out.name)
+        tmp.rename(out)
+    except OSError as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and not out.exists() and (old / out.name).exists():
+            (old / out.name).rename(out)
+        raise FslabError(f"{out}: cannot write the report: {e.strerror}; nothing was written") from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)

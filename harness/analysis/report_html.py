@@ -101,8 +101,13 @@ def render_html(rep: Report) -> str:
     h.append('<section id="ranking"><h2>Ranking</h2>')
     h.append('<p class="method">Per quantity, filesystems best first: mean with its 95 % confidence interval '
              "(Student t), n repetitions, % against " + ("the best" if rep.baseline is None else escape(rep.baseline))
-             + " (Fieller CI), and the Welch test against the one ranked just above (alpha 0.05). "
+             + " (Fieller CI), and the Welch test against the one ranked just above (alpha 0.05, Holm-adjusted "
+             "over the quantity's comparisons). "
              '<span class="badge">n=1</span> marks a single measurement: no interval, no test.</p>')
+    for label, summary, lines in rep.designs:  # what the verdicts rest on (issue 30); one line, unfolds
+        who = f"run {escape(label)} was" if rep.multi else "this was"
+        h.append(f'<details class="method design"><summary>How {who} measured: {escape(summary)}</summary><ul>'
+                 + "".join(f"<li>{escape(line)}</li>" for line in lines) + "</ul></details>")
     h.append(answer.ranking_html(rep.groups, rep.multi) or "<p>Nothing was measured.</p>")
     h.append('</section><section id="score"><h2>Overall score</h2>')
     h.append(answer.score_html(rep.scores))

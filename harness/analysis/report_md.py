@@ -15,6 +15,9 @@ def render_markdown(rep: Report) -> str:
     loud, folds = warn.fold(rep.warnings, rep.unstable_cv)
     lines += [f"- **{w.kind.upper()}**: {answer._md(w.text)}" for w in loud]
     lines += ["", "## Ranking"]
+    for label, summary, design in rep.designs:
+        lines += ["", f"How {'run ' + label + ' was' if rep.multi else 'this was'} measured: {summary}.", ""]
+        lines += [f"- {answer._md(line)}" for line in design]
     lines += answer.ranking_md(rep.groups, rep.multi) or ["", "Nothing was measured."]
     lines += ["", "## Overall score", ""] + answer.score_md(rep.scores)
     for s in rep.sections:

@@ -88,6 +88,7 @@ class Report:
     rows: list[Row] = field(default_factory=list)  # headline metrics
     all_rows: list[Row] = field(default_factory=list)  # every metric
     provenance: list[dict] = field(default_factory=list)
+    designs: list[tuple[str, str, list[str]]] = field(default_factory=list)  # (run label, summary, lines)
 
     @property
     def multi(self) -> bool:

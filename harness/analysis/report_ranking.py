@@ -33,7 +33,7 @@ def verdict_text(e: ranking.Entry) -> str:
     >>> verdict_text(e)
     'significantly worse (p 0.0031)'
     """
-    p = "" if e.p_next is None else f" (p {e.p_next:.2g})"
+    p = "" if e.p_next is None else f" (p {e.p_next:.2g}" + (f", Holm over {e.family})" if e.family > 1 else ")")
     return {"": "", "worse": f"significantly worse{p}", "better": f"significantly better{p}",
             stats.NO_CHANGE: f"no significant difference{p}"}.get(e.vs_next, f"{e.vs_next}{p}")
 
@@ -43,7 +43,8 @@ def entry_cells(q: ranking.Quantity, rank: int | None, e: ranking.Entry, ref: st
     if e.state != "ok":
         return ["-", e.fs, f"{e.state}: {e.reason}", "", str(e.summary.n), "", ""]
     s = e.summary
-    n = f"{s.n}" + (f" UNSTABLE (CV {s.cv:.0%})" if s.stability == "unstable" else "")
+    n = f"{s.n}" + (" boots" if e.level == "boot means" else "") + (
+        f" UNSTABLE (CV {s.cv:.0%})" if s.stability == "unstable" else "")
     vs_ref = ("best" if ref == "best" else "baseline") if e.vs_ref is None and (rank == 1 or e.fs == ref) \
         else change_text(e.vs_ref)
     return [str(rank), e.fs, fmt(s.mean), ci_text(s.ci) if s.ci and s.ci.low is not None else "none (n=1)", n,

@@ -16,7 +16,7 @@ from harness.analysis.runs import failures
 __all__ = ["Caveat", "Fold", "gather", "fold"]
 
 
-LOUD = ("tcg", "unfair", "status", "differ")
+LOUD = ("tcg", "hosts", "unfair", "status", "differ")
 # kind -> how its folded line starts; {n} is the count, {cv} the unstable threshold
 FOLDED = {
     "failed": "{n} failure(s): cases or filesystems that gave no result",
@@ -34,6 +34,14 @@ def gather(rep: Report) -> list[Caveat]:
     if tcg:
         out.append(Caveat("tcg", f"Accelerator TCG (software emulation) in run {', '.join(tcg)}: timings do not "
                                   "describe real hardware; compare filesystems only within a run, and with care."))
+    for r in rep.runs:  # --mix-hosts (issue 30): each host ranked on its own
+        tcg_hosts = [str(h.get("uri")) for h in r.manifest.get("hosts") or [] if h.get("accel") == "tcg"]
+        if r.manifest.get("mixed_hosts"):
+            out.append(Caveat("hosts", f"Run {r.label} ran on hosts that differ ("
+                                       + "; ".join(map(str, r.manifest["mixed_hosts"])) + "): each host's "
+                                       "filesystems are ranked on their own, never against another host's"
+                                       + (f"; TCG on {', '.join(tcg_hosts)}" if tcg_hosts and r.label not in tcg
+                                          else "") + "."))
     unfair: dict[tuple[str, ...], list[str]] = {}  # the same differences in several runs: said once
     for r in rep.runs:
         diffs = tuple(fairness.disk_differences(r.plan))

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from harness.analysis.stats import level_values
 from harness.errors import FslabError
-from harness.results.jsonl import read_jsonl
+from harness.results.jsonl import read_jsonl, read_object
 
 # fields that tell apart several values of one metric in one rep (`section`: one fio stonewall group;
 # `kind`: power-loss's per promise kind lines beside the total)
@@ -53,6 +54,13 @@ class Sample:
     note: str | None = None  # the record's own note about it
     skipped: str | None = None
     fields: dict = field(default_factory=dict)
+    boots: list[int] = field(default_factory=list)  # the boot of each value (1 without --boots)
+    units: list[str] = field(default_factory=list)  # every unit its records gave (one, unless mixed)
+
+    def level(self) -> tuple[list[float], str]:
+        """The values a test treats as independent and their level: per-boot means when the
+        repetitions come from several boots, else the repetitions (stats.level_values)."""
+        return level_values(self.values, list(self.boots))
 
 
 @dataclass
@@ -77,9 +85,18 @@ class Run:
         return str(self.manifest.get("accel") or "unknown")
 
     def headline_metrics(self) -> list[str]:
-        """The suite's headline metric and its companions (see COMPANIONS)."""
+        """The suite's headline metric and its companions (see COMPANIONS), then the metrics a
+        suite file's steps declare (`declared_metrics`)."""
         head = (self.plan.get("suite") or {}).get("headline") or "iops"
-        return [head, *COMPANIONS.get(head, [])]
+        heads = [head, *COMPANIONS.get(head, [])]
+        return heads + [m for m in self.declared_metrics() if m not in heads]
+
+    def declared_metrics(self) -> list[str]:
+        """The metrics a suite file's steps read from their output (the plan steps' `extract`)."""
+        out = [str(x.get("metric")) for c in self.plan.get("cases") or [] if isinstance(c, dict)
+               for st in c.get("steps") or [] if isinstance(st, dict) for x in st.get("extract") or []
+               if isinstance(x, dict)]
+        return list(dict.fromkeys(out))
 
     def fs_json(self, fs: str) -> dict:
         """raw/<fs>/fs.json (the mount line actually used), {} if the guest never wrote it."""
@@ -134,12 +151,7 @@ def load_run(path: str | Path) -> Run:
     for name in ("results.jsonl", "manifest.json"):
         if not (d / name).is_file():
             raise FslabError(f"{d}: not a run directory (no {name})")
-    try:
-        manifest = json.loads((d / "manifest.json").read_text())
-    except ValueError as e:
-        raise FslabError(f"{d / 'manifest.json'}: not valid JSON: {e}") from None
-    except OSError as e:
-        raise FslabError(f"{d / 'manifest.json'}: cannot read: {e.strerror}") from None
+    manifest = read_object(d / "manifest.json")
     check_manifest(manifest, str(d / "manifest.json"))
     return Run(dir=d, manifest=manifest, records=read_jsonl(d / "results.jsonl"))
 
@@ -199,13 +211,20 @@ def samples(records: list[dict]) -> dict[Key, Sample]:
         s = out.get(k)
         if s is None:
             s = out[k] = Sample(k, str(r.get("unit") or ""), fields=dict(r))
+        if r.get("better") and not s.fields.get("better"):  # a failed rep's bare record says none
+            s.fields["better"] = r["better"]
         rep = int(r.get("rep", 0) or 0)
         s.reps.append(rep)
         if r.get("skipped"):
             s.skipped = str(r["skipped"])
         v = r.get("value")
+        unit = str(r.get("unit") or "")
+        if (r.get("ok", False) or v is not None) and unit not in s.units:
+            s.units.append(unit)
         if r.get("ok", False) and isinstance(v, int | float) and not isinstance(v, bool):
             s.values.append(float(v))
+            b = r.get("boot", 1)
+            s.boots.append(b if isinstance(b, int) and not isinstance(b, bool) else 1)
             if r.get("flag") == "zero":
                 s.zero_reps.append(rep)
         elif r.get("ok", False) and v is None and not r.get("skipped"):

@@ -19,6 +19,15 @@ Choices, stated once:
   normal approximation with tie and continuity corrections otherwise). Mind its floor: with
   3 values a side the smallest two-sided p it can give is 0.1, so it can never say
   "significant" at 0.05 below 4 values a side; Welch can, if the noise is small.
+- A test that cannot answer says so instead of answering (`untestable`): one value a side, a
+  Mann-Whitney whose smallest possible p at these n is not below alpha (3 and 3: 0.1; "run --reps
+  4 or more"), samples in different units. Values without any spread on either side (a timer's
+  resolution hides the noise: 0.50, 0.50, 0.50 vs 0.49, 0.49, 0.49) never give p = 0: a
+  difference of at most one resolution step is "no significant change" (p 1), a larger one is
+  tested with each side's variance floored at the rounding's own, r^2 / 12 (`resolution`).
+- Independence: a test treats each value as an independent repetition. Repetitions nested in
+  boots (`--boots K`) are first averaged per boot (Kalibera & Jones 2013: the level that varies),
+  see `level_values`.
 - % change of B against A: 100 * (mean B / mean A - 1), with a Fieller confidence interval
   for the ratio of the two independent means, using Welch-Satterthwaite degrees of freedom
   (deterministic, unlike a bootstrap, so a report is the same every time it is made).
@@ -201,8 +210,10 @@ def welch(a: list[float], b: list[float]) -> TestResult:
     """Welch's two-sample t-test, two-sided: t = (mean a - mean b) / sqrt(va/na + vb/nb) with
     Welch-Satterthwaite degrees of freedom.
 
-    If both samples have no spread, t is undefined: p = 1 for equal means, 0 otherwise (a
-    deterministic difference). Published example, R's `t.test(extra ~ group, data = sleep)`
+    If both samples have no spread, the noise is below the values' resolution r (`resolution`):
+    a difference of at most r gives p = 1, a larger one is tested with each value's variance
+    floored at r^2 / 12 (the variance of rounding to a step r), never p = 0. Published example,
+    R's `t.test(extra ~ group, data = sleep)`
     (Student's 1908 sleep data): t = -1.8608, df = 17.776, p = 0.07939.
 
     >>> r = welch([0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0],
@@ -215,8 +226,11 @@ def welch(a: list[float], b: list[float]) -> TestResult:
         raise ValueError(f"welch needs at least 2 values a side, got {na} and {nb}")
     va, vb = stdev(a) ** 2 / na, stdev(b) ** 2 / nb
     diff = mean(a) - mean(b)
-    if va + vb == 0:
-        return TestResult("welch", math.copysign(math.inf, diff) if diff else 0.0, 0.0 if diff else 1.0, None)
+    if va + vb == 0:  # no spread on either side: never p = 0 (see `resolution`)
+        r = resolution(a + b)
+        if abs(diff) <= r * (1 + 1e-9):
+            return TestResult("welch", 0.0, 1.0, None)
+        va, vb = r * r / 12 / na, r * r / 12 / nb
     t = diff / math.sqrt(va + vb)
     df = (va + vb) ** 2 / (va**2 / (na - 1) + vb**2 / (nb - 1))
     return TestResult("welch", t, float(2 * _sp.stdtr(df, -abs(t))), df)
@@ -264,6 +278,96 @@ def mann_whitney(a: list[float], b: list[float]) -> TestResult:
         return TestResult("mann-whitney", u, 1.0)
     z = (abs(u - m * n / 2) - 0.5) / sigma
     return TestResult("mann-whitney", u, float(min(1.0, 2 * _sp.ndtr(-max(z, 0.0)))))
+
+
+def resolution(values: list[float]) -> float:
+    """The step the values were rounded to, inferred from their decimals: the coarsest 10^-k
+    (k = 0..6) of which every value is a whole multiple; 1 ppm of the largest value when no such
+    step exists (values with every digit, e.g. IO/s). `time -p` prints seconds to 0.01 s:
+
+    >>> resolution([0.5, 0.5, 0.49]), resolution([3, 4]), round(resolution([7108.233333333]), 6)
+    (0.01, 1.0, 0.007108)
+    """
+    xs = [abs(float(v)) for v in values]
+    for k in range(7):
+        step = 10.0 ** -k
+        if all(abs(x / step - round(x / step)) < 1e-6 for x in xs):
+            return round(step, k)
+    return max(xs, default=0.0) * 1e-6
+
+
+def smallest_p(test: str, na: int, nb: int) -> float:
+    """The smallest two-sided p `test` can give with na and nb values: Mann-Whitney's is
+    2 / C(na + nb, na) (all of one side above the other); Welch's is 0 (given spread).
+
+    >>> smallest_p("mann-whitney", 3, 3), round(smallest_p("mann-whitney", 4, 4), 4), smallest_p("welch", 2, 2)
+    (0.1, 0.0286, 0.0)
+    """
+    if test == "mann-whitney":
+        return min(1.0, 2 / math.comb(na + nb, na))
+    return 0.0
+
+
+def reps_needed(test: str, alpha: float = ALPHA) -> int:
+    """The fewest values a side (equal sides) with which `test` can reach p < alpha.
+
+    >>> reps_needed("mann-whitney"), reps_needed("welch")
+    (4, 2)
+    """
+    k = 2
+    while smallest_p(test, k, k) >= alpha:
+        k += 1
+    return k
+
+
+TEST_NAMES = {"welch": "Welch's t-test", "mann-whitney": "Mann-Whitney"}
+
+
+def untestable(a: list[float], b: list[float], test: str = "welch", alpha: float = ALPHA,
+               units: tuple[str, str] | None = None) -> str | None:
+    """Why `test` cannot answer for these two samples (None: it can). The verdict then is this
+    reason, never "no significant change": a test that cannot reach alpha did not find that
+    there is no difference. Shared by the ranking, `fslab compare` and the claims.
+
+    >>> untestable([1, 2, 3], [4, 5, 6], "mann-whitney")
+    'not testable (n=3 a side: Mann-Whitney cannot reach p<0.05; run --reps 4 or more)'
+    >>> untestable([1, 2], [3, 4, 5], units=("ms", "us"))
+    'not comparable (units differ: ms vs us)'
+    >>> untestable([1, 2, 3], [4, 5, 6]) is None
+    True
+    """
+    if units is not None and units[0] != units[1]:
+        return f"not comparable (units differ: {units[0] or 'none'} vs {units[1] or 'none'})"
+    if not a or not b:
+        return NO_DATA
+    if len(a) < 2 or len(b) < 2:
+        return NOT_TESTABLE
+    if smallest_p(test, len(a), len(b)) >= alpha:
+        ns = f"n={len(a)} a side" if len(a) == len(b) else f"n={len(a)} and {len(b)}"
+        return (f"not testable ({ns}: {TEST_NAMES.get(test, test)} cannot reach p<{alpha:g}; "
+                f"run --reps {reps_needed(test, alpha)} or more)")
+    return None
+
+
+def level_values(values: list[float], groups: list[object] | None) -> tuple[list[float], str]:
+    """The values a test may treat as independent, and the level they are at.
+
+    Repetitions nested in higher units (boots: `--boots K`) are not independent of each other:
+    they share the boot. With more than one group the sample is the per-group means (Kalibera &
+    Jones 2013: use the highest level that varies), so n is the number of boots; with one group
+    (or none given) the values themselves.
+
+    >>> level_values([1.0, 3.0, 10.0, 12.0], [1, 1, 2, 2])
+    ([2.0, 11.0], 'boot means')
+    >>> level_values([1.0, 3.0], [1, 1])
+    ([1.0, 3.0], 'repetitions')
+    """
+    if not groups or len(set(groups)) < 2 or len(groups) != len(values):
+        return list(values), "repetitions"
+    by: dict[object, list[float]] = {}
+    for g, v in zip(groups, values, strict=True):
+        by.setdefault(g, []).append(v)
+    return [mean(v) for v in by.values()], "boot means"
 
 
 @dataclass(frozen=True)
@@ -328,9 +432,12 @@ _LOWER_NAMES = ("lat", "ms_per", "seconds", "time", "_s", "amplification", "byte
 _LOSS_NAMES = ("broken", "unmountable", "needing_repair", "_lost")
 
 
-def higher_is_better(metric: str, unit: str = "") -> bool | None:
+def higher_is_better(metric: str, unit: str = "", better: object = None) -> bool | None:
     """Whether a larger value of `metric` is better: True for rates, False for times, None when
     neither the unit nor the name says.
+
+    `better` is what the records themselves say ("higher" or "lower": a suite file's metrics carry
+    it, harness/results/extract.py) and decides before anything else.
 
     The unit decides first: a unit ending in "/s" (IO/s, MiB/s) is a rate, higher is better;
     s, ms, us, ns are times, lower is better. Then the name: iops, bw, throughput, per_s ->
@@ -346,7 +453,11 @@ def higher_is_better(metric: str, unit: str = "") -> bool | None:
     (False, False)
     >>> higher_is_better("deliveries") is None, higher_is_better("points_checked") is None
     (True, True)
+    >>> higher_is_better("real_s", "s", better="higher"), higher_is_better("files", "files", "lower")
+    (True, False)
     """
+    if better in ("higher", "lower"):
+        return better == "higher"
     name = metric.lower()
     if any(k in name for k in _LOSS_NAMES):
         return False
@@ -368,13 +479,15 @@ NO_CHANGE = "no significant change"
 
 
 def verdict(a: list[float], b: list[float], metric: str, unit: str = "", alpha: float = ALPHA,
-            test: str = "welch") -> tuple[str, float | None]:
+            test: str = "welch", better: object = None) -> tuple[str, float | None]:
     """(verdict, p-value) for B against A.
 
     "better" / "worse" only when the test (`welch` or `mann-whitney`) gives p < alpha, in the
-    direction of `higher_is_better(metric, unit)`; "higher" / "lower" when that direction is
-    unknown; else "no significant change". With one value on either side no test is possible:
-    "not testable (n=1)"; with none (every repetition failed): "not testable (no values)".
+    direction of `higher_is_better(metric, unit, better)`; "higher" / "lower" when that direction is
+    unknown; else "no significant change". A test that cannot answer says why instead
+    (`untestable`): "not testable (n=1)" with one value on either side, "not testable (no values)"
+    with none (every repetition failed), "not testable (n=3 a side: Mann-Whitney cannot reach
+    p<0.05; ...)".
 
     >>> verdict([100, 101, 99], [120, 121, 119], "iops", "IO/s")[0]
     'better'
@@ -385,18 +498,59 @@ def verdict(a: list[float], b: list[float], metric: str, unit: str = "", alpha: 
     >>> verdict([100], [120, 121, 119], "iops", "IO/s")
     ('not testable (n=1)', None)
     """
-    if not a or not b:
-        return NO_DATA, None
-    if len(a) < 2 or len(b) < 2:
-        return NOT_TESTABLE, None
+    why = untestable(a, b, test, alpha)
+    if why:
+        return why, None
     res = welch(a, b) if test == "welch" else mann_whitney(a, b)
     if res.p_value >= alpha:
         return NO_CHANGE, res.p_value
     up = mean(b) > mean(a) if test == "welch" else res.statistic < len(a) * len(b) / 2
-    better = higher_is_better(metric, unit)
-    if better is None:
+    higher = higher_is_better(metric, unit, better)
+    if higher is None:
         return ("higher" if up else "lower"), res.p_value
-    return ("better" if up == better else "worse"), res.p_value
+    return ("better" if up == higher else "worse"), res.p_value
+
+
+def holm_adjust(ps: list[float]) -> list[float]:
+    """Holm's step-down adjusted p-values of a family of tests (Holm 1979): sorted ascending,
+    p(i) * (m - i + 1), made monotone, capped at 1. Rejecting where the adjusted p < alpha keeps
+    the chance of any false "significant" in the family at or below alpha, whatever the tests'
+    dependence: used for the comparisons of one quantity (the ranking's neighbours, `fslab compare
+    --baseline`'s filesystems), so that an A/A run of k identical filesystems calls some pair
+    different at most 5 % of the time, not about k(k-1)/2 x 5 %.
+
+    >>> holm_adjust([0.01, 0.04, 0.03])
+    [0.03, 0.06, 0.06]
+    >>> holm_adjust([0.2])
+    [0.2]
+    """
+    m = len(ps)
+    out = [0.0] * m
+    run = 0.0
+    for rank, i in enumerate(sorted(range(m), key=lambda i: ps[i])):
+        run = max(run, min(1.0, (m - rank) * ps[i]))
+        out[i] = round(run, 12)
+    return out
+
+
+def family_verdicts(results: list[tuple[str, float | None]], alpha: float = ALPHA) -> list[tuple[str, float | None]]:
+    """A family's (verdict, p) pairs with Holm-adjusted p-values: a "better"/"worse"/"higher"/
+    "lower" whose adjusted p is not below alpha becomes "no significant change"; a verdict
+    without a p (not testable) stays as it is.
+
+    >>> family_verdicts([("worse", 0.03), (NO_CHANGE, 0.4)])
+    [('no significant change', 0.06), ('no significant change', 0.4)]
+    """
+    idx = [i for i, (_, p) in enumerate(results) if p is not None]
+    adj = holm_adjust([float(results[i][1]) for i in idx])  # type: ignore[arg-type]
+    out = list(results)
+    for i, pa in zip(idx, adj, strict=True):
+        v = out[i][0]
+        out[i] = (v if pa < alpha or v not in DIFFERENT else NO_CHANGE, pa)
+    return out
+
+
+DIFFERENT = ("better", "worse", "higher", "lower")
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,8 @@
   making and removing them, so a refused path leaves nothing behind);
 - runs an earlier fslab left half-done in the same results directory are salvaged first
   (harness/run/salvage.py);
-- a user's fio job: every rewrite fslab made to it and every warning (harness/plan/fiojob.py);
+- a user's fio job: every rewrite fslab made to it and every warning (harness/plan/fiojob.py), and
+  what the host's `fio --parse-only` says of it as the guest will run it (harness/plan/fiocheck.py);
 - fit: each fio section's needs against the deadline and the filesystems, refused when the plan
   cannot possibly fit (or, with --strict, when it may not) (harness/config/fit.py).
 """
@@ -14,18 +15,23 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+from harness.cachedir import cache_dir
 from harness.config import fit as planfit
+from harness.config import suite_file
 from harness.config import vmconfig as config
 from harness.errors import FslabError
 from harness.hostinfo import facts as provenance
-from harness.plan import fiojob
-from harness.plan.document import Plan
-from harness.run import salvage
-from harness.vm import hosts
+from harness.plan import fiocheck, fiojob
+from harness.plan.document import INPUTS_DIR, Plan
+from harness.run import runner, salvage
+from harness.vm import hosts, owner
 
 ALLOWED_DIR = "allowed: a directory fslab can create and write"
+PROBE_BYTES = 64 * 1024  # about what a run's manifest and a report's first files take
 
 
 def say(line: str) -> None:
@@ -54,8 +60,12 @@ def output_dir(value: str, option: str) -> Path:
             d.mkdir()
             made.append(d)
         fd, name = tempfile.mkstemp(dir=path, prefix=".fslab-write-check-")
-        os.close(fd)
-        os.unlink(name)
+        try:  # a few blocks, as the first files fslab writes there: a full filesystem shows now
+            os.write(fd, b"\0" * PROBE_BYTES)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+            os.unlink(name)
     except OSError as e:
         what = "create" if len(made) < len(missing) else "write in"
         hint = "it is on a read-only filesystem" if e.strerror and "Read-only" in e.strerror else None
@@ -68,6 +78,24 @@ def output_dir(value: str, option: str) -> Path:
             except OSError:
                 pass
     return path.resolve() if path.exists() else path
+
+
+@contextmanager
+def sharing_said(command: str) -> Iterator[None]:
+    """While VMs run: this fslab registered as running on this host (harness/vm/owner.py); every
+    other fslab running here is said now, and every one that started meanwhile at the end, since
+    they share the host's CPUs and disks and so each other's timings."""
+    reg = owner.register(cache_dir() / "running", command, runner.now())
+    for other in reg.others:
+        say(f"fslab: WARNING: another fslab is running on this host ({other}); the two share its CPUs and "
+            "disks: the timings of both are affected")
+    try:
+        yield
+    finally:
+        for other in reg.met():
+            say(f"fslab: WARNING: another fslab started on this host during this run ({other}); the two shared "
+                "its CPUs and disks: the timings of both are affected")
+        reg.close()
 
 
 def salvage_stale(results_root: Path) -> None:
@@ -83,6 +111,30 @@ def user_job(path: str) -> None:
         say(f"fslab: fio job {path}: {change}")
     for warning in job.warnings:
         say(f"fslab: WARNING: fio job: {warning}")
+
+
+def suite_inputs(plan: Plan) -> None:
+    """Say a suite file's inputs, their sizes against the limit and their sha256, before the boot
+    (the limit itself was checked when the plan was made)."""
+    if not plan.inputs:
+        return
+    total = sum(i.bytes for i in plan.inputs)
+    say(f"fslab: suite file {plan.suite.file}: {len(plan.inputs)} input(s), {suite_file.size_text(total)} of at "
+        f"most {suite_file.size_text(suite_file.MAX_INPUT_BYTES)}, on the seed at {INPUTS_DIR}")
+    for i in plan.inputs:
+        say(f"fslab:   {i.name}: {i.kind}, {suite_file.size_text(i.bytes)}"
+            f"{f', {i.files} files' if i.kind == 'dir' else ''}, sha256 {i.sha256}")
+
+
+def fio_says(plan: Plan, image_manifest: dict, path: str) -> None:
+    """The user's job (as the plan has it, after fslab's rewrites) through the host's
+    `fio --parse-only`: what fio refuses is refused now, not after the boot (harness/plan/fiocheck.py)."""
+    packages = image_manifest.get("packages")
+    image_fio = packages.get("fio") if isinstance(packages, dict) else None
+    for case in plan.cases:
+        if case.kind == "fio" and case.job:
+            for note in fiocheck.check(case.job, path, image_fio).notes:
+                say(f"fslab: WARNING: fio job: {note}")
 
 
 def host_can_give(plan: Plan, host: hosts.Host | None = None) -> None:

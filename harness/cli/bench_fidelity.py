@@ -31,7 +31,7 @@ from harness.hostinfo import accel
 from harness.hostinfo import facts as provenance
 from harness.image import store as images
 from harness.plan.disk import Disk
-from harness.plan.document import VM, Plan
+from harness.plan.document import Plan
 from harness.results import fidelity_results as results
 from harness.run import runner
 from harness.units import format_size, parse_size
@@ -150,8 +150,7 @@ def cmd_fidelity(args: argparse.Namespace) -> int:
     results_root = before_boot.output_dir(args.results_dir, "--results-dir")
     runs_root = results_root / results.DIR / "runs"
     run_id = new_run_id(f"fidelity-{cfg.name}")
-    vm = VM(name=cfg.name, source=cfg.source, vcpus=cfg.vcpus, memory_mib=cfg.memory // 2**20,
-            accelerator=args.accel or cfg.accelerator, deadline_s=spec.deadline_s(args.runtime), backend=cfg.backend)
+    vm = config.plan_vm(cfg, accelerator=args.accel, deadline_s=spec.deadline_s(args.runtime))
     plan = spec.guest_plan(run_id, vm, cfg.image, disk, args.runtime)
     before_boot.host_can_give(plan)
     disks.require_tools()

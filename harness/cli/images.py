@@ -2,6 +2,8 @@
 these print for the user; main.py registers them, toplevel.py turns FslabError into one line and exit 2).
 
     fslab image build NAME --check-reproducible     two cold builds, same digests or what differs
+    fslab image build NAME --record                 write the build's digests to images/NAME/digests
+    fslab image hash NAME                           the input hash (a CI cache key), one line
     fslab image lock NAME                           images/NAME/packages.lock from packages.txt
     fslab image rebuild MANIFEST                    rebuild from the inputs a manifest records
     fslab image export NAME|DIR|DIGEST [-o FILE]    one bundle file (+ FILE.sha256)
@@ -30,7 +32,10 @@ def _err(msg: str) -> None:
 
 
 def add_image_parsers(isub: argparse._SubParsersAction) -> None:
-    """`image lock|rebuild|export|import` (build's --check-reproducible is added by cli.py)."""
+    """`image hash|lock|rebuild|export|import` (build's options are added by main.py)."""
+    p = isub.add_parser("hash", help="print the input hash of image NAME (what a build of it is stored and "
+                                     "recorded under; a CI cache key)")
+    p.add_argument("name", metavar="NAME", help="image name, e.g. debian-12")
     p = isub.add_parser("lock", help="resolve packages.txt on the mirror into images/NAME/packages.lock")
     p.add_argument("name", nargs="?", default="debian-12")
     p = isub.add_parser("rebuild", help="rebuild an image from the inputs its manifest records; compare digests")
@@ -67,7 +72,7 @@ def _target(name: str) -> images.Image:
 def cmd_check_reproducible(args: argparse.Namespace) -> int:
     from harness.image import repro as image_repro
 
-    c = image_repro.check_reproducible(args.name, accelerator=args.accel)
+    c = image_repro.check_reproducible(args.name, accelerator=args.accel, record=args.record)
     for label, digest, secs in zip("AB", c.digests, c.seconds, strict=True):
         print(f"build {label}: {digest} ({secs:.0f} s)")
     if c.reproducible:
@@ -175,12 +180,16 @@ def _comparison(a: Path, b: Path) -> None:
 
 
 def cmd_image(args: argparse.Namespace) -> int:
+    if args.image_cmd == "hash":
+        images.definition(args.name)  # an unknown name: one line, exit 2
+        print(images.input_hash(args.name))
+        return 0
     if args.image_cmd in ("lock", "rebuild", "export", "import"):
         return cmd_image_extra(args)
     if args.image_cmd == "build" and args.check_reproducible:
         return cmd_check_reproducible(args)
     if args.image_cmd == "build":
-        image = image_build.build(args.name, accelerator=args.accel, force=args.force)
+        image = image_build.build(args.name, accelerator=args.accel, force=args.force, record=args.record)
         print(f"{image.manifest['name']}: {image.digest} ({image.dir})")
     elif args.image_cmd == "list":
         found = images.list_images()

@@ -29,6 +29,7 @@ from harness.image import build as image_build
 from harness.image import store as images
 from harness.plan import filesystems
 from harness.plan.document import Plan
+from harness.plan.fiocost import VM_OVERHEAD_S
 from harness.run import overhead, runner
 from harness.vm import hosts
 
@@ -41,6 +42,8 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--suite", help="workload suite (default: the vmconfig's)")
     p.add_argument("--profile", help="profile of the suite (default: the vmconfig's)")
     p.add_argument("--fio-job", metavar="FILE", help="run this fio job file instead of the suite's cases")
+    p.add_argument("--suite-file", metavar="FILE", help="run the suite written in this YAML file "
+                   "(docs/contracts.md, 'Suite files') instead of a built-in suite")
     p.add_argument("--accel", choices=ACCELERATORS, help="override the vmconfig's accelerator")
     p.add_argument("--backend", choices=BACKENDS, help="override the vmconfig's backend: qemu (a child process) "
                    "or libvirt (a transient domain)")
@@ -49,8 +52,19 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
                    "paper 5, quick 3, smoke 1)")
     p.add_argument("--warmup", type=int, default=0, help="discarded repetitions before the measured ones")
     p.add_argument("--cv", type=float, default=3.0, metavar="PCT",
-                   help="run more repetitions while a case's coefficient of variation exceeds PCT %% (default 3)")
-    p.add_argument("--max-reps", type=int, help="cap on repetitions of a case (default 4 x reps)")
+                   help="with --max-reps: run more rounds while a case's coefficient of variation exceeds PCT %% "
+                   "on any filesystem (default 3)")
+    p.add_argument("--max-reps", type=int, help="opt-in adaptive repetitions: up to this many rounds while a case "
+                   "varies more than --cv (default: none, a fixed number of repetitions, --reps)")
+    p.add_argument("--order", choices=("random", "balanced", "sequential", "grouped"),
+                   help="the filesystems' order in each round of repetitions: random (default; a randomised Latin "
+                   "square from --seed), balanced (ABC CBA ...), sequential (the vmconfig's order every round) or "
+                   "grouped (one filesystem after the other, all its repetitions: time and filesystem confounded; "
+                   "the default of a suite that cannot interleave, which says why)")
+    p.add_argument("--seed", type=int, help="seed of the random order (default: from the run id); recorded")
+    p.add_argument("--aa", action="store_true",
+                   help="an A/A run: every filesystem becomes a copy of the first, on its own (identical) disks; "
+                   "the report must find no significant difference between them")
     p.add_argument("--strict", action="store_true",
                    help="refuse to boot when the fio work may not fit the deadline or the disks at the "
                    "accelerator's slowest plausible rate (by default only when it cannot possibly fit)")
@@ -68,12 +82,16 @@ def _resolve(args: argparse.Namespace) -> Plan:
         except ValueError as e:
             raise FslabError(f"--deadline: {e}") from None
     return resolve.resolve(cfg, suite=args.suite, profile=args.profile, fio_job=args.fio_job,
+                        suite_file=getattr(args, "suite_file", None),
                         deadline=deadline, accelerator=args.accel, backend=args.backend, reps=args.reps,
                         warmup=args.warmup,
-                        cv_threshold=args.cv / 100.0, max_reps=args.max_reps)
+                        cv_threshold=args.cv / 100.0, max_reps=args.max_reps, order=args.order, seed=args.seed,
+                        aa=args.aa)
 
 
 def _image_for(p: Plan, image_dir: str | None) -> images.Image:
+    if not image_dir:
+        _check_image(p)
     image = images.load(image_dir) if image_dir else images.find(p.image)
     images.verify(image)  # a run refuses an image whose files do not match its manifest
     resolve.check_image_support(p, image.manifest["name"], images.supported_filesystems(image))
@@ -81,7 +99,9 @@ def _image_for(p: Plan, image_dir: str | None) -> images.Image:
 
 
 def cmd_show_config(args: argparse.Namespace) -> int:
-    print(json.dumps(_resolve(args).to_json(), indent=2))
+    p = _resolve(args)
+    _check_image(p)
+    print(json.dumps(p.to_json(), indent=2))
     return 0
 
 
@@ -101,9 +121,21 @@ def _hosts(args: argparse.Namespace, p: Plan) -> tuple[Plan, list[hosts.Host]]:
     return p, out
 
 
+# Each boot takes at least the VM's own overhead (fiocost.VM_OVERHEAD_S under TCG): more boots than
+# fit in the longest deadline a vmconfig may give (a week) is a typo, not a plan.
+MAX_BOOTS = config.MAX_DEADLINE // VM_OVERHEAD_S
+
+
 def _check_boots(args: argparse.Namespace) -> None:
-    if args.boots < 1:
-        raise FslabError(f"--boots: {args.boots} is not allowed; allowed: 1 or more")
+    if not 1 <= args.boots <= MAX_BOOTS:
+        raise FslabError(f"--boots: {args.boots} is not allowed; allowed: 1 to {MAX_BOOTS} (at "
+                         f"{VM_OVERHEAD_S} s a boot, more would take over a week)")
+
+
+def _check_image(p: Plan) -> None:
+    """The plan's image is one fslab can build (show-config says so too, not only run)."""
+    if p.image not in images.DEFINITIONS:
+        raise FslabError(f"{p.vm.source}: image: '{p.image}' is not allowed; allowed: {', '.join(images.DEFINITIONS)}")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -113,11 +145,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     scratch_root = before_boot.output_dir(args.scratch_dir, "--scratch-dir") if args.scratch_dir else None
     if args.fio_job:
         before_boot.user_job(args.fio_job)
+    before_boot.suite_inputs(p)
     before_boot.refuse_impossible(p, args.fio_job)
     where: list[hosts.Host | None] = [*host_list] or [None]  # None: this machine
     for h in where:
         before_boot.host_can_give(p, h)
     image = _image_for(p, args.image_dir)
+    if args.fio_job:
+        before_boot.fio_says(p, image.manifest, args.fio_job)
     if len(host_list) > 1:
         if args.boots != 1 or args.show_command or args.dry_run:
             raise FslabError("--boots, --show-command and --dry-run take one host, not several")
@@ -125,7 +160,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         from harness.run import over_hosts as spread
 
         before_boot.salvage_stale(results_root)
-        out = spread.run(p, image, host_list, results_root, retry=args.retry)
+        with before_boot.sharing_said(f"{args.prog} {args.vmconfig}"):
+            out = spread.run(p, image, host_list, results_root, retry=args.retry, mix_hosts=args.mix_hosts)
         return _report(out)
     host = host_list[0] if host_list else None
     if args.show_command or args.dry_run:
@@ -143,8 +179,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"fslab: WARNING: {choice.warning}", file=sys.stderr)
     before_boot.fit(p, choice.used, args.strict, args.fio_job)
     before_boot.salvage_stale(results_root)
-    out = _execute(p, image, choice, results_root, args.boots, host=host,
-                   scratch_root=scratch_root, keep_scratch=args.keep_scratch)
+    with before_boot.sharing_said(f"{args.prog} {args.vmconfig}"):
+        out = _execute(p, image, choice, results_root, args.boots, host=host,
+                       scratch_root=scratch_root, keep_scratch=args.keep_scratch)
     return _report(out)
 
 
@@ -169,7 +206,6 @@ def _execute(p: Plan, image: images.Image, choice: accel.Choice, results_root: P
 
 def cmd_bench(args: argparse.Namespace) -> int:
     """Run the main job: each selected suite on its study's VM, one VM after another."""
-    outcomes = []
     chosen = ([(args.suite, args.vmconfig)] if args.vmconfig != DEFAULT_VMCONFIG and not args.suites
               else bench.selection(args.suites, Path.cwd()))
     _check_boots(args)
@@ -184,9 +220,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.fio_job:
         before_boot.user_job(args.fio_job)
     before_boot.salvage_stale(results_root)
+    with before_boot.sharing_said(f"{args.prog} {' '.join(str(v) for _, v in chosen)}"):
+        outcomes = _bench_all(args, plans, results_root)
+    for out in outcomes:
+        print(f"{out.status:<7} {out.run_dir}")
+    return 0 if all(o.status == "ok" for o in outcomes) else 1
+
+
+def _bench_all(args: argparse.Namespace, plans: list[Plan], results_root: Path) -> list[runner.Outcome]:
+    outcomes = []
     for p in plans:
         image_build.build(p.image, accelerator="auto")  # build or reuse: the inputs decide
         image = _image_for(p, None)
+        if args.fio_job:
+            before_boot.fio_says(p, image.manifest, args.fio_job)
         choice = accel.choose(p.vm.accelerator, image.kernel)
         if choice.warning:
             print(f"fslab: WARNING: {choice.warning}", file=sys.stderr)
@@ -197,9 +244,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if out.overhead is not None:
             print(overhead.line(out.overhead))
         outcomes.append(out)
-    for out in outcomes:
-        print(f"{out.status:<7} {out.run_dir}")
-    return 0 if all(o.status == "ok" for o in outcomes) else 1
+    return outcomes
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -209,6 +254,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     from harness.analysis.report_fidelity import fidelity_section
     from harness.analysis.runs import label_runs, load_run
 
+    if args.out:  # checked before anything is read or drawn; written whole or not at all (report.build)
+        before_boot.output_dir(args.out, "--out")
     recover.finished(args.run_dirs)
     runs = [load_run(d) for d in args.run_dirs]
     label_runs(runs)
@@ -265,7 +312,7 @@ def cmd_claims(args: argparse.Namespace) -> int:
     rows = claims.evaluate(runs, test=args.test)
     for run in runs:
         suites = claims.run_suites(run)
-        n = sum(len(claims.claims_for(s)) for s in suites)
+        n = sum(len(claims.run_claims(run, s)) for s in suites)
         profile = (run.plan.get("suite") or {}).get("profile")
         print(f"run {run.label}: {', '.join(suites) or 'no records'} (profile {profile}, accel {run.accel}): "
               f"{n} claim(s)")
@@ -305,6 +352,9 @@ def parser() -> argparse.ArgumentParser:
                    "qemu+ssh://root@host/system; with several, one VM per filesystem is spread over them")
     p.add_argument("--retry", action="store_true",
                    help="with several hosts: a VM whose host failed runs again on another host")
+    p.add_argument("--mix-hosts", action="store_true",
+                   help="with several hosts: run even when they differ (accelerator, CPU, memory, kernel, QEMU, "
+                   "libvirt); each host's filesystems are then ranked on their own")
     p.add_argument("--show-command", action="store_true",
                    help="print the exact QEMU command line (libvirt backend: the domain XML) and stop")
     p.add_argument("--dry-run", action="store_true", help="resolve everything, print the command, boot nothing")
@@ -366,6 +416,9 @@ def parser() -> argparse.ArgumentParser:
     b.add_argument("--force", action="store_true", help="rebuild even if an image with these inputs exists")
     b.add_argument("--check-reproducible", action="store_true",
                    help="build twice, cold, into two temp entries; same digests, or say which files differ")
+    b.add_argument("--record", action="store_true",
+                   help="write this build's digests to images/NAME/digests (a build of a recorded input that "
+                        "gives other digests fails without it)")
     isub.add_parser("list", help="list built images")
     v = isub.add_parser("verify", help="re-check an image's digests against its manifest")
     v.add_argument("name", nargs="?", default="debian-12", help="image name or directory")
@@ -402,7 +455,33 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     args, extra = ap.parse_known_args(argv)
     if extra:
         raise toplevel.UsageError(getattr(args, "prog", ap.prog), f"unrecognized arguments: {' '.join(extra)}")
+    _refuse_empty(args, getattr(args, "prog", ap.prog), _shown_names(ap))
     return args
+
+
+def _shown_names(ap: argparse.ArgumentParser) -> dict[str, str]:
+    """dest -> how the user wrote it (--deadline, RUN_DIR), over every (sub)command's arguments."""
+    out: dict[str, str] = {}
+    for action in ap._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                for k, v in _shown_names(sub).items():
+                    out.setdefault(k, v)
+        elif action.option_strings:
+            out.setdefault(action.dest, max(action.option_strings, key=len))
+        else:
+            out.setdefault(action.dest, str(action.metavar or action.dest.upper()))
+    return out
+
+
+def _refuse_empty(args: argparse.Namespace, prog: str, names: dict[str, str]) -> None:
+    """An empty value (`--deadline ''`, a shell variable that was not set) is a mistake, never
+    "use the default": refused naming the option."""
+    for dest, value in sorted(vars(args).items()):
+        values = value if isinstance(value, list) else [value]
+        if any(isinstance(v, str) and not v.strip() for v in values):
+            raise toplevel.UsageError(prog, f"{names.get(dest, dest)}: an empty value is not allowed; allowed: "
+                                      "a value, or leave the option out for its default")
 
 
 def main(argv: list[str] | None = None) -> int:

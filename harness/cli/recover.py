@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from harness.analysis.tables import format_table
 from harness.cli import before_boot
 from harness.errors import FslabError
+from harness.results.jsonl import read_object
 from harness.run import salvage
 
 
@@ -25,15 +25,17 @@ def cmd_recover(args: argparse.Namespace) -> int:
         if not d.is_dir():
             raise FslabError(f"recover: {arg}: no such directory; allowed: a run directory or a results directory")
         if (d / "manifest.json").is_file():
+            m = read_object(d / "manifest.json")  # a damaged manifest is one line, as in report and compare
             out = salvage.check_finished(d, before_boot.say, force=args.force)
             if out is None:
-                m = json.loads((d / "manifest.json").read_text())
                 print(f"{d}: nothing to recover: the run is {m.get('status')} ({m.get('reason')})")
             else:
                 print(format_table(out.records))
                 print(f"status: {out.status} ({out.reason})")
                 print(out.run_dir)
             continue
+        for bad in salvage.unreadable_under(d):
+            before_boot.say(f"fslab: WARNING: recover: {bad}; skipped")
         found = salvage.stale_under(d)
         for run_dir in found:
             salvage.salvage(run_dir, before_boot.say, force=args.force)

@@ -28,7 +28,7 @@ How QEMU's settings map to fio on the host (`host_io`):
 The guest always uses direct=1 and ioengine=libaio (O_DIRECT on the raw device: the guest's page
 cache would otherwise measure the guest's RAM).
 
-    >>> d = Disk("d0", 1024**3, "raw", "full", "none", "io_uring", "virtio-blk")
+    >>> d = Disk(id="d0", size_bytes=1024**3, preallocation="full", aio="io_uring")
     >>> host_io(d).fio_options(PATTERNS[1])
     ['--direct=1', '--ioengine=io_uring', '--iodepth=32']
 """
@@ -89,7 +89,7 @@ class HostIO:
     def fio_options(self, p: Pattern, size: int = DEFAULT_SIZE) -> list[str]:
         """The options that differ between patterns and sides (never the filename or runtime).
 
-        >>> io = host_io(Disk("d0", 1024**3, "raw", "falloc", "writeback", "threads", "virtio-blk"))
+        >>> io = host_io(Disk(id="d0", size_bytes=1024**3, cache="writeback"))
         >>> io.fio_options(PATTERNS[2])
         ['--direct=0', '--ioengine=psync', '--iodepth=1', '--numjobs=8', '--offset_increment=134217728', \
 '--size=134217728']
@@ -118,7 +118,8 @@ RAW_PREALLOCATION = {"metadata": "off"}
 def host_io(disk: Disk) -> HostIO:
     """The host side's fio semantics for `disk` (the module docstring says why each).
 
-    >>> io = host_io(Disk("d0", 1024**3, "qcow2", "metadata", "directsync", "native", "virtio-blk"))
+    >>> io = host_io(Disk(id="d0", size_bytes=1024**3, format="qcow2", preallocation="metadata",
+    ...                   cache="directsync", aio="native"))
     >>> io.direct, io.sync, io.engine, io.format_measured, io.preallocation
     (True, True, 'libaio', 'raw', 'off')
     >>> io.notes[0][:60]
@@ -167,8 +168,8 @@ def guest_plan(run_id: str, vm: VM, image: str, disk: Disk, runtime_s: int,
     false: the agent only finds the disk and fills {dev}), one case whose steps run fio on it.
 
     >>> from harness.plan.document import VM
-    >>> p = guest_plan("r", VM("v", "v.yaml", 2, 2048, "tcg", 900), "debian-12",
-    ...                Disk("d0", 2**30, "raw", "full", "none", "native", "virtio-blk"), 5)
+    >>> vm = VM(name="v", source="v.yaml", vcpus=2, memory_mib=2048, accelerator="tcg", deadline_s=900)
+    >>> p = guest_plan("r", vm, "debian-12", Disk(id="d0", size_bytes=2**30, preallocation="full", aio="native"), 5)
     >>> p.filesystems[0].prepare, [s.name for s in p.cases[0].steps][:2], p.cases[0].steps[0].argv[2]
     (False, ['randread-4k-qd1', 'randread-4k-qd32'], '--filename={dev}')
     """

@@ -8,6 +8,8 @@ slots, and how fslab's own ssh reaches it (from the URI as libvirt reads it: `ke
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -51,6 +53,58 @@ class Host:
         return q.get("command", "ssh"), opts + (["-o", f"Port={u.port}"] if u.port else []), dest
 
 
+TRANSPORTS = ("", "ssh", "tcp", "tls", "unix", "libssh", "libssh2")  # libvirt's qemu+<transport>://
+PATHS = ("/system", "/session")
+QUERY_KEYS = ("keyfile", "no_verify", "command", "socket", "name", "known_hosts", "sshauth", "netcat",
+              "no_tty", "pkipath", "mode", "proxy")
+_HOST = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
+_USER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,31}$")
+MAX_HOST = 253  # a DNS name
+
+
+def uri_problem(uri: str) -> str | None:
+    """What is wrong with `uri` as a libvirt QEMU URI (None if nothing), as libvirt reads one:
+    qemu[+transport]://[user@][host[:port]]/system|/session[?key=value&...]. The host is a DNS
+    name (labels of 1 to 63 letters, digits and '-', 253 at most) or an IP address.
+
+    >>> uri_problem("qemu:///system"), uri_problem("qemu+ssh://root@bench2:2222/system?keyfile=/k")
+    (None, None)
+    >>> uri_problem("qemu:///system; rm -rf /")
+    'it holds spaces or control characters'
+    >>> uri_problem("qemu:///system;rm")
+    "path '/system;rm'; allowed: /system, /session"
+    """
+    if any(not c.isprintable() or c.isspace() for c in uri):
+        return "it holds spaces or control characters"
+    try:
+        u = urlsplit(uri)
+        port = u.port
+    except ValueError as e:
+        return str(e)
+    scheme, _, transport = u.scheme.partition("+")
+    if scheme != "qemu" or transport not in TRANSPORTS or "://" not in uri:
+        return f"scheme '{u.scheme}'; allowed: qemu, " + ", ".join(f"qemu+{t}" for t in TRANSPORTS if t)
+    if u.path not in PATHS:
+        return f"path '{u.path}'; allowed: {', '.join(PATHS)}"
+    if u.fragment:
+        return "a '#' fragment"
+    host = u.hostname or ""
+    if host:
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            if len(host) > MAX_HOST or not _HOST.match(host):
+                return f"host '{host[:60]}'; allowed: a DNS name or an IP address"
+    if u.username is not None and not _USER.match(u.username):
+        return f"user '{u.username[:40]}'; allowed: a user name of letters, digits, '_', '.' and '-'"
+    if port is not None and not 1 <= port <= 65535:
+        return f"port {port}; allowed: 1 to 65535"
+    for key in parse_qs(u.query, keep_blank_values=True):
+        if key not in QUERY_KEYS:
+            return f"query key '{key[:40]}'; allowed: {', '.join(QUERY_KEYS)}"
+    return None
+
+
 def parse(value: Any) -> Host:
     """A host from a vmconfig entry or a --host value; ValueError says what is allowed."""
     if isinstance(value, str):
@@ -61,9 +115,10 @@ def parse(value: Any) -> Host:
     if unknown:
         raise ValueError(f"unknown key {sorted(unknown)[0]!r}; allowed: uri, store, scratch, slots")
     uri = value["uri"]
-    if "://" not in uri or not uri.split(":", 1)[0].startswith("qemu"):
-        raise ValueError(f"{uri!r} is not allowed; allowed: a QEMU libvirt URI such as qemu:///system or "
-                         f"qemu+ssh://root@host/system")
+    problem = uri_problem(uri)
+    if problem:
+        raise ValueError(f"{uri[:80]!r} is not allowed: {problem}; allowed: a QEMU libvirt URI such as "
+                         "qemu:///system or qemu+ssh://root@host/system")
     slots = value.get("slots", 1)
     if isinstance(slots, bool) or not isinstance(slots, int) or not 1 <= slots <= 64:
         raise ValueError(f"slots {slots!r} is not allowed; allowed: a whole number from 1 to 64")

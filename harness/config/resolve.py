@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import datetime as _dt
 import secrets
+import zlib
 from dataclasses import replace
 
 from harness import suites
-from harness.config.vmconfig import FsEntry, VMConfig
+from harness.config import suite_file as suite_file_mod
+from harness.config.vmconfig import FsEntry, VMConfig, name_problem, plan_vm
 from harness.errors import FslabError
 from harness.plan import filesystems, layouts
-from harness.plan.document import VM, Case, Filesystem, Plan, Repeat, SuiteRef
+from harness.plan.document import Case, Filesystem, Plan, Repeat, SuiteRef
 from harness.suites import fio_job as fio_job_suite
 
 
@@ -36,7 +38,8 @@ def render_filesystem(f: FsEntry) -> Filesystem:
     """Everything the agent needs to make, mount, describe, check and tear down one filesystem.
 
     >>> from harness.config.vmconfig import FsEntry
-    >>> e = render_filesystem(FsEntry("r1", "xfs", None, ("d0", "d1"), "md-raid1", (), "noatime"))
+    >>> e = render_filesystem(FsEntry(name="r1", type="xfs", variant=None, disks=("d0", "d1"), layout="md-raid1",
+    ...                               mkfs_options=(), mount_options="noatime"))
     >>> e.setup[0][:3], e.device, e.mkfs[-1], e.check
     (('mdadm', '--create', '/dev/md/fslab-{name}'), '/dev/md/fslab-{name}', '{dev}', ('xfs_repair', '-n', '{dev}'))
     >>> e.teardown[0]
@@ -46,26 +49,21 @@ def render_filesystem(f: FsEntry) -> Filesystem:
     lay = layouts.LAYOUTS[f.layout] if f.layout else None
     opts = list(f.mkfs_options)
     mkfs: tuple[str, ...] = ()
-    if f.type == "zfs":
+    if not d.mkfs:  # made by its layout's setup (a ZFS pool; the user's options go there), or by nothing
         setup = tuple(_fill_opts(a, opts) for a in lay.setup) if lay else ()
     else:
         mkfs = tuple(d.mkfs_argv(list(lay.mkfs_extra if lay else ()) + opts))
         if lay and lay.name.startswith("btrfs-"):
             mkfs = tuple("{devs}" if a == "{dev}" else a for a in mkfs)  # one filesystem over every disk
         setup = lay.setup if lay else ()
-    zfs_pool = lay.device if (lay and f.type == "zfs") else None
-    if zfs_pool:  # export + import empties the ARC, which drop_caches cannot reach
-        remount: tuple[tuple[str, ...], ...] | None = (("zpool", "export", zfs_pool),
-                                                       ("zpool", "import", "-d", "/dev", zfs_pool))
-    elif not d.needs_disk:
-        remount = ()  # tmpfs: unmounting would throw its contents away
-    else:
-        remount = None  # umount + mount
+    device = lay.device if lay else "tmpfs"
+    remount = None if d.remount is None else tuple(  # None: umount + mount (catalog: FsType.remount)
+        tuple(device if a == "{dev}" else a for a in argv) for argv in d.remount)
     return Filesystem(
         name=f.name, type=f.type, variant=f.variant, fstype=d.fstype, disks=f.disks, layout=f.layout,
-        setup=setup, device=lay.device if lay else "tmpfs", mkfs=mkfs,
+        setup=setup, device=device, mkfs=mkfs,
         # ZFS mounts its datasets itself (mountpoint={mnt}); everything else is mounted by the agent.
-        mount=f.type != "zfs", mount_options=f.mount_options or d.default_mount_options, remount=remount,
+        mount=not d.mounts_itself, mount_options=f.mount_options or d.default_mount_options, remount=remount,
         teardown=lay.teardown if lay else (), geometry=(lay.geometry if lay else ()) + d.geometry,
         check=d.check, tool=d.version, module=d.module, image=d.image,
     )
@@ -73,7 +71,12 @@ def render_filesystem(f: FsEntry) -> Filesystem:
 
 def _cases(cfg: VMConfig, suite: suites.Suite, profile: str, fio_job: str | None) -> list[Case]:
     if fio_job:  # suite fio-job: the file's one case, its timeout its share of the deadline per filesystem
-        return [fio_job_suite.prepare(fio_job, cfg.deadline, runs=len(cfg.filesystems))[0]]
+        case = fio_job_suite.prepare(fio_job, cfg.deadline, runs=len(cfg.filesystems))[0]
+        problem = name_problem(case.id)  # the case id (the file's stem) becomes a directory name
+        if problem:
+            raise FslabError(f"{fio_job}: the file's name gives the case id: {problem}",
+                             hint="copy the job to a file with a shorter name")
+        return [case]
     return suite.cases(profile, src=f"{cfg.source}: profile")
 
 
@@ -83,6 +86,7 @@ def resolve(
     suite: str | None = None,
     profile: str | None = None,
     fio_job: str | None = None,
+    suite_file: str | None = None,
     deadline: int | None = None,
     accelerator: str | None = None,
     backend: str | None = None,
@@ -91,37 +95,85 @@ def resolve(
     warmup: int = 0,
     cv_threshold: float | None = None,
     max_reps: int | None = None,
+    order: str | None = None,
+    seed: int | None = None,
+    aa: bool = False,
 ) -> Plan:
     """The fully resolved plan for one VM boot. Command-line choices override the vmconfig.
 
     Repetitions: n measured repetitions of every case (the profile's default unless given), after
-    `warmup` discarded ones; cases whose coefficient of variation stays above `cv_threshold` get
-    more, up to `max_reps` (see plan/document.py `Repeat` for the defaults).
+    `warmup` discarded ones, in rounds across the filesystems in `order` (default random, from
+    `seed`, default the CRC-32 of the run id); a fixed n unless `max_reps` (then cases whose
+    coefficient of variation stays above `cv_threshold` get more, up to `max_reps`). Each round
+    starts from a fresh mkfs unless the suite says why not (plan/document.py `Repeat`).
+
+    `suite_file` (or the vmconfig's `suite_file:`): a suite written in YAML (harness/config/suite_file.py)
+    instead of a built-in suite; its inputs and claims go into the plan.
     """
     if deadline is not None:
         cfg = replace(cfg, deadline=deadline)
-    s = fio_job_suite.SUITE if fio_job else suites.get(suite or cfg.suite, src=f"{cfg.source}: suite")
+    if aa:
+        cfg = aa_config(cfg)
+    suite_file = suite_file or (None if suite or fio_job else cfg.suite_file)
+    if suite_file and (fio_job or suite):
+        raise FslabError(f"--suite-file {suite_file}: runs instead of a suite; allowed: one of --suite, --fio-job "
+                         "and --suite-file")
+    sf = suite_file_mod.load(suite_file, tuple(suites.registry())) if suite_file else None
+    s = fio_job_suite.SUITE if fio_job else sf.suite if sf else \
+        suites.get(suite or cfg.suite, src=f"{cfg.source}: suite")
     prof = profile or cfg.profile
     if profile is None and prof not in s.profiles:
         prof = next(iter(s.profiles))  # the vmconfig's profile belongs to its own suite
     cases = _cases(cfg, s, prof, fio_job)
+    run_id = run_id or new_run_id(cfg.name)
+    redo_why = s.redo_why or ("" if s.prepare else "its cases make the filesystem themselves")
     repeat = Repeat.make(reps if reps is not None else s.default_reps(prof), warmup, max_reps,
-                         *(() if cv_threshold is None else (cv_threshold,)))
+                         *(() if cv_threshold is None else (cv_threshold,)),
+                         order=order or ("grouped" if s.interleave_why else "random"),
+                         seed=seed if seed is not None else zlib.crc32(run_id.encode()),
+                         redo="remount" if redo_why else "mkfs", redo_why=redo_why,
+                         order_why="" if (order or "grouped") != "grouped" or not (s.interleave_why or order) else
+                         s.interleave_why if order is None else "asked for (--order grouped)")
     plan = Plan(
-        run_id=run_id or new_run_id(cfg.name),
-        vm=VM(name=cfg.name, source=cfg.source, vcpus=cfg.vcpus, memory_mib=cfg.memory // 1024**2,
-              accelerator=accelerator or cfg.accelerator, deadline_s=cfg.deadline, backend=backend or cfg.backend),
+        run_id=run_id,
+        vm=plan_vm(cfg, accelerator=accelerator, backend=backend),
         image=cfg.image,
         disks=cfg.disks,
         filesystems=tuple(replace(render_filesystem(f), prepare=s.prepare) for f in cfg.filesystems),
         suite=SuiteRef(name=s.name, profile="custom-job" if fio_job else prof, version=s.version,
-                       headline=s.headline),
+                       headline=s.headline, file=sf.path if sf else "", sha256=sf.sha256 if sf else "",
+                       claims=sf.claims if sf else ()),
         repeat=repeat,
         cases=tuple(cases),
+        inputs=sf.inputs if sf else (),
     )
     if s.check is not None and not fio_job:
         s.check(plan.to_json())  # the suite's own refusal before any boot (e.g. inodes, space)
     return plan
+
+
+def aa_config(cfg: VMConfig) -> VMConfig:
+    """`fslab run CONFIG --aa`: an A/A run (issue 30). Every filesystem entry becomes a copy of the
+    first (type, layout, mkfs and mount options) named `<first>-a`, `<first>-b`, ..., each on the
+    disks of the entry it replaces; those disks must be alike in every setting but their id, so
+    any "significant" difference between the copies is a false positive."""
+    if len(cfg.filesystems) < 2:
+        raise FslabError(f"{cfg.source}: filesystems: --aa needs at least 2 entries, one per disk to compare "
+                         f"on; allowed: 2 or more (it has {len(cfg.filesystems)})")
+    disks = {d.id: d for d in cfg.disks}
+    first = cfg.filesystems[0]
+
+    def shape(f: FsEntry) -> list:
+        return [replace(disks[i], id="") for i in f.disks if i in disks]
+
+    unlike = [f"{f.name} ({', '.join(f.disks)})" for f in cfg.filesystems if shape(f) != shape(first)]
+    if unlike:
+        raise FslabError(f"{cfg.source}: disks: --aa needs every filesystem on disks like {first.name}'s "
+                         f"({', '.join(first.disks)}); unlike them: {', '.join(unlike)}; allowed: disks with the "
+                         "same size, format, preallocation, cache, aio and bus")
+    copies = tuple(replace(first, name=f"{first.name}-{chr(ord('a') + i)}", disks=f.disks)
+                   for i, f in enumerate(cfg.filesystems))
+    return replace(cfg, filesystems=copies)
 
 
 def check_image_support(plan: Plan, image_name: str, supported: list[str]) -> None:

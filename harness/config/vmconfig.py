@@ -7,7 +7,6 @@ naming the file, the key path and what is allowed; nothing is guessed or silentl
 
 from __future__ import annotations
 
-import re
 import shlex
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -20,23 +19,27 @@ from harness import userfile
 from harness.config import host_uris as hosts_mod
 from harness.errors import FslabError
 from harness.plan import disk as disk_mod
-from harness.plan import filesystems, layouts, variants
+from harness.plan import filesystems, layouts, variants, vm_settings
 from harness.plan.disk import REQUIRED as _REQUIRED
 from harness.plan.disk import Bad as _Bad
 from harness.plan.disk import Disk
 from harness.plan.disk import choice as _choice
-from harness.units import format_size, parse_duration
+from harness.plan.document import VM
+from harness.units import format_size
 
-ACCELERATORS = ("auto", "kvm", "tcg")
-BACKENDS = ("qemu", "libvirt")
-MIN_MEMORY = 256 * 1024**2  # the image's kernel, initramfs and agent do not boot in less
-MAX_MEMORY = 4 * 1024**4
-_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+# mount(2) takes its options in one page; the kernel refuses more (EINVAL) after the boot
+MAX_MOUNT_OPTIONS = 4095
 MAX_BYTES = 1 << 20  # a vmconfig is a page of YAML; a larger file is not one
-MAX_DEADLINE = 7 * 86400  # a week: anything longer is a typo (99999999999h), not a plan
+# The VM settings and their parsers are plan/vm_settings.py's (declared once); these names stay
+# importable from here for the command line.
+ACCELERATORS, BACKENDS, duration = vm_settings.ACCELERATORS, vm_settings.BACKENDS, vm_settings.duration
+_name, _text = vm_settings.name, vm_settings.text
+MAX_NAME, NAME_MAX, RUN_ID_AROUND = vm_settings.MAX_NAME, vm_settings.NAME_MAX, vm_settings.RUN_ID_AROUND
+name_problem, _shown_value = vm_settings.name_problem, vm_settings.shown_value
+MAX_DEADLINE = vm_settings.MAX_DEADLINE
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FsEntry:
     """One `filesystems:` entry of a vmconfig, its variant resolved and its disks assigned."""
 
@@ -49,8 +52,11 @@ class FsEntry:
     mount_options: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class VMConfig:
+    """A loaded vmconfig: the VM settings (plan/vm_settings.py, one attribute per row: its key, or
+    its plan field when it has no key; checked below), then what the VM runs."""
+
     name: str
     description: str
     vcpus: int
@@ -65,59 +71,48 @@ class VMConfig:
     filesystems: tuple[FsEntry, ...]
     source: str
     hosts: tuple[hosts_mod.Host, ...] = ()
+    suite_file: str | None = None  # resolved against the vmconfig's directory
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def _int_range(lo: int, hi: int) -> Callable[[Any], int]:
-    def parse(v: Any) -> int:
-        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
-            raise _Bad(f"{v!r} is not allowed; allowed: a whole number from {lo} to {hi}")
-        return v
-    return parse
+_missing = [s.config_attr for s in vm_settings.VM_SETTINGS if s.config_attr not in VMConfig.__dataclass_fields__]
+if _missing:
+    raise TypeError(f"config/vmconfig.py: VMConfig has no field for the VM setting(s) {', '.join(_missing)} "
+                    "(plan/vm_settings.py): add one named as the row's key")
 
 
-def _text(v: Any) -> str:
-    if not isinstance(v, str):
-        raise _Bad(f"{v!r} is not allowed; allowed: a string")
-    return v
-
-
-def _name(v: Any) -> str:
-    """A name that becomes a path in the results (the agent's SAFE_NAME; tests/test_twins.py)."""
+def _disk_id(v: Any) -> str:
+    """A disk id: a name short enough for a serial on some bus (plan/disk.py MAX_ID; the disk's own
+    bus is checked with the other settings, disk.check_combination)."""
     s = _text(v)
-    if not _NAME.fullmatch(s):
-        raise _Bad(f"{v!r} is not allowed; allowed: ASCII letters, digits, '-', '_' and '.', "
-                   "starting with a letter, digit or '_'")
+    problem = name_problem(s, max(disk_mod.MAX_ID.values()))
+    if problem:
+        raise _Bad(problem.replace("(it becomes part of file and domain names)",
+                                   f"(the guest finds the disk by its serial '{disk_mod.SERIAL_PREFIX}<id>')"))
     return s
 
 
-def _memory(v: Any) -> int:
-    n = disk_mod.size(v)
-    if not MIN_MEMORY <= n <= MAX_MEMORY:
-        raise _Bad(f"{v!r} is not allowed; allowed: from {format_size(MIN_MEMORY)} (what the image boots in) "
-                   f"to {format_size(MAX_MEMORY)}")
-    return n
-
-
-def duration(v: Any) -> int:
-    """Seconds of a deadline ('20m', '12h', 900), at most MAX_DEADLINE; _Bad (a ValueError) else."""
-    try:
-        n = parse_duration(v)
-    except ValueError as e:
-        raise _Bad(f"{v!r} is not allowed; allowed: {e}") from None
-    if n > MAX_DEADLINE:
-        raise _Bad(f"{v!r} is not allowed; allowed: at most {MAX_DEADLINE // 86400} days")
-    return n
 
 
 def _argv(v: Any) -> tuple[str, ...]:
+    """Extra arguments of a command (mkfs): they reach an argv, so no NUL byte (a C string ends there)."""
     if isinstance(v, str):
-        return tuple(shlex.split(v))
-    if isinstance(v, list) and all(isinstance(x, (str, int)) for x in v):
-        return tuple(str(x) for x in v)
-    raise _Bad(f"{v!r} is not allowed; allowed: a string or a list of strings")
+        try:
+            out = tuple(shlex.split(v))
+        except ValueError as e:  # an unclosed quote
+            raise _Bad(f"{_shown_value(v)} is not allowed: {e}; allowed: arguments as a shell would split them, "
+                       "or a list of strings") from None
+    elif isinstance(v, list) and all(isinstance(x, (str, int)) and not isinstance(x, bool) for x in v):
+        out = tuple(str(x) for x in v)
+    else:
+        raise _Bad(f"{_shown_value(v)} is not allowed; allowed: a string or a list of strings")
+    if any("\0" in a for a in out):
+        raise _Bad(f"{_shown_value(v)} is not allowed: it holds a NUL byte; allowed: arguments without NUL bytes")
+    if any(not a for a in out):
+        raise _Bad(f"{_shown_value(v)} is not allowed: an empty argument; allowed: non-empty arguments")
+    return out
 
 
 def _mount_options(v: Any) -> str:
@@ -126,8 +121,15 @@ def _mount_options(v: Any) -> str:
             raise _Bad("a list of lists or mappings is not allowed; allowed: a string or a list of options")
         v = ",".join(str(x) for x in v)
     s = _text(v)
-    if any(c.isspace() for c in s):
-        raise _Bad(f"{v!r} is not allowed; allowed: comma-separated options without spaces")
+    if any(c.isspace() or not c.isprintable() for c in s):
+        raise _Bad(f"{_shown_value(v)} is not allowed; allowed: comma-separated options without spaces or "
+                   "control characters")
+    if s and any(not o for o in s.split(",")):
+        raise _Bad(f"{_shown_value(v)} is not allowed: an empty option between commas; allowed: comma-separated "
+                   "options, e.g. noatime,commit=30")
+    if len(s.encode()) > MAX_MOUNT_OPTIONS:
+        raise _Bad(f"{_shown_value(v)} is not allowed: {len(s.encode())} bytes; allowed: at most "
+                   f"{MAX_MOUNT_OPTIONS} bytes (mount(2) takes its options in one page)")
     return s
 
 
@@ -161,24 +163,22 @@ def _disk_list(v: Any) -> tuple[str, ...]:
     return tuple(v)
 
 
-# key: (parser, default, help)
+# key: (parser, default, help); the VM settings are plan/vm_settings.py's rows, declared once
+_VM_ROWS = {s.key: (s.parse, s.default, s.help) for s in vm_settings.VM_SETTINGS if s.key}
 VM_KEYS: dict[str, tuple[Callable[[Any], Any] | None, Any, str]] = {
-    "name": (_name, None, "name of this VM configuration (default: the file name)"),
+    "name": _VM_ROWS.pop("name"),
     "description": (_text, "", "free text"),
-    "vcpus": (_int_range(1, 256), 2, "virtual CPUs"),
-    "memory": (_memory, 2 * 1024**3, "guest RAM, e.g. 8GiB"),
-    "accelerator": (_choice(ACCELERATORS), "auto", "auto probes KVM by booting a tiny guest, else TCG"),
-    "backend": (_choice(BACKENDS), "qemu", "qemu (a child process) or libvirt (a transient domain)"),
+    **_VM_ROWS,
     "hosts": (_hosts, (), "libvirt hosts the VMs run on (backend libvirt; default qemu:///system)"),
     "image": (_name, "debian-12", "image definition under images/"),
-    "deadline": (duration, 1800, "the VM is killed after this long, e.g. 30m"),
     "suite": (_name, "fio-basic", "workload suite"),
     "profile": (_name, "default", "profile of the suite"),
+    "suite_file": (_text, None, "a suite written in YAML (path relative to this file), instead of `suite`"),
     "disks": (None, _REQUIRED, "virtual disks under test"),
     "filesystems": (None, _REQUIRED, "filesystems to make, one per disk"),
 }
 DISK_KEYS: dict[str, tuple[Callable[[Any], Any] | None, Any, str]] = {
-    "id": (_name, None, "disk id (default d0, d1, ...); the guest sees serial fslab-<id>"),
+    "id": (_disk_id, None, "disk id (default d0, d1, ...); the guest sees serial fslab-<id>"),
     **{st.key: (st.parse, st.default, st.help) for st in disk_mod.SETTINGS},  # plan/disk.py, declared once
 }
 FS_KEYS: dict[str, tuple[Callable[[Any], Any] | None, Any, str]] = {
@@ -214,7 +214,11 @@ def _fields(src: str, path: str, data: Any, table: dict) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, (parse, default, _help) in table.items():
         where = f"{path}.{key}" if path else key
-        if key not in data or data[key] is None:
+        if key in data and data[key] is None:  # `name:` with nothing after it: a slip, not "the default"
+            shown = f" ({_shown(default)})" if isinstance(default, (str, int)) and default != "" else ""
+            raise FslabError(f"{src}: {where}: null is not allowed; allowed: a value, or leave the key out "
+                             f"for its default{shown}")
+        if key not in data:
             if default is _REQUIRED:
                 raise FslabError(f"{src}: {where}: required key is missing")
             out[key] = default
@@ -254,12 +258,27 @@ def parse(data: Any, src: str) -> VMConfig:
     for i, fdata in enumerate(top["filesystems"]):
         fss.append(_filesystem(src, i, fdata, disks, used, fss))
 
-    return VMConfig(
-        name=top["name"] or Path(src).stem, description=top["description"], vcpus=top["vcpus"],
-        memory=top["memory"], accelerator=top["accelerator"], backend=top["backend"],
-        image=top["image"], deadline=top["deadline"], suite=top["suite"], profile=top["profile"],
-        disks=tuple(disks), filesystems=tuple(fss), source=src, hosts=top["hosts"],
-    )
+    vm = {s.config_attr: top[s.key] for s in vm_settings.VM_SETTINGS if s.key}
+    return VMConfig(**{**vm, "name": top["name"] or Path(src).stem, "source": src},
+                    description=top["description"], image=top["image"], suite=top["suite"],
+                    profile=top["profile"], disks=tuple(disks), filesystems=tuple(fss), hosts=top["hosts"],
+                    suite_file=None if top["suite_file"] is None else str(Path(src).parent / top["suite_file"]))
+
+
+def plan_vm(cfg: VMConfig, **override: Any) -> VM:
+    """The plan's vm of a vmconfig, row by row (plan/vm_settings.py); `override` by plan field
+    (the command line's --accel, --backend, --deadline), None: the vmconfig's.
+
+    >>> cfg = parse({"vcpus": 4, "memory": "1GiB", "disks": [{"size": "1GiB"}], "filesystems": [{"name": "ext4"}]},
+    ...             "v.yaml")
+    >>> plan_vm(cfg, backend="libvirt")
+    VM(name='v', source='v.yaml', vcpus=4, memory_mib=1024, accelerator='auto', deadline_s=1800, backend='libvirt')
+    """
+    unknown = set(override) - set(vm_settings.BY_FIELD)
+    if unknown:
+        raise TypeError(f"plan_vm: not a VM setting: {', '.join(sorted(unknown))}")
+    return VM(**{s.field: override[s.field] if override.get(s.field) is not None
+                 else s.to_plan(getattr(cfg, s.config_attr)) for s in vm_settings.VM_SETTINGS})
 
 
 def _filesystem(src: str, i: int, fdata: Any, disks: list[Disk], used: dict[str, str],
@@ -284,7 +303,8 @@ def _filesystem(src: str, i: int, fdata: Any, disks: list[Disk], used: dict[str,
     if not fsdef.needs_disk:
         if f["disk"] or f["disks"] or f["layout"]:
             raise FslabError(f"{src}: {where}: {fstype} lives in RAM and takes no disk or layout")
-        return FsEntry(name, fstype, var.name if var else None, (), None, mkfs, mount)
+        return FsEntry(name=name, type=fstype, variant=var.name if var else None, disks=(), layout=None,
+                       mkfs_options=mkfs, mount_options=mount)
 
     ids = f["disks"] or ((f["disk"],) if f["disk"] else ())
     if not ids:
@@ -299,14 +319,15 @@ def _filesystem(src: str, i: int, fdata: Any, disks: list[Disk], used: dict[str,
         if d in used:
             raise FslabError(f"{src}: {where}.disk: '{d}' is already used by '{used[d]}'; "
                              f"each filesystem needs its own disk")
-    layout_name = f["layout"] or ("zfs-single" if fstype == "zfs" else "single")
+    layout_name = f["layout"] or fsdef.layout
     lay = layouts.LAYOUTS[layout_name]
     if lay.fs_types and fstype not in lay.fs_types:
         raise FslabError(f"{src}: {where}.layout: '{layout_name}' is for {', '.join(lay.fs_types)}, "
                          f"not {fstype}")
-    if fstype == "zfs" and not layout_name.startswith("zfs-"):
-        raise FslabError(f"{src}: {where}.layout: zfs makes its own pool; allowed: zfs-single, zfs-stripe, "
-                         f"zfs-mirror")
+    if not fsdef.mkfs and fstype not in lay.fs_types:  # made by its own layouts' setup (a ZFS pool)
+        own = [x.name for x in layouts.LAYOUTS.values() if fstype in x.fs_types]
+        raise FslabError(f"{src}: {where}.layout: {fstype} is made by its own layouts' setup, not by mkfs; "
+                         f"allowed: {', '.join(own)}")
     if not lay.min_disks <= len(ids) <= lay.max_disks:
         raise FslabError(f"{src}: {where}.disks: layout '{layout_name}' needs {lay.min_disks} to "
                          f"{lay.max_disks} disks, got {len(ids)}")
@@ -318,7 +339,8 @@ def _filesystem(src: str, i: int, fdata: Any, disks: list[Disk], used: dict[str,
                          f"{fsdef.min_size // 1024**2}MiB; disk '{small}' has {size // 1024**2}MiB")
     for d in ids:
         used[d] = name
-    return FsEntry(name, fstype, var.name if var else None, tuple(ids), layout_name, mkfs, mount)
+    return FsEntry(name=name, type=fstype, variant=var.name if var else None, disks=tuple(ids), layout=layout_name,
+                   mkfs_options=mkfs, mount_options=mount)
 
 
 def check_host(vm_source: str, vcpus: int, memory: int, host: str, host_cpus: int | None,
@@ -338,7 +360,8 @@ lower vcpus in a copy of the vmconfig, or run on a host with more CPUs)
                          f"host {host}", hint="lower vcpus in a copy of the vmconfig, or run on a host with more CPUs")
     if host_memory and memory > host_memory:
         raise FslabError(f"{vm_source}: memory: {format_size(memory)} is not allowed; allowed: "
-                         f"{format_size(MIN_MEMORY)} to {format_size(host_memory)}, the memory of host {host}",
+                         f"{format_size(vm_settings.MIN_MEMORY)} to {format_size(host_memory)}, the memory of "
+                         f"host {host}",
                          hint="lower memory in a copy of the vmconfig, or run on a host with more memory")
 
 

@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import posixpath
+import random
 import re
 import shlex
 import shutil
@@ -873,7 +874,8 @@ def run_case(case: dict, fs: dict, ctx: dict, fs_error: str | None, out: TarWrit
             rep.log(traceback.format_exc().rstrip())
     secs = round(time.monotonic() - t0, 3)
     ok = res["error"] is None
-    out.add_json(f"{prefix}/case.json", {"case": cid, "fs": fs["name"], "rep": rnum, "kind": case.get("kind"),
+    out.add_json(f"{prefix}/case.json", {"case": cid, "fs": fs["name"], "rep": rnum, "round": case.get("round"),
+                                         "kind": case.get("kind"),
                                          **res, "ok": ok, "started": started, "ended": utcnow(),
                                          "seconds": secs})
     rep.event("case-end", fs=fs["name"], case=cid, rep=rnum, ok=ok, seconds=secs, work_s=res.get("work_s"))
@@ -898,33 +900,86 @@ def repetitions(plan: dict) -> tuple[int, int, int, float, int]:
             float(r.get("cv_threshold", 0.03)), int(r.get("rep_offset", 0)))
 
 
-def run_cases(plan: dict, fs: dict, ctx: dict, fs_error: str | None, out: TarWriter,
-              rep: Reporter) -> tuple[int, int]:
-    """All cases of one filesystem, repeated in rounds so that repetitions of a case are spread
-    across the run, not back to back: warm-up rounds (discarded, rep -1, -2, ...), then n rounds,
-    then, for cases whose headline varies more than the CV threshold, more rounds up to the cap."""
+ORDERS = ("random", "balanced", "sequential", "grouped")
+
+
+def round_order(names: list[str], how: str, seed: int, rnd: int, boot: int = 1) -> list[str]:
+    """The order of the filesystems in round `rnd` (a warm-up round is negative).
+
+    "random": a randomised Latin square: per block of k rounds (k filesystems) a permutation of
+    the filesystems and of the rounds drawn from the plan's seed, so that within each block every
+    filesystem runs in every position once (a drift falls on all alike) in an unpredictable order
+    (random.Random seeded with a string is the same on every CPython since 3.2, so the host can
+    say the order before the run: harness/plan/document.py `Repeat.round_order`); "balanced": the
+    plan's order, reversed every other round (ABC CBA: a linear drift falls on every filesystem
+    alike); "sequential" and "grouped": the plan's order ("grouped": run_plan gives one
+    filesystem at a time, all its rounds, for a suite that cannot interleave).
+    """
+    order = list(names)
+    if how == "balanced" and rnd % 2:
+        order.reverse()
+    elif how == "random":  # a randomised Latin square per block of k rounds
+        k = len(order)
+        block, row = divmod(rnd, k) if k else (0, 0)
+        rng = random.Random(f"fslab-order:{seed}:{boot}:{block}")
+        rng.shuffle(order)
+        rows = list(range(k))
+        rng.shuffle(rows)
+        order = [order[(rows[row] + i) % k] for i in range(k)]
+    return order
+
+
+def run_rounds(plan: dict, names: list[str], run_one, remake, log) -> list[dict]:
+    """The repetitions of every case on every filesystem, in rounds across the filesystems.
+
+    A round runs every case once on every filesystem: per case, the filesystems in the round's
+    order (`round_order`), so that time and filesystem are not confounded (issue 30). Warm-up
+    rounds (rep -1, -2, ...) come first, then `n` measured rounds. With the plan's `redo` "mkfs"
+    each round after the first starts by making every filesystem again (`remake(name, rnd)`),
+    so each repetition of a case starts from a fresh mkfs; "remount" keeps the filesystem and
+    each case starts cold (remount, drop caches). With a cap above n (opt-in), a case gets more
+    rounds, on every filesystem, while its headline's CV exceeds the threshold on any of them.
+
+    `run_one(name, case, rep, rnd)` -> its headline value or None. Pure: the simulation test of
+    issue 30 drives it with synthetic measurements. Returns the rounds as run, for order.json.
+    """
     n_min, warmup, cap, cv_max, offset = repetitions(plan)
+    r = plan.get("repeat") or {}
+    how, seed, redo = str(r.get("order", "sequential")), int(r.get("seed", 0)), str(r.get("redo", "remount"))
+    boot = int(r.get("boot", 1))
     cases = plan["cases"]
-    n = n_ok = 0
+    values: dict[tuple[str, int], list[float]] = {}
+    rounds: list[dict] = []
+    first = True
+
+    def one_round(rnd: int, todo: list[tuple[int, dict]], rep_of) -> None:
+        nonlocal first
+        order = round_order(names, how, seed, rnd, boot)
+        if redo == "mkfs" and not first:
+            for name in order:
+                remake(name, rnd)
+        first = False
+        rounds.append({"round": rnd, "order": order, "cases": [c["id"] for _, c in todo],
+                       "adaptive": rnd >= n_min})
+        for i, case in todo:
+            for name in order:
+                value = run_one(name, case, rep_of(case), rnd)
+                if value is not None and rnd >= 0:
+                    values.setdefault((name, i), []).append(value)
+
     for w in range(warmup):
-        for case in cases:
-            run_case({**case, "rep": -(w + 1)}, fs, ctx, fs_error, out, rep)
-    values: dict[str, list[float]] = {c["id"]: [] for c in cases}
-    todo, rnd = list(cases), 0
+        one_round(-(w + 1), list(enumerate(cases)), lambda c, w=w: -(w + 1))
+    todo, rnd = list(enumerate(cases)), 0
     while todo:
-        for case in todo:
-            ok, value = run_case({**case, "rep": offset + case.get("rep", 0) + rnd}, fs, ctx, fs_error,
-                                 out, rep)
-            n, n_ok = n + 1, n_ok + ok
-            if value is not None:
-                values[case["id"]].append(value)
+        one_round(rnd, todo, lambda c, rnd=rnd: offset + c.get("rep", 0) + rnd)
         rnd += 1
         if rnd < n_min:
             continue
-        todo = [c for c in cases if rnd < cap and fs_error is None and cv(values[c["id"]]) > cv_max]
+        todo = [(i, c) for i, c in todo
+                if rnd < cap and any(cv(values.get((name, i), [])) > cv_max for name in names)]
         if todo:
-            rep.log(f"{fs['name']}: {len(todo)} case(s) above CV {cv_max:.0%}: round {rnd + 1} of at most {cap}")
-    return n, n_ok
+            log(f"{len(todo)} case(s) above CV {cv_max:.0%} on some filesystem: round {rnd + 1} of at most {cap}")
+    return rounds
 
 
 def failed(what: str, rc: int, text: str) -> AgentError:
@@ -939,13 +994,14 @@ def failed(what: str, rc: int, text: str) -> AgentError:
     return AgentError(f"{what} failed with exit code {rc}: {' | '.join(lines)[:500]}")
 
 
-def prepare_fs(fs: dict, disks: dict, ctx: dict, out: TarWriter) -> None:
+def prepare_fs(fs: dict, disks: dict, ctx: dict, out: TarWriter, again: str = "") -> None:
     """Find disks, run layout setup, mkfs, mount, record /proc/mounts and geometry.
 
     Writes raw/<fs>/fs.json, mkfs.txt (setup + mkfs output), geometry.txt whatever happens; fills
     `ctx` as it goes so that `finish_fs` can undo exactly what was done. A filesystem with
     `"prepare": false` is made by its cases (suite power-loss records every write from mkfs on):
-    only its disks are found; fs.json says `"prepare": false`.
+    only its disks are found; fs.json says `"prepare": false`. `again` (".round3") names the
+    files of a filesystem made again for a round (fs.round3.json, ...).
     """
     name, mnt = fs["name"], ctx["mnt"]
     info: dict = {"device": None, "devices": None, "setup": [], "mkfs_argv": None, "mkfs_rc": None,
@@ -996,9 +1052,9 @@ def prepare_fs(fs: dict, disks: dict, ctx: dict, out: TarWriter) -> None:
     finally:
         if mark is not None:
             os.close(mark)
-        out.add_json(f"raw/{name}/fs.json", info)
-        out.add(f"raw/{name}/mkfs.txt", mkfs_out)
-        out.add(f"raw/{name}/geometry.txt", geo_out)
+        out.add_json(f"raw/{name}/fs{again}.json", info)
+        out.add(f"raw/{name}/mkfs{again}.txt", mkfs_out)
+        out.add(f"raw/{name}/geometry{again}.txt", geo_out)
 
 
 def finish_fs(fs: dict, ctx: dict, rep: Reporter) -> None:
@@ -1148,7 +1204,9 @@ def boot_phases(agent_start: float, first_case: float | None) -> dict:
 
 
 def run_plan(plan: dict, out: TarWriter, rep: Reporter) -> tuple[int, int]:
-    """Every filesystem, every case; returns (cases, cases_ok)."""
+    """Every filesystem, every case, in rounds across the filesystems (`run_rounds`); returns
+    (cases, cases_ok). Every filesystem is made and mounted first (each on its own disks), then
+    the rounds run, then every one is unmounted and torn down."""
     if plan.get("fslab_plan") != 1:
         raise AgentError(f"unsupported plan version {plan.get('fslab_plan')!r} (this agent reads 1)")
     names = [f["name"] for f in plan["filesystems"]] + [c["id"] for c in plan["cases"]]
@@ -1159,24 +1217,54 @@ def run_plan(plan: dict, out: TarWriter, rep: Reporter) -> tuple[int, int]:
     info["resident"] = keep_resident(RESIDENT_TOOLS)
     out.add_json("guest/info.json", info)
     disks = {d["id"]: d for d in plan["disks"]}
-    n = n_ok = 0
-    for fs in plan["filesystems"]:
-        rep.event("fs-start", fs=fs["name"])
-        rep.log(f"{fs['name']}: setup, mkfs and mount")
-        ctx: dict = {"fs": fs, "mnt": os.path.join(MNT_ROOT, fs["name"])}
-        fs_error = None
+    fss = {fs["name"]: fs for fs in plan["filesystems"]}
+    ctxs: dict[str, dict] = {}
+    errors: dict[str, str | None] = {}
+    counts = [0, 0]
+
+    def make(name: str, rnd: int | None) -> None:
+        fs = fss[name]
+        rep.event("fs-start", fs=name, round=rnd)
+        rep.log(f"{name}: setup, mkfs and mount" + (f" again for round {rnd}" if rnd is not None else ""))
+        if rnd is not None:
+            finish_fs(fs, ctxs[name], rep)
+        ctxs[name] = {"fs": fs, "mnt": os.path.join(MNT_ROOT, name)}
         try:
-            prepare_fs(fs, disks, ctx, out)
+            prepare_fs(fs, disks, ctxs[name], out, "" if rnd is None else f".round{rnd}")
+            errors[name] = None
         except Exception as e:  # noqa: BLE001 - a broken fs fails its cases, not the run
-            fs_error = str(e)
-            rep.log(f"{fs['name']}: FAILED: {fs_error}")
+            errors[name] = str(e)
+            rep.log(f"{name}: FAILED: {errors[name]}")
+        rep.event("fs-ready", fs=name, ok=errors[name] is None, round=rnd)
+
+    def remake(name: str, rnd: int) -> None:
+        if errors[name] is None:  # a filesystem that failed to be made stays failed
+            make(name, rnd)
+
+    def run_one(name: str, case: dict, rnum: int, rnd: int) -> float | None:
+        ok, value = run_case({**case, "rep": rnum, "round": rnd}, fss[name], ctxs[name], errors[name], out, rep)
+        counts[0], counts[1] = counts[0] + 1, counts[1] + ok
+        return value
+
+    r = plan.get("repeat") or {}
+    rounds: list[dict] = []
+    # "grouped": one filesystem at a time, all its rounds, as before issue 30 (a suite whose
+    # filesystems must not be mounted together, e.g. a tmpfs holding GBs of objects in RAM)
+    groups = [[name] for name in fss] if r.get("order") == "grouped" else [list(fss)]
+    for group in groups:
         try:
-            cases, ok = run_cases(plan, fs, ctx, fs_error, out, rep)
-            n, n_ok = n + cases, n_ok + ok
+            for name in group:
+                make(name, None)
+            for rd in run_rounds(plan, group, run_one, remake, rep.log):
+                rounds.append(rd)
         finally:
-            finish_fs(fs, ctx, rep)
-        rep.event("fs-end", fs=fs["name"], ok=fs_error is None)
-    return n, n_ok
+            for name in group:
+                if name in ctxs:
+                    finish_fs(fss[name], ctxs[name], rep)
+                rep.event("fs-end", fs=name, ok=errors.get(name) is None)
+    out.add_json("guest/order.json", {"order": r.get("order", "sequential"), "seed": r.get("seed", 0),
+                                      "redo": r.get("redo", "remount"), "rounds": rounds})
+    return counts[0], counts[1]
 
 
 def agent_run(plan_path: str, results: str, progress: str | None) -> int:

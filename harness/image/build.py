@@ -34,6 +34,7 @@ from harness.hostinfo import accel
 from harness.hostinfo import facts as provenance
 from harness.image import ext4image, kernel_elf, pkglock
 from harness.image import fs_needs as catalog
+from harness.image import record as image_record
 from harness.image import tree as image_tree
 from harness.image.packer import packer_build_argv, packer_vars, validate_templates
 from harness.image.packer import seed as _seed
@@ -76,11 +77,14 @@ _PASS_ENV = ("PATH", "http_proxy", "https_proxy", "no_proxy", "HTTP_PROXY", "HTT
 Log = Callable[[str], object]
 
 
-def build(name: str, accelerator: str = "tcg", force: bool = False, log: Log = print) -> Image:
+def build(name: str, accelerator: str = "tcg", force: bool = False, log: Log = print,
+          record: bool = False) -> Image:
     """Build image `name`, or return the stored build of the same inputs (unless `force`).
 
     `accelerator` is the one the Packer boot uses: kvm, tcg, or auto (kvm if a probe boot of the
     image's kernel works, else tcg). It changes only how long the build takes, not the image.
+    A new build is compared with images/<name>/digests (record.py): other digests than recorded
+    for its inputs fail it, and it is not stored; `record` writes its digests there instead.
     """
     check_buildable(name, accelerator)
     files, params = inputs(name)
@@ -89,6 +93,7 @@ def build(name: str, accelerator: str = "tcg", force: bool = False, log: Log = p
     if (entry / MANIFEST).is_file() and not force:
         image = load(entry)
         log(f"image {name}: inputs {digest[:12]} already built, reusing {entry}")
+        settle_record(name, image, record, log, built=False)
         return image
     for tool, package in TOOLS.items():
         proc.which(tool, package)
@@ -98,11 +103,39 @@ def build(name: str, accelerator: str = "tcg", force: bool = False, log: Log = p
         # One build per entry at a time; whoever waited reuses what the other one built.
         if (entry / MANIFEST).is_file() and not force:
             log(f"image {name}: built meanwhile by another process, reusing {entry}")
+            settle_record(name, load(entry), record, log, built=False)
             return load(entry)
         image = build_into(name, files, params, {rel: REPO / rel for rel in files}, accelerator, log)
+        try:
+            settle_record(name, image, record, log, built=True)
+        except BaseException:
+            _keep_logs(image.dir, store / ".failed" / f"{name}-{digest[:16]}", also=(LISTING, MANIFEST))
+            shutil.rmtree(image.dir, ignore_errors=True)
+            raise
         _move_into_place(image.dir, entry)
     log(f"image {name}: built in {image.manifest['build_seconds']['total']:.0f} s: {entry}")
     return load(entry)
+
+
+def settle_record(name: str, image: Image, record: bool, log: Log, built: bool) -> image_record.Verdict:
+    """Say what `image` gave (tree listing and file digests) and hold it against the record of its
+    inputs: write it (`record`), or raise if a new build differs (a reused one is warned about)."""
+    got = image_record.of_image(image)
+    for line in image_record.describe(got):
+        log(line)
+    verdict = image_record.check(name, got)
+    if record and verdict.status != "same":
+        where = image_record.write(name, got)
+        log(f"image {name}: inputs {got.input_hash[:16]} recorded in {where}"
+            + (" (it recorded other digests before)" if verdict.status == "differs" else ""))
+    elif verdict.status == "differs" and built:
+        raise FslabError(verdict.line, hint=f"a build of the same inputs must give the same bits; if this one is "
+                                            f"right, `fslab image build {name} --record` records it")
+    elif verdict.status == "differs":
+        log(f"WARNING: {verdict.line} (this is the stored build; `--force` rebuilds it)")
+    else:
+        log(verdict.line)
+    return verdict
 
 
 def check_buildable(name: str, accelerator: str) -> None:
@@ -322,11 +355,15 @@ def _run_logged(argv: list[str], logfile: Path, **kw) -> None:
     logfile.write_text(f"$ {' '.join(argv)}\n{cp.stdout}{cp.stderr}")
 
 
-def _keep_logs(work: Path, dest: Path) -> None:
+def _keep_logs(work: Path, dest: Path, also: tuple[str, ...] = ()) -> None:
+    """Keep a failed build's logs/ (and the files `also`, e.g. its listing) as `dest`."""
     if (work / "logs").is_dir():
         shutil.rmtree(dest, ignore_errors=True)
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copytree(work / "logs", dest)
+        for f in also:
+            if (work / f).is_file():
+                shutil.copy2(work / f, dest / f)
 
 
 def _move_into_place(work: Path, entry: Path) -> None:

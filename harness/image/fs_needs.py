@@ -29,8 +29,9 @@ def probe_entries(image: str, rhel: bool = False) -> list[dict[str, Any]]:
     disk; ZFS as a single-disk pool), without user options."""
     out = []
     for name in filesystems.for_image(image, rhel=rhel):
-        layout = "zfs-single" if name == "zfs" else "single"
-        out.append(render_filesystem(FsEntry(name, name, None, ("d0",), layout, (), "")).to_json())
+        layout = filesystems.get(name).layout
+        out.append(render_filesystem(FsEntry(name=name, type=name, variant=None, disks=("d0",), layout=layout,
+                                             mkfs_options=(), mount_options="")).to_json())
     return out
 
 

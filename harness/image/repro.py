@@ -127,11 +127,13 @@ class Check:
         return not self.differences
 
 
-def check_reproducible(name: str, accelerator: str = "auto", log: Log = print) -> Check:
+def check_reproducible(name: str, accelerator: str = "auto", log: Log = print, record: bool = False) -> Check:
     """Build `name` twice from the current inputs, cold, into two temp entries, and compare.
 
     Reproducible: the first build becomes the store entry (replacing one of the same inputs only
-    if that one has the same digest too; otherwise that difference is reported as well).
+    if that one has the same digest too; otherwise that difference is reported as well). Both
+    builds are also held against images/<name>/digests: other digests than recorded are a
+    difference too, unless `record`, which records them (only when both builds agree).
     """
     check_buildable(name, accelerator)
     for tool, package in image_build.TOOLS.items():
@@ -150,6 +152,11 @@ def check_reproducible(name: str, accelerator: str = "auto", log: Log = print) -
         if (entry / MANIFEST).is_file() and not check.differences and load(entry).digest != a.digest:
             check.differences = [f"the stored {entry.name} (built earlier from the same inputs) has "
                                  f"{load(entry).digest}: "] + compare(load(entry), a)
+        if not check.differences:
+            try:
+                image_build.settle_record(name, a, record, log, built=True)
+            except FslabError as e:
+                check.differences = [str(e)]
         if check.differences:
             keep = store_dir() / ".failed" / f"{entry.name}-check"
             keep.mkdir(parents=True, exist_ok=True)

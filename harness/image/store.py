@@ -29,6 +29,9 @@ MANIFEST = "manifest.json"
 LOCK = "packages.lock"
 INPUTS_DIR = "inputs"  # beside manifest.json: a copy of every input file, for `fslab image rebuild`
 LISTING = "tree.tsv.gz"  # beside manifest.json: every path of the root tree (image_tree.write_listing)
+# images/<name>/digests: what a build of each input must give (image/record.py). Not an input: a
+# build's own result, recorded after it.
+DIGESTS = "digests"
 MANIFEST_FORMAT = 1
 IMAGE_FILES = ("disk.qcow2", "vmlinuz", "initrd.img")
 # The command line every fslab guest boots with (the root filesystem carries this label).
@@ -173,7 +176,8 @@ def input_files(name: str, root: Path = REPO) -> dict[str, Path]:
         image_dir = root / "images" / dirname
         if image_dir.is_dir():
             found += [p for p in image_dir.rglob("*") if p.is_file() and not _ignored(p.relative_to(image_dir))
-                      and not (dirname != name and p.name == LOCK)]  # each image has its own lock
+                      and not (dirname != name and p.name == LOCK)  # each image has its own lock
+                      and p.relative_to(image_dir).as_posix() != DIGESTS]
     scripts = root / "packer" / "scripts"
     if scripts.is_dir():
         found += [p for p in scripts.iterdir() if p.is_file() and not p.name.startswith(".")]

@@ -14,7 +14,7 @@ tests/test_twins.py.
     Traceback (most recent call last):
     ...
     harness.errors.FslabError: suite x: case c: step cp: unknown key 'needs_bytz'; allowed: name, argv, cwd, env, \
-timed, parse, fields, needs_bytes, needs_paths, builtin, collect
+timed, parse, fields, needs_bytes, needs_paths, builtin, collect, extract
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from harness.errors import FslabError
+from harness.plan import vm_settings
 from harness.plan.disk import Disk
 
 PLAN_VERSION = 1
@@ -32,6 +33,11 @@ READABLE_VERSIONS = (1,)  # every plan version this host code reads
 BUILTINS = ("cold-start", "drop-caches")
 PARSERS = ("metrics",)
 KINDS = ("fio", "steps")
+# A step's `extract` entry: a metric the host reads from the step's stdout or stderr (a suite file's
+# `metrics:`; harness/results/extract.py applies it). `regex` has a group named `value`; `json` is a
+# dotted path into the output's JSON document.
+EXTRACT_KEYS = ("metric", "unit", "better", "regex", "json", "source")
+BETTER = ("higher", "lower")
 
 
 def _check_keys(d: dict[str, Any], allowed: list[str], where: str) -> None:
@@ -62,6 +68,9 @@ class Step:
                  "drop-caches", instead of a command.
     collect:     the step gets an empty directory as {out}; every file it leaves there comes
                  back under raw/<fs>/<case>/<step>/ (also when it fails or times out).
+    extract:     metrics the host reads from the step's stdout (or stderr) after the run, each
+                 {"metric", "unit", "better": "higher"|"lower", "regex" (a group named value) or
+                 "json" (a dotted path), "source": "stdout"|"stderr"}; the agent ignores it.
     """
 
     name: str
@@ -75,6 +84,7 @@ class Step:
     needs_paths: tuple[str, ...] = ()
     builtin: str | None = None
     collect: bool = False
+    extract: tuple[dict[str, Any], ...] = ()
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], where: str) -> Step:
@@ -85,7 +95,8 @@ class Step:
         step = cls(**{**d, "argv": tuple(str(a) for a in d.get("argv") or ()),
                       "needs_paths": tuple(d.get("needs_paths") or ()),
                       "env": dict(d.get("env") or {}), "fields": dict(d.get("fields") or {}),
-                      "needs_bytes": int(d.get("needs_bytes") or 0)})
+                      "needs_bytes": int(d.get("needs_bytes") or 0),
+                      "extract": tuple(dict(x) for x in d.get("extract") or ())})
         if step.builtin is not None and step.builtin not in BUILTINS:
             raise FslabError(f"{w}: builtin '{step.builtin}' is not allowed; allowed: {', '.join(BUILTINS)}")
         if step.parse is not None and step.parse not in PARSERS:
@@ -96,6 +107,11 @@ class Step:
             raise FslabError(f"{w}: uses {{out}}, which only a step with `collect: true` gets")
         if step.collect and step.builtin is not None:
             raise FslabError(f"{w}: a builtin step collects nothing; collect is for a command's files")
+        for x in step.extract:
+            _check_keys(x, list(EXTRACT_KEYS), f"{w}: extract")
+            if x.get("better") not in BETTER or not x.get("metric") or ("regex" in x) == ("json" in x):
+                raise FslabError(f"{w}: extract {x.get('metric')!r}: needs a metric, better "
+                                 f"({' or '.join(BETTER)}) and one of regex or json")
         return step
 
     def to_json(self) -> dict[str, Any]:
@@ -110,7 +126,7 @@ class Step:
             v = getattr(self, f.name)
             default = f.default_factory() if callable(f.default_factory) else f.default
             if f.name == "name" or v != default:
-                out[f.name] = list(v) if isinstance(v, tuple) else v
+                out[f.name] = [dict(x) if isinstance(x, dict) else x for x in v] if isinstance(v, tuple) else v
         return out
 
 
@@ -156,31 +172,70 @@ class Case:
 
 CV_THRESHOLD = 0.03  # more repetitions while a case's headline varies more than this
 UNSTABLE_CV = 0.05  # the report calls a quantity unstable above this
-CAP_FACTOR = 4  # default cap on repetitions: CAP_FACTOR x n
+# the filesystems' order in each round (agent: round_order); "grouped": one filesystem after the
+# other, all its rounds (a suite that cannot interleave: Suite.interleave_why)
+ORDERS = ("random", "balanced", "sequential", "grouped")
+REDOS = ("mkfs", "remount")  # what each repetition re-does before its case
 
 
 @dataclass(frozen=True)
 class Repeat:
-    """How often each case runs: `warmup` discarded rounds (rep -1, -2, ...), then `n` measured
-    rounds, then more while a case's headline CV exceeds `cv_threshold`, up to `cap` rounds.
-    `rep_offset` numbers this boot's repetitions after earlier boots' (`--boots`), `boots` is how
-    many boots the whole run has."""
+    """How often each case runs, in rounds across the filesystems (the agent's `run_rounds`):
+    `warmup` discarded rounds (rep -1, -2, ...), then `n` measured rounds; a fixed n unless `cap`
+    is above n (opt-in, `--max-reps`): then more rounds while a case's headline CV exceeds
+    `cv_threshold` on any filesystem, up to `cap` rounds. In each round the filesystems run in
+    `order` (random from `seed`, balanced ABC CBA, or sequential) and each round after the first
+    starts with `redo` (a fresh mkfs of every filesystem, or only the cold start every case has:
+    remount and drop caches); `redo_why` says why a suite keeps its filesystems. `rep_offset`
+    numbers this boot's repetitions after earlier boots' (`--boots`), `boots` is how many boots
+    the whole run has."""
 
     n: int = 1
     warmup: int = 0
-    cap: int = 1  # Repeat.make: CAP_FACTOR x n
+    cap: int = 1  # Repeat.make: n (a fixed n) unless --max-reps
     cv_threshold: float = CV_THRESHOLD
     unstable_cv: float = UNSTABLE_CV
     rep_offset: int = 0
     boots: int = 1
     boot: int = 1  # which of the `boots` this plan is
+    order: str = "sequential"  # what a plan written before issue 30 did; resolve: "random"
+    seed: int = 0
+    redo: str = "remount"  # what a plan written before issue 30 did; resolve: the suite's
+    redo_why: str = ""
+    order_why: str = ""  # why a suite runs its filesystems one after the other ("grouped")
 
     @classmethod
-    def make(cls, n: int, warmup: int = 0, cap: int | None = None, cv_threshold: float = CV_THRESHOLD) -> Repeat:
+    def make(cls, n: int, warmup: int = 0, cap: int | None = None, cv_threshold: float = CV_THRESHOLD,
+             **more: Any) -> Repeat:
         if n < 1 or warmup < 0 or (cap is not None and cap < n) or not 0 < cv_threshold < 10:
             raise FslabError(f"repetitions: reps {n}, warmup {warmup}, max-reps {cap}, cv {cv_threshold} are not "
                              "allowed; allowed: reps >= 1, warmup >= 0, max-reps >= reps, 0 < cv < 10")
-        return cls(n=n, warmup=warmup, cap=cap if cap is not None else CAP_FACTOR * n, cv_threshold=cv_threshold)
+        if more.get("order", "random") not in ORDERS:
+            raise FslabError(f"--order: '{more['order']}' is not allowed; allowed: {', '.join(ORDERS)}")
+        return cls(n=n, warmup=warmup, cap=cap if cap is not None else n, cv_threshold=cv_threshold, **more)
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether the number of repetitions depends on the values (a cap above n, n >= 2)."""
+        return self.n >= 2 and self.cap > self.n
+
+    def round_order(self, names: list[str], rnd: int) -> list[str]:
+        """The filesystems' order in round `rnd`, as the agent will run it (harness/guest/
+        fslab_guest.py `round_order`, the same function: tests/test_interleave.py holds them equal)."""
+        import random
+
+        order = list(names)
+        if self.order == "balanced" and rnd % 2:
+            order.reverse()
+        elif self.order == "random":  # a randomised Latin square per block of k rounds
+            k = len(order)
+            block, row = divmod(rnd, k) if k else (0, 0)
+            rng = random.Random(f"fslab-order:{self.seed}:{self.boot}:{block}")
+            rng.shuffle(order)
+            rows = list(range(k))
+            rng.shuffle(rows)
+            order = [order[(rows[row] + i) % k] for i in range(k)]
+        return order
 
     @classmethod
     def from_json(cls, d: dict[str, Any] | None) -> Repeat:
@@ -196,26 +251,68 @@ class Repeat:
         return list(range(start, start + self.n))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class VM:
+    """The plan's vm: one field per row of plan/vm_settings.py (same order, checked below)."""
+
     name: str
     source: str
     vcpus: int
     memory_mib: int
     accelerator: str
     deadline_s: int
-    backend: str = "qemu"
+    backend: str = vm_settings.BY_FIELD["backend"].default  # plans before backends ran QEMU
+
+    def measured(self) -> dict[str, Any]:
+        """The settings whose difference changes what is measured (rows with `measured`)."""
+        return {f: getattr(self, f) for f in vm_settings.MEASURED}
+
+
+if [f.name for f in fields(VM)] != [s.field for s in vm_settings.VM_SETTINGS]:
+    raise TypeError(f"plan/document.py: VM's fields {[f.name for f in fields(VM)]} do not follow "
+                    f"plan/vm_settings.py VM_SETTINGS {[s.field for s in vm_settings.VM_SETTINGS]}")
 
 
 @dataclass(frozen=True)
 class SuiteRef:
+    """The suite and profile; a suite file's also its path, sha256 and claims (plain dicts, as
+    harness/config/suite_file.py makes them), written only when set."""
+
     name: str
     profile: str
     version: int
     headline: str = "iops"
+    file: str = ""
+    sha256: str = ""
+    claims: tuple[dict[str, Any], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["claims"] = [dict(c) for c in self.claims]
+        return {k: v for k, v in d.items() if k not in ("file", "sha256", "claims") or v}
 
 
 Argv = tuple[str, ...]
+
+# Where a suite file's inputs are in the guest: the seed (read-only) is mounted at INPUTS_MOUNT before
+# the agent starts (harness/vm/seed.py), its directory `inputs` holds them.
+INPUTS_MOUNT = "/run/fslab/seed"
+INPUTS_DIR = f"{INPUTS_MOUNT}/inputs"
+
+
+@dataclass(frozen=True)
+class Input:
+    """A file or directory from the host that a suite file carries into the guest, at
+    INPUTS_DIR/<name>. `source`: its absolute path on the host; `bytes` and `files`: its size;
+    `sha256`: of the file, or of a directory's `sha256sum` listing (one "<hex>  <relative path>"
+    line per file, sorted by path), checked again when the seed is made."""
+
+    name: str
+    source: str
+    kind: str  # file | dir
+    bytes: int
+    files: int
+    sha256: str
 
 
 def _argvs(x: Any) -> tuple[Argv, ...]:
@@ -275,6 +372,11 @@ class Filesystem:
                       "remount": None if d.get("remount") is None else _argvs(d["remount"])})
 
 
+def _input(d: dict[str, Any], src: str) -> Input:
+    _check_keys(d, _names(Input), f"{src}: input {d.get('name')}")
+    return Input(**d)
+
+
 @dataclass(frozen=True)
 class Plan:
     run_id: str
@@ -285,9 +387,10 @@ class Plan:
     suite: SuiteRef
     repeat: Repeat
     cases: tuple[Case, ...]
+    inputs: tuple[Input, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        """plan.json, the wire format (docs/contracts.md)."""
+        """plan.json, the wire format (docs/contracts.md); `inputs` only when there are any."""
         return {
             "fslab_plan": PLAN_VERSION,
             "run_id": self.run_id,
@@ -295,9 +398,10 @@ class Plan:
             "image": {"name": self.image},
             "disks": [d.to_json() for d in self.disks],
             "filesystems": [f.to_json() for f in self.filesystems],
-            "suite": asdict(self.suite),
+            "suite": self.suite.to_json(),
             "repeat": asdict(self.repeat),
             "cases": [c.to_json() for c in self.cases],
+            **({"inputs": [asdict(i) for i in self.inputs]} if self.inputs else {}),
         }
 
     @classmethod
@@ -310,7 +414,7 @@ class Plan:
                              hint="use the fslab revision recorded in the run's manifest (git)")
         try:
             _check_keys(d, ["fslab_plan", "run_id", "vm", "image", "disks", "filesystems", "suite", "repeat",
-                            "cases"], src)
+                            "cases", "inputs"], src)
             vm = dict(d["vm"])
             vm.setdefault("source", vm.get("name", ""))  # plans before vm.source
             _check_keys(vm, _names(VM), f"{src}: vm")
@@ -320,8 +424,10 @@ class Plan:
             return cls(run_id=d["run_id"], vm=VM(**vm), image=d["image"]["name"],
                        disks=tuple(Disk.from_json(x) for x in d["disks"]),
                        filesystems=tuple(Filesystem.from_json(f) for f in d["filesystems"]),
-                       suite=SuiteRef(**d["suite"]), repeat=Repeat.from_json(d.get("repeat")),
-                       cases=tuple(Case.from_json(c) for c in d["cases"]))
+                       suite=SuiteRef(**{**d["suite"], "claims": tuple(d["suite"].get("claims") or ())}),
+                       repeat=Repeat.from_json(d.get("repeat")),
+                       cases=tuple(Case.from_json(c) for c in d["cases"]),
+                       inputs=tuple(_input(i, src) for i in d.get("inputs") or ()))
         except (KeyError, TypeError, ValueError) as e:
             raise FslabError(f"{src}: not a valid plan: {type(e).__name__}: {e}") from None
 
@@ -334,7 +440,8 @@ class Plan:
     def stride(self) -> int:
         """Repetition numbers one boot can use: its cap of rounds past the highest first rep.
 
-        >>> Plan("r", VM("v", "v", 1, 512, "tcg", 60), "debian-12", (), (), SuiteRef("s", "p", 1),
+        >>> vm = VM(name="v", source="v", vcpus=1, memory_mib=512, accelerator="tcg", deadline_s=60)
+        >>> Plan("r", vm, "debian-12", (), (), SuiteRef("s", "p", 1),
         ...      Repeat(n=3, cap=12), (Case("a", "fio", {}), Case("a", "fio", {}, rep=2))).stride()
         14
         """

@@ -84,6 +84,9 @@ ALIASES = {
 # I/O engines that work on files below `directory` (fio 3.33 `--enghelp`, Debian build).
 ENGINES = ("sync", "psync", "vsync", "pvsync", "pvsync2", "libaio", "io_uring", "posixaio", "mmap", "splice",
            "null", "cpuio", "ftruncate", "filecreate", "filestat", "filedelete", "falloc", "e4defrag")
+# Engines fio 3.33 runs without size= on files that do not exist (measured: cpuio does no file I/O,
+# filecreate makes empty files; null, filestat, filedelete, ftruncate stop "you need to specify size=").
+SIZELESS_ENGINES = ("cpuio", "filecreate")
 REFUSED = {
     "read_iolog": "fio replays onto the files or devices named inside the log, which fslab cannot confine",
     "replay_redirect": "it names a device outside the filesystem under test",
@@ -98,6 +101,8 @@ REFUSED = {
 }
 LOGS = ("write_iolog", "write_bw_log", "write_lat_log", "write_iops_log", "write_hist_log", "merge_blktrace_file")
 PATHS = ("filename", "filename_format", "opendir", "donorname", "mem", *LOGS)
+UNSIGNED = ("size", "filesize", "io_size", "number_ios", "offset", "nrfiles", "loops", "numjobs", "bs", "bsrange",
+            "iodepth")  # sizes and counts: fio parses them unsigned
 KEYWORDS = ("$pagesize", "$mb_memory", "$ncpus")
 _ARITH = re.compile(r"^[A-Za-z0-9_$+\-*/%(). =]*$")
 _ENV = re.compile(r"\$\{([^}]*)\}")
@@ -294,6 +299,9 @@ def _checked(src: str, s: Section, o: Option) -> None:
     if any(k in text for k in KEYWORDS) and not _ARITH.match(text):
         raise _refuse(src, s, o, "fio hands values with $pagesize/$mb_memory/$ncpus to bc through a shell",
                       "digits, letters, $, + - * / % ( ) . and spaces there")
+    if o.key in UNSIGNED and (o.value or "").strip().startswith("-"):
+        raise _refuse(src, s, o, f"'{o.value}': fio reads a negative {o.key} as an unsigned number (-1 is 16 EiB), "
+                      "a job without an end", f"a size or count of 0 or more, e.g. {o.key}=64m")
     if o.key == "name" and o.value is not None and not _job_name_ok(o.value):
         raise _refuse(src, s, o, f"'{o.value}': a job name is part of fio's file names",
                       "a name without '/', not '.' or '..'")
@@ -347,9 +355,8 @@ def confine(job: JobFile, src: str) -> tuple[JobFile, list[str], list[str]]:
     """The job with every path pointed at ${FSLAB_MNT} (see the module docstring), the changes
     made ("[sec] filename=/dev/sdb -> filename=sdb") and warnings for the user.
 
-    Warnings: log files that will not be collected, and a job without size= whose files do not
-    exist yet (fio stops with "you need to specify size="), e.g. fio's examples/butterfly.fio,
-    whose filename=/tmp/testfile becomes testfile on the empty filesystem under test.
+    Warnings: log files that will not be collected. A job this makes certain to fail is found
+    by `certain_failure` (load_user_job refuses it).
     """
     changes: list[str] = []
     warnings: list[str] = []
@@ -372,19 +379,38 @@ def confine(job: JobFile, src: str) -> tuple[JobFile, list[str], list[str]]:
             out.append(Section(s.name, s.line, items))
     head = Section("global", 0, [Option("directory", MNT, 0), ""])
     confined = JobFile(list(job.preamble), [head, *out])
+    seen: dict[str, int] = {}
+    for s, _ in job.jobs():  # records name a job by its section (its name=): two would be one
+        if s.label() in seen:
+            raise FslabError(f"{src}:{s.line}: [{s.name}]: the job name '{s.label()}' is given twice (lines "
+                             f"{seen[s.label()]} and {s.line}); fslab's records name a job by it; allowed: a name "
+                             "of its own for each job section")
+        seen[s.label()] = s.line
+    return confined, changes, warnings
+
+
+def certain_failure(job: JobFile, confined: JobFile, src: str) -> FslabError | None:
+    """Why the confined job is certain to fail in the guest, as the error that refuses it (None
+    if nothing is): a job without size= whose files do not exist yet on the new filesystem (fio
+    stops with "you need to specify size="), e.g. fio's examples/butterfly.fio, whose
+    filename=/tmp/testfile fslab's rewrite makes testfile on the empty filesystem under test.
+    Jobs that need no size (SIZELESS_ENGINES, fill_device) are not refused.
+    """
     sized: set[str] = set()
     for (s, before), (_, opts) in zip(job.jobs(), confined.jobs(), strict=True):
         names = opts.get("filename")
         known = names is not None and names in sized
-        if opts.get("ioengine") == "cpuio" or opts.get("size") or opts.get("filesize") or known:
+        fills = "fill_device" in opts and _truthy(opts.get("fill_device"))
+        if opts.get("ioengine") in SIZELESS_ENGINES or opts.get("size") or opts.get("filesize") or known or fills:
             sized.add(names or "")
             continue
         orig = before.get("filename")
-        what = (f"filename={orig} now names {names} on the filesystem under test, a file that does not exist yet"
-                if orig and orig != names else "its files do not exist yet on the new filesystem")
-        warnings.append(f"{src}:{s.line}: [{s.name}] has no size=: {what}; fio will stop with "
-                        f"\"{s.label()}: you need to specify size=\" (add size=)")
-    return confined, changes, warnings
+        what = (f"fslab's rewrite of filename={orig} names {names} on the new filesystem under test, a file that "
+                "does not exist yet" if orig and orig != names else "its files do not exist yet on the new filesystem")
+        return FslabError(f"{src}:{s.line}: [{s.name}] has no size=: {what}; fio would stop with "
+                          f"\"{s.label()}: you need to specify size=\"; allowed: a size= (or filesize=) for this job",
+                          hint="add e.g. size=64m to the job or its [global]")
+    return None
 
 
 def point_at_mount(text: str, src: str) -> str:
@@ -420,7 +446,11 @@ def load_user_job(path: str) -> UserJob:
     p = Path(path)
     data = userfile.read(path, "fio job file", MAX_BYTES)  # never /dev/zero for ever
     original = _decode(data, path)
-    confined, changes, warnings = confine(parse(original, path), path)
+    parsed = parse(original, path)
+    confined, changes, warnings = confine(parsed, path)
+    failure = certain_failure(parsed, confined, path)
+    if failure is not None:
+        raise failure
     cid = _UNSAFE_ID.sub("-", p.stem).lstrip(".-+") or "job"
     return UserJob(path, cid, confined.render(), original, tuple(changes), tuple(warnings))
 

@@ -222,10 +222,38 @@ RULES: dict[str, Rule] = {"random-io": _random_io, "small-files": _small_files, 
                           "file-ops": _file_ops, "kernel-tree": _kernel_tree}
 
 
+# A suite file's step says what it asks in its `io:` (harness/config/suite_file.py), carried as
+# these fields of its records: a number, or the name of a metric of the case (its first value).
+DECLARED = ("asks_read_bytes", "asks_write_bytes", "asks_ops")
+
+
+def _declared(step: str, own: Recs, case: dict[str, Recs]) -> Asked | None:
+    """A suite file's step: what its `io:` declares (fields asks_read_bytes, asks_write_bytes,
+    asks_ops, asks_settled); nothing declared: None (device bytes only).
+
+    >>> own = [{"metric": "real_s", "asks_write_bytes": "tree_bytes", "asks_read_bytes": 0, "asks_settled": True}]
+    >>> _declared("untar", own, {"count": [{"metric": "tree_bytes", "value": 5000}]})
+    Asked(read=0.0, write=5000.0, ops=None, settled=True)
+    """
+    first = next((r for r in own if any(k in r for k in DECLARED)), None)
+    if first is None:
+        return None
+    every = [r for recs in case.values() for r in recs]
+
+    def value(key: str) -> float | None:
+        v = first.get(key)
+        if isinstance(v, str):
+            return _metric(every, v)
+        return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+    return Asked(value("asks_read_bytes"), value("asks_write_bytes"), value("asks_ops"),
+                 settled=bool(first.get("asks_settled")))
+
+
 def step_asked(suite: str, step: str, own: Recs, case: dict[str, Recs]) -> Asked | None:
-    """What timed step `step` of `suite` asked (None: no rule, nothing known)."""
-    rule = RULES.get(suite)
-    return rule(step, own, case) if rule else None
+    """What timed step `step` of `suite` asked (None: no rule, nothing known): the suite's rule, or
+    for a suite without one what the step's records declare (a suite file's `io:`)."""
+    rule = RULES.get(suite, _declared)
+    return rule(step, own, case)
 
 
 # --- records ---------------------------------------------------------------------------------------

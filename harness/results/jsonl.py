@@ -66,9 +66,40 @@ def read_jsonl(path: str | Path) -> list[dict]:
                     rec = json.loads(line, parse_constant=_refuse_constant)
                 except ValueError as e:
                     raise FslabError(f"{path}:{n}: not a JSON record: {e}") from None
+                except RecursionError:  # '[' x 100000: no record nests that deep
+                    raise FslabError(f"{path}:{n}: not a JSON record: nested too deeply; allowed: one record "
+                                     "(an object) a line") from None
                 out.append(check_record(rec, f"{path}:{n}"))
     except UnicodeDecodeError as e:
         raise FslabError(f"{path}: not UTF-8 text (byte {e.start}); allowed: JSON records, one a line") from None
     except OSError as e:
         raise FslabError(f"{path}: cannot read: {e.strerror}") from None
     return out
+
+
+def read_object(path: str | Path, what: str = "run's manifest") -> dict:
+    """The JSON object in file `path` (a manifest.json), or one FslabError line whatever is wrong
+    with it: unreadable, not UTF-8, not JSON, nested too deeply, or JSON but not an object.
+
+    >>> import tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "manifest.json"
+    >>> _ = p.write_text("[]")
+    >>> read_object(p)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    harness.errors.FslabError: .../manifest.json: not a run's manifest: a JSON list; allowed: a JSON object
+    """
+    try:
+        data = json.loads(Path(path).read_bytes().decode("utf-8"), parse_constant=_refuse_constant)
+    except OSError as e:
+        raise FslabError(f"{path}: cannot read: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise FslabError(f"{path}: not a {what}: not UTF-8 text (byte {e.start}); allowed: a JSON object") from None
+    except ValueError as e:
+        raise FslabError(f"{path}: not a {what}: not valid JSON: {e}") from None
+    except RecursionError:
+        raise FslabError(f"{path}: not a {what}: nested too deeply; allowed: a JSON object") from None
+    if not isinstance(data, dict):
+        kind = {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}.get(type(data), "null")
+        raise FslabError(f"{path}: not a {what}: a JSON {kind}; allowed: a JSON object")
+    return data

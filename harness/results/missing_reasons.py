@@ -49,6 +49,19 @@ def panicked(at: float) -> Ending:
                   "not run: the guest's kernel panicked before this case (console.log)", at)
 
 
+def vm_ended(reason: str, at: float) -> Ending:
+    """The VM ended on its own before the guest finished: QEMU killed (kill -9, the OOM killer),
+    or it exited with an error (`reason`, e.g. "qemu exited with code -9").
+
+    >>> vm_ended("qemu exited with code -9", 100.0).running.format(s=12, start="")
+    'the VM ended (qemu exited with code -9) after 12 s of this case'
+    """
+    r = reason.replace("{", "{{").replace("}", "}}")
+    return Ending(f"the VM ended ({r}) after {{s}} s of this case",
+                  f"the VM ended ({r}) while it ran (started {{start}})",
+                  f"not run: the VM ended ({r}) before this case", at)
+
+
 def killed(pid: object) -> Ending:
     """fslab itself ended without finishing (kill -9, a crash): found by a later fslab."""
     return Ending("", f"interrupted: fslab (pid {pid}) ended while this case ran (started {{start}})",

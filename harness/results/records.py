@@ -162,7 +162,8 @@ def records_for_run(run_dir: str | Path, plan: Plan, accel: str, error: str | No
 def _rep_records(run_dir: Path, plan: Plan, fs: str, case: Case, rep: int, accel: str,
                  error: str | None = None, no_result: NoResult | None = None) -> list[dict]:
     """Records of one repetition of one case on one filesystem (a failed record if need be)."""
-    base = {"suite": plan.suite.name, "case": case.id, "fs": fs, "rep": rep, "ok": True, "accel": accel}
+    base = {"suite": plan.suite.name, "case": case.id, "fs": fs, "rep": rep, "ok": True, "accel": accel,
+            "redo": plan.repeat.redo}  # what each repetition re-did before its case (issue 30)
     if rep < 0:
         base["warmup"] = True  # discarded by statistics, kept for the record
     for k, v in _flatten(case.params).items():

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from harness.plan.document import Step
+from harness.results.extract import extract_records
 
 
 def steps_records(steps: list[dict], plan_steps: tuple[Step, ...], raw: Path, base: dict) -> list[dict]:
@@ -22,12 +23,16 @@ def steps_records(steps: list[dict], plan_steps: tuple[Step, ...], raw: Path, ba
     and the terminal tables all see the same number; it carries `derived` saying how it was made.
     A mean over repetitions is then the mean of per-repetition rates, and has a CI like any metric.
 
+    A step with `extract` entries (a suite file's `metrics:`) gets one record per entry, read from
+    its stdout or stderr by harness/results/extract.py, with the entry's unit and `better`.
+
     Example: steps.json [{"name": "cp", "timed": true, "rc": 0, "real_s": 2.5, "user_s": 0.1,
     "sys_s": 0.4}] gives records step=cp with real_s 2.5 s, cpu_s 0.5 s, user_s 0.1 s, sys_s 0.4 s;
     with fields {"file_bytes": 10485760} also mib_per_s 4.0 MiB/s.
     """
     parse = {p.name: p.parse for p in plan_steps}
     fields = {p.name: p.fields for p in plan_steps}
+    extract = {p.name: p.extract for p in plan_steps if p.extract}
     out: list[dict] = []
     for st in steps:
         b = {**base, **{k: v for k, v in fields.get(st["name"], {}).items() if k not in base},
@@ -53,4 +58,6 @@ def steps_records(steps: list[dict], plan_steps: tuple[Step, ...], raw: Path, ba
                     extra = {k: v for k, v in m.items() if k not in ("metric", "value", "unit")}
                     out.append({**b, **{k: v for k, v in extra.items() if k not in b},
                                 "metric": m["metric"], "value": m["value"], "unit": m.get("unit", "")})
+        if st["name"] in extract and st.get("rc") == 0:
+            out.extend(extract_records(extract[st["name"]], raw, st["name"], b))
     return out

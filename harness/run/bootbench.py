@@ -30,7 +30,7 @@ from harness.config.resolve import new_run_id, render_filesystem
 from harness.hostinfo import accel as accel_mod
 from harness.hostinfo import facts as provenance
 from harness.image import store as images
-from harness.plan.document import VM, Case, Plan, Repeat, Step, SuiteRef
+from harness.plan.document import Case, Plan, Repeat, Step, SuiteRef
 from harness.run import runner
 from harness.vm import argv as qemu
 from harness.vm import boot_phases
@@ -63,8 +63,7 @@ def bench_plan(image: str, accelerator: str, run_id: str | None = None) -> Plan:
     """
     cfg = config.parse({**MACHINE, "image": image, "accelerator": accelerator}, "fslab bench boot")
     return Plan(run_id=run_id or new_run_id(cfg.name),
-                vm=VM(name=cfg.name, source=cfg.source, vcpus=cfg.vcpus, memory_mib=cfg.memory // 1024**2,
-                      accelerator=accelerator, deadline_s=cfg.deadline),
+                vm=config.plan_vm(cfg, accelerator=accelerator),
                 image=image, disks=cfg.disks, filesystems=tuple(render_filesystem(f) for f in cfg.filesystems),
                 suite=SuiteRef(name="bench-boot", profile="boot", version=1, headline="real_s"),
                 repeat=Repeat(), cases=(CASE,))

@@ -35,7 +35,7 @@ from harness.results.missing_reasons import NoResult
 from harness.results.records import records_for_run
 from harness.run import runner
 from harness.run.boots import link_tree
-from harness.vm import hosts, owner
+from harness.vm import hosts, libvirt, owner
 
 Log = Callable[[str], None]
 
@@ -60,18 +60,58 @@ class _HostState:
     error: str | None = None
     choice: Any = None
     vms: int = 0
+    facts: dict[str, Any] = field(default_factory=dict)  # host_facts: what makes its numbers comparable
+
+
+# What must be alike for filesystems measured on different hosts to be compared (issue 30).
+FACTS = ("accel", "cpu_model", "cpus", "memory_bytes", "kernel", "qemu", "libvirt")
+
+
+def host_facts(host: hosts.Host, choice: Any) -> dict[str, Any]:
+    """The accelerator fslab will use on `host` and the machine facts that change a measurement;
+    a fact that cannot be read is None (and not compared)."""
+    out: dict[str, Any] = {"accel": choice.used}
+    try:
+        d = hosts.describe(host)
+        out.update({k: d.get(k) for k in ("cpu_model", "cpus", "memory_bytes", "kernel")})
+    except (FslabError, OSError, ValueError):
+        pass
+    try:
+        out["qemu"] = hosts.qemu_version(host)
+    except (FslabError, OSError):
+        out["qemu"] = None
+    try:
+        out["libvirt"] = libvirt.version(host.uri).get("daemon")
+    except (FslabError, OSError):
+        out["libvirt"] = None
+    return out
+
+
+def unlike(facts: dict[str, dict[str, Any]]) -> list[str]:
+    """One line per fact that differs between hosts (label -> host_facts), unknown facts left out.
+
+    >>> unlike({"a": {"accel": "kvm", "cpus": 4}, "b": {"accel": "tcg", "cpus": 4}})
+    ['accel: a kvm, b tcg']
+    """
+    out = []
+    for k in FACTS:
+        known = {label: f.get(k) for label, f in facts.items() if f.get(k) is not None}
+        if len(set(map(str, known.values()))) > 1:
+            out.append(f"{k}: " + ", ".join(f"{label} {v}" for label, v in known.items()))
+    return out
 
 
 class _Spread:
     def __init__(self, plan: Plan, image: images.Image, host_list: list[hosts.Host], top: Path,
-                 retry: bool, log: Log):
+                 retry: bool, log: Log, states: list[_HostState] | None = None):
         self.plan, self.image, self.top, self.retry, self.log = plan, image, top, retry, log
         self.vms = [_VM(p) for p in split(plan)]
         self.queue: deque[_VM] = deque(self.vms)
-        self.hosts = [_HostState(h) for h in host_list]
+        self.hosts = states if states is not None else [_HostState(h) for h in host_list]
         self.cond = threading.Condition()
         self.in_flight = 0
         self.stop = threading.Event()
+        self.mixed: list[str] = []  # the differences between hosts the user allowed (--mix-hosts)
 
     def _next(self, hs: _HostState) -> _VM | None:
         with self.cond:
@@ -174,18 +214,44 @@ class _Spread:
                 vm.attempts.append({"host": None, "status": "failed", "reason": reason, "host_failed": True})
 
 
+def check_hosts(plan: Plan, image: images.Image, host_list: list[hosts.Host], mix_hosts: bool,
+                log: Log) -> tuple[list[_HostState], list[str]]:
+    """Each host's accelerator (probed there) and facts before any VM; hosts that differ are
+    refused in one line unless `mix_hosts` (issue 30: a KVM host beside a TCG one compares the
+    machines, not the filesystems). A host that cannot even be probed is failed here, as before.
+    (host states, the differences allowed)."""
+    states = [_HostState(h) for h in host_list]
+    for hs in states:
+        try:
+            hs.choice = hosts.choose_accel(hs.host, plan.vm.accelerator, image)
+            hs.facts = host_facts(hs.host, hs.choice)
+        except FslabError as e:
+            hs.status, hs.error = "failed", str(e)
+            log(f"fslab: [{hs.host.label}] host failed: {e}; it takes no more VMs")
+            continue
+        if hs.choice.warning:
+            log(f"fslab: [{hs.host.label}] WARNING: {hs.choice.warning}")
+    diffs = unlike({hs.host.label: hs.facts for hs in states if hs.status == "ok"})
+    if diffs and not mix_hosts:
+        raise FslabError("the hosts differ, so this run would compare machines, not filesystems: " + "; ".join(diffs),
+                         hint="--mix-hosts runs anyway and ranks each host's filesystems on their own")
+    return states, diffs
+
+
 def run(plan: Plan, image: images.Image, host_list: list[hosts.Host], results_root: Path,
-        retry: bool = False, log: Log = runner._stderr) -> runner.Outcome:
+        retry: bool = False, log: Log = runner._stderr, mix_hosts: bool = False) -> runner.Outcome:
     """Spread the VMs of `plan` over `host_list`; the outcome of the whole (ok only if every VM was)."""
     if not host_list:
         raise FslabError("no libvirt hosts given", hint="--host qemu:///system")
+    states, mixed = check_hosts(plan, image, host_list, mix_hosts, log)
     top = results_root / plan.run_id
     runner.make_dirs(top, top / "vms")
     # Until _merge: a run in progress, whose owner a later fslab checks (run/salvage.py).
     runner.write_manifest(top, {"fslab_run": runner.RUN_FORMAT, "run_id": plan.run_id, "status": "running",
                                 "started": runner.now(), "pid": os.getpid(), "owner": owner.owner(),
                                 "backend": "libvirt", "plan": plan.to_json()})
-    s = _Spread(plan, image, host_list, top, retry, log)
+    s = _Spread(plan, image, host_list, top, retry, log, states)
+    s.mixed = mixed
     slots = sum(h.slots for h in host_list)
     log(f"fslab: {len(s.vms)} VMs ({', '.join(v.plan.run_id for v in s.vms)}) over {len(host_list)} hosts "
         f"({', '.join(h.label for h in host_list)}), {'one VM' if slots == len(host_list) else 'slots'} per host "
@@ -241,8 +307,10 @@ def _merge(s: _Spread) -> runner.Outcome:
     out = dict(manifest or {"fslab_run": runner.RUN_FORMAT, "backend": "libvirt"})
     out.update(run_id=s.plan.run_id, plan=s.plan.to_json(), status=status, reason=reason, vms=summary,
                hosts=[{"uri": h.host.label, "status": h.status, "error": h.error, "vms": h.vms,
-                       "accel": h.choice.used if h.choice else None} for h in s.hosts],
+                       "accel": h.choice.used if h.choice else None, "facts": h.facts} for h in s.hosts],
                records=len(records), records_ok=sum(1 for r in records if r.get("ok")))
+    if s.mixed:  # allowed with --mix-hosts: the analysis ranks each host on its own
+        out["mixed_hosts"] = s.mixed
     (s.top / "manifest.json").write_text(json.dumps(out, indent=2) + "\n")
     return runner.Outcome(s.top, status, reason, records)
 

@@ -5,8 +5,9 @@ store by that digest, or imported from a bundle (`--bundle`), or rebuilt when th
 inputs are the ones recorded. Before any boot, what would change the measurement is compared
 with the record; a difference there refuses the reproduction, listing every one:
 
-    refused:  QEMU version, accelerator actually used, the disks' cache/aio/format/preallocation/bus
-              (in the plan and in QEMU's -drive options), the image digest
+    refused:  QEMU version, accelerator actually used, the measured settings of the VM and of the
+              disks (plan/vm_settings.py, plan/disk.py: in the plan, and the disks' in QEMU's
+              -drive options), the image digest
     warned:   host kernel, CPU model, CPU count, fslab's git revision
 """
 
@@ -24,25 +25,28 @@ from harness.hostinfo import accel
 from harness.hostinfo import facts as provenance
 from harness.image import build as image_build
 from harness.image import store as images
-from harness.plan import disk
+from harness.plan import disk, vm_settings
 from harness.plan.document import Plan
+from harness.results.jsonl import read_object
 from harness.vm import qemu_backend
 
-# -drive options that change what a disk measures (paths and node names do not).
-_DRIVE_KEYS = ("format", "cache", "aio", "cache.direct", "cache.no-flush", "discard", "detect-zeroes")
+# -drive options that change what a disk measures (paths and node names do not): fslab's own
+# (the rows of plan/disk.py with a -drive option), and those a hand-made argv could carry.
+_DRIVE_KEYS = tuple(dict.fromkeys((*(s.drive for s in disk.SETTINGS if s.drive and s.measured),
+                                   "cache.direct", "cache.no-flush", "discard", "detect-zeroes")))
 
 
 def read_run(run_dir: Path) -> dict[str, Any]:
     path = run_dir / "manifest.json"
     if not path.is_file():
         raise FslabError(f"{run_dir}: not a run directory (no manifest.json)")
-    try:
-        m = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise FslabError(f"{path}: not readable JSON: {e}") from None
+    m = read_object(path)
     for key in ("plan", "image", "qemu", "accel"):
         if key not in m:
             raise FslabError(f"{path}: key '{key}' is missing; was this run made by fslab?")
+    for key in ("plan", "image"):
+        if not isinstance(m[key], dict):
+            raise FslabError(f"{path}: {key}: {m[key]!r:.60} is not allowed; allowed: an object")
     if not (m["image"] or {}).get("digest"):
         raise FslabError(f"{path}: image.digest is missing: the image of this run is unknown")
     return m
@@ -110,9 +114,13 @@ def check(recorded: dict[str, Any], new_plan: Plan, new_argv: list[str], used_ac
     if recorded["accel"] != used_accel:
         v.refusals.append(f"accelerator: recorded {recorded['accel']}, here {used_accel} "
                           f"({(recorded.get('accelerator') or {}).get('reason', '')})")
-    old = _disk_settings(Plan.from_json(recorded["plan"], "recorded run"))
+    old_plan = Plan.from_json(recorded["plan"], "recorded run")
+    if old_plan.vm.measured() != new_plan.vm.measured():
+        v.refusals.append(f"VM ({', '.join(vm_settings.MEASURED)}): recorded {old_plan.vm.measured()}, "
+                          f"here {new_plan.vm.measured()}")
+    old = _disk_settings(old_plan)
     if old != _disk_settings(new_plan):
-        v.refusals.append(f"disks ({', '.join(s.key for s in disk.SETTINGS)}): recorded {old}, "
+        v.refusals.append(f"disks ({', '.join(s.key for s in disk.SETTINGS if s.measured)}): recorded {old}, "
                           f"here {_disk_settings(new_plan)}")
     old_drives, new_drives = drive_options(recorded["qemu"].get("argv") or []), drive_options(new_argv)
     if old_drives and old_drives != new_drives:

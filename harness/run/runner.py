@@ -118,7 +118,14 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
         "accel": choice.used,
         "backend": vm.backend,
     }
-    write_manifest(run_dir, manifest)  # at once: an fslab killed from here on leaves a run to salvage
+    try:
+        write_manifest(run_dir, manifest)  # at once: an fslab killed from here on leaves a run to salvage
+    except OSError as e:  # a full or failing results directory: nothing ran, so nothing is kept
+        shutil.rmtree(run_dir, ignore_errors=True)
+        if scratch_root:
+            shutil.rmtree(scratch, ignore_errors=True)
+        raise FslabError(f"results directory: cannot write {run_dir / 'manifest.json'}: {e.strerror}; "
+                         "allowed: a directory fslab can create and write; nothing was left behind") from None
     status, reason, host_failed = "failed", "did not start", False
     ending: unfinished.Ending | None = None  # how the VM ended early, for the cases without a result
     outcome_records: list[dict[str, Any]] = []
@@ -161,6 +168,7 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
             status, reason = "failed", getattr(m, "stop_reason", None) or f"qemu exited with code {rc}"
             if reason == IO_ERROR:
                 reason += f" ({scratch}: {shutil.disk_usage(scratch).free / 1024**3:.1f} GiB free now)"
+            ending = unfinished.vm_ended(reason, time.time())  # the case that ran says so, not "before it"
         wall = time.monotonic() - started
         manifest["timings"] = {
             "vm_seconds": round(wall, 1),
@@ -271,6 +279,12 @@ def collect(plan: Plan, run_dir: Path, paths: RunPaths, accel: str, manifest: di
     info = run_dir / "guest" / "info.json"
     if info.exists():
         manifest["guest"] = json.loads(info.read_text())
+    order = run_dir / "guest" / "order.json"
+    if order.exists():  # the rounds as the guest ran them: their order of filesystems (issue 30)
+        try:
+            manifest["order"] = json.loads(order.read_text())
+        except ValueError as e:
+            manifest["order"] = {"error": f"guest/order.json is not valid JSON: {e}"}
     manifest.update(status=status, reason=reason, finished=now(), done=done, stream_format=stream_format,
                     records=len(records), records_ok=sum(1 for r in records if r.get("ok")))
     write_manifest(run_dir, manifest)
@@ -278,7 +292,12 @@ def collect(plan: Plan, run_dir: Path, paths: RunPaths, accel: str, manifest: di
 
 
 def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
+    """manifest.json replaced whole; a failed write (a full disk) leaves the one before and no .tmp."""
     tmp = run_dir / "manifest.json.tmp"
-    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
-    tmp.replace(run_dir / "manifest.json")
+    try:
+        tmp.write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n")
+        tmp.replace(run_dir / "manifest.json")
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 

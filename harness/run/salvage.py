@@ -21,7 +21,6 @@ and merges them the same way. A lock file keeps two fslab commands from salvagin
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import signal
 import time
@@ -33,6 +32,7 @@ from typing import Any
 from harness.errors import FslabError
 from harness.plan.document import Plan
 from harness.results import missing_reasons as unfinished
+from harness.results.jsonl import read_object
 from harness.run import runner
 from harness.vm import disks, owner
 from harness.vm.argv import RunPaths
@@ -42,10 +42,9 @@ Log = Callable[[str], None]
 
 def _manifest(run_dir: Path) -> dict[str, Any] | None:
     try:
-        m = json.loads((run_dir / "manifest.json").read_text())
-    except (OSError, ValueError):
+        return read_object(run_dir / "manifest.json")
+    except FslabError:
         return None
-    return m if isinstance(m, dict) else None
 
 
 def is_stale(run_dir: Path) -> bool:
@@ -86,6 +85,30 @@ def stale_under(root: Path) -> list[Path]:
     except OSError:
         return []
     return [p for p in children if is_stale(p)]
+
+
+def unreadable_under(root: Path) -> list[str]:
+    """Directories directly under a results directory that may be runs but cannot be read (no
+    permission, a damaged manifest.json): one line each, for `fslab recover` to say."""
+    out = []
+    try:
+        children = sorted(root.iterdir())
+    except OSError as e:
+        return [f"{root}: cannot list: {e.strerror}"]
+    for p in children:
+        try:
+            if not p.is_dir() or p.name.startswith("."):
+                continue
+            manifest = p / "manifest.json"
+            if not os.access(p, os.R_OK | os.X_OK):
+                out.append(f"{p}: cannot read this directory: permission denied")
+            elif manifest.is_file() and _manifest(p) is None:
+                read_object(manifest)  # raises, saying what is wrong
+        except FslabError as e:
+            out.append(str(e))
+        except OSError as e:
+            out.append(f"{p}: cannot read: {e.strerror}")
+    return out
 
 
 @contextmanager

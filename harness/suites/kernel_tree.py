@@ -156,5 +156,7 @@ SUITE = Suite(
     },
     expand=expand,
     headline="real_s",
+    headline_unit="s",
+    better="lower",
     reps=REPS,
 )

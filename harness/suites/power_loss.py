@@ -164,7 +164,7 @@ def check(plan: dict[str, Any]) -> None:
     src = (plan.get("vm") or {}).get("source") or "vmconfig"
     for i, fs in enumerate(plan.get("filesystems") or []):
         where = f"{src}: filesystems[{i}] ({fs.get('name')})"
-        if fs.get("type") == "zfs" or not fs.get("mkfs"):
+        if not fs.get("mkfs"):
             raise FslabError(f"{where}: suite power-loss records a filesystem made by mkfs on one disk; "
                              f"{fs.get('type')} is not (ZFS: see harness/suites/power_loss.py)")
         if fs.get("layout") != LAYOUT or len(fs.get("disks") or []) != 2:
@@ -188,6 +188,8 @@ SUITE = Suite(
     },
     expand=expand,
     headline="promises_broken",
+    headline_unit="",
+    better="lower",
     reps={profile: 1 for profile in _PROFILES},
     check=check,
     prepare=False,

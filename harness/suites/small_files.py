@@ -399,6 +399,8 @@ SUITE = Suite(
     },
     expand=expand,
     headline="files_per_s",
+    headline_unit="files/s",
+    better="higher",
     reps=REPS,
     check=check_plan,
 )

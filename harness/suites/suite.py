@@ -15,6 +15,7 @@ from harness.plan.document import Case, Step
 __all__ = ["Case", "Step", "Suite", "steps"]
 
 DEFAULT_REPS = {"paper": 5, "quick": 3, "smoke": 1}
+BETTER = ("higher", "lower")
 
 
 def steps(items: list[dict[str, Any]], where: str) -> tuple[Step, ...]:
@@ -35,6 +36,11 @@ class Suite:
     profiles: dict[str, str]  # profile -> one-line description
     expand: Callable[[str], list[Case]] = field(repr=False)
     headline: str = "iops"
+    # The headline's unit as the workload reports it, and which way is better: the study's own
+    # reading, checked against the ranking's (analysis/stats.py higher_is_better) by
+    # tests/test_ranking_direction.py for every suite.
+    headline_unit: str = "IO/s"
+    better: str = "higher"  # higher | lower
     reps: dict[str, int] = field(default_factory=dict)  # measured repetitions per profile
     # Refuses (FslabError), before any boot, a resolved plan (its JSON) the suite cannot run, e.g.
     # more files than the disks' inodes can hold (suite small-files).
@@ -42,6 +48,16 @@ class Suite:
     # False: the cases make, mount and check each filesystem themselves (power-loss records every
     # write from mkfs on); the plan's filesystems then say `"prepare": false` to the agent.
     prepare: bool = True
+    # Why a repetition cannot start from a fresh mkfs (state its later repetitions need, or the
+    # study's own design); empty: every round after the first makes each filesystem again.
+    redo_why: str = ""
+    # Why its filesystems cannot be mounted and interleaved together (then: one after the other,
+    # order "grouped"); empty: rounds across the filesystems.
+    interleave_why: str = ""
+
+    def __post_init__(self) -> None:
+        if self.better not in BETTER:
+            raise ValueError(f"suite {self.name}: better {self.better!r} is not allowed; allowed: {', '.join(BETTER)}")
 
     def default_reps(self, profile: str) -> int:
         """Repetitions of each case: the suite's own choice, else paper 5, quick 3, anything else 1."""

@@ -1,2 +1,2 @@
-"""Running VMs: the QEMU argv and libvirt XML, disks, the seed, the accelerator probe, the machine, the
-runner and its backends, several hosts, several boots, live progress, provenance, reproduce."""
+"""One VM: the QEMU argv and libvirt XML from one disk rendering, disks, the seed, the QEMU process,
+the backends behind one Protocol, libvirt hosts, the console watch and live progress."""

@@ -3,10 +3,12 @@
 The QEMU argv (vm/argv.py) uses both as they are. The libvirt domain XML (vm/domain_xml.py)
 turns the same drive options into `<driver>` attributes through LIBVIRT_DRIVER below, and an
 NVMe disk (no libvirt 9 disk bus) is passed through verbatim as these very arguments. So a disk
-setting (plan/disk.py) reaches QEMU by one road whichever backend runs the VM.
+setting (plan/disk.py) reaches QEMU by one road whichever backend runs the VM. Which settings are
+-drive options, and their libvirt names, is each setting's row (`drive`, `libvirt`): nothing here
+lists them again.
 
     >>> from harness.plan.disk import Disk
-    >>> d = Disk("d0", 1024**3, "raw", "falloc", "none", "native", "nvme")
+    >>> d = Disk(id="d0", size_bytes=1024**3, aio="native", bus="nvme")
     >>> drive_options(d, "/s/d0.raw")
     'if=none,id=disk-d0,file=/s/d0.raw,format=raw,cache=none,aio=native'
     >>> device_args(d)
@@ -15,12 +17,12 @@ setting (plan/disk.py) reaches QEMU by one road whichever backend runs the VM.
 
 from __future__ import annotations
 
-from harness.plan.disk import Disk
+from harness.plan.disk import SETTINGS, Disk
 
-# Disk field -> QEMU -drive option, in the order they are written.
-DRIVE_OPTIONS = (("format", "format"), ("cache", "cache"), ("aio", "aio"))
+# Disk field -> QEMU -drive option, in the order they are written (the rows' order).
+DRIVE_OPTIONS = tuple((s.field, s.drive) for s in SETTINGS if s.drive)
 # QEMU -drive option -> libvirt <driver> attribute.
-LIBVIRT_DRIVER = {"format": "type", "cache": "cache", "aio": "io"}
+LIBVIRT_DRIVER = {s.drive: s.libvirt for s in SETTINGS if s.drive}
 
 
 def drive_id(disk: Disk) -> str:

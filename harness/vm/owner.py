@@ -10,8 +10,10 @@ The start time tells a reused pid apart from the owner; the boot id tells a rebo
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -62,3 +64,69 @@ def state(manifest: dict[str, Any]) -> str:
     if o.get("start_ticks") is not None and now != o.get("start_ticks"):
         return "gone"  # the pid was reused by another process
     return "alive"
+
+
+# Several fslab processes on one host share its CPUs and disks: each that boots VMs registers in
+# RUNNING_DIR while it runs (one JSON file, named by pid and start time, holding its owner()),
+# is told of the others alive, and tells each of them it came (a `.met` file beside theirs).
+
+def _key(o: dict[str, Any]) -> str:
+    return f"{o.get('pid')}-{o.get('start_ticks')}"
+
+
+def _alive(o: dict[str, Any]) -> bool:
+    return state({"owner": o}) == "alive"
+
+
+def _describe(o: dict[str, Any]) -> str:
+    return f"pid {o.get('pid')}, since {o.get('started')}: {o.get('command')}"
+
+
+@dataclass
+class Registration:
+    """This fslab's entry in the running directory; `others` alive when it registered."""
+
+    path: Path | None
+    others: list[str]
+
+    def met(self) -> list[str]:
+        """The fslab processes that started while this one ran (they said so)."""
+        if self.path is None:
+            return []
+        try:
+            return [ln for ln in self.path.with_suffix(".met").read_text().splitlines() if ln.strip()]
+        except OSError:
+            return []
+
+    def close(self) -> None:
+        if self.path is not None:
+            for p in (self.path, self.path.with_suffix(".met")):
+                p.unlink(missing_ok=True)
+
+
+def register(running_dir: Path, command: str, started: str) -> Registration:
+    """Register this process as an fslab that runs VMs; the others alive on this host, each
+    described in one line. A directory that cannot be written registers nothing (never fatal)."""
+    me = {**owner(), "command": command, "started": started}
+    others = []
+    try:
+        running_dir.mkdir(parents=True, exist_ok=True)
+        for p in sorted(running_dir.glob("*.json")):
+            try:
+                o = json.loads(p.read_text())
+            except (OSError, ValueError):
+                continue
+            if not isinstance(o, dict) or not _alive(o):
+                p.unlink(missing_ok=True)  # its fslab is gone (killed): no one is there
+                p.with_suffix(".met").unlink(missing_ok=True)
+                continue
+            others.append(_describe(o))
+            with open(p.with_suffix(".met"), "a", encoding="utf-8") as f:
+                f.write(_describe(me) + "\n")
+        path = running_dir / f"{_key(me)}.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(me))
+        tmp.replace(path)
+    except OSError:
+        return Registration(None, others)
+    return Registration(path, others)

@@ -7,10 +7,12 @@ still shows that the run moves without thousands of lines.
 
 The ETA is the estimated time of the work still ahead, less the time already spent on the
 current item, so it moves every tick. The work ahead is the plan laid out in the agent's order
-(boot; per filesystem: mkfs and mount, warm-up rounds, then `repeat.n` rounds of every case;
-power-off). Each item's time comes from, in this order: this run's own measurements of it; the
-history of earlier runs on this host and accelerator (harness/vm/timings.py; the line says
-"estimated from N earlier runs"); for a fio case its runtime + ramp_time. Without any of them
+(boot; every filesystem's mkfs and mount; warm-up rounds, then `repeat.n` rounds, each case on
+every filesystem in the round's order, `Repeat.round_order`, each round after the first starting
+with a fresh mkfs of every filesystem when `repeat.redo` is mkfs; power-off). Each item's time
+comes from, in this order: this run's own measurements of it; the history of earlier runs on
+this host and accelerator (harness/vm/timings.py; the line says "estimated from N earlier
+runs"); for a fio case its runtime + ramp_time. Without any of them
 (the first run on a machine, during its boot) the ETA is "?" and says why, not a guess.
 
 Repetitions: with an adaptive rule (n >= 2 and a cap above n, the guest repeats a case while its
@@ -66,10 +68,17 @@ class Progress:
         self.fss = [f.name for f in plan.filesystems]
         self.cases = plan.cases
         rounds = [-(w + 1) for w in range(self.warmup)] + list(range(self.n))
+        # the agent's order: every filesystem made, then rounds across the filesystems (each after
+        # the first made again when repeat.redo is mkfs), per case every filesystem in the round's order
+        self.grouped = r.order == "grouped"
         self.items: list[tuple] = [("boot",)]
-        for fs in self.fss:
-            self.items.append(("setup", fs))
-            self.items += [("case", fs, rnd, i) for rnd in rounds for i in range(len(self.cases))]
+        for group in ([[fs] for fs in self.fss] if self.grouped else [self.fss]):
+            self.items += [("setup", fs) for fs in group]
+            for k, rnd in enumerate(rounds):
+                order = r.round_order(group, rnd)
+                if k and r.redo == "mkfs":
+                    self.items += [("remake", fs, rnd) for fs in order]
+                self.items += [("case", fs, rnd, i) for i in range(len(self.cases)) for fs in order]
         self.items.append(("tail",))
         self.index = {it: k for k, it in enumerate(self.items)}
         self.pos, self.item_start, self.extra = 0, 0.0, False  # extra: a round beyond the plan
@@ -84,6 +93,7 @@ class Progress:
         self.overheads: list[float] = []
         self.fs_started: dict[str, float] = {}
         self.fs_ended: set[str] = set()
+        self.fs_ready: set[str] = set()
         self.fs_case_s: dict[str, float] = {}
         self.last_event = 0.0
         self.current = "booting"
@@ -137,7 +147,7 @@ class Progress:
         kind = item[0]
         if kind == "boot":
             return self.history.boot() if self.history else None
-        if kind == "setup":
+        if kind in ("setup", "remake"):
             mine = _mean(self.overheads)
             return mine if mine is not None else (self.history.fs_overhead() if self.history else None) or 0.0
         if kind == "tail":
@@ -184,15 +194,23 @@ class Progress:
                 self._move(("setup", self.fss[0]), now)
             self.current = "guest agent started"
         elif name == "fs-start" and fs in self.fss:
-            self._move(("setup", fs), now)
+            rnd = ev.get("round")
+            item: tuple = ("setup", fs) if rnd is None else ("remake", fs, rnd)
+            if item in self.index:
+                self._move(item, now)
             self.fs_started[str(fs)] = now
-            self.current = f"{self._where(fs)}: mkfs and mount"
+            self.current = f"{self._where(fs)}: mkfs and mount" + ("" if rnd is None else f" for round {rnd + 1}")
+        elif name == "fs-ready" and str(fs) in self.fs_started:  # an agent since issue 30: set-up done
+            self.overheads.append(max(0.0, now - self.fs_started.pop(str(fs))))
+            self.fs_ready.add(str(fs))
         elif name == "case-start":
             i, rnd = self._case_index(ev.get("case"), ev.get("rep"))
             item = ("case", fs, rnd, i)
             if item in self.index:
                 self._move(item, now)
-            else:  # an adaptive round beyond n: after it come the later filesystems
+            elif self.fs_ready and not self.grouped:  # an adaptive round beyond n, after every planned one
+                self.pos, self.item_start, self.extra = len(self.items) - 2, now, True
+            else:  # an adaptive round beyond n (an agent before issue 30): then the later filesystems
                 last = max((k for k, it in enumerate(self.items) if len(it) > 1 and it[1] == fs), default=self.pos)
                 self.pos, self.item_start, self.extra = last, now, True
             self._extra_case, self._extra_running = i, True
@@ -218,9 +236,13 @@ class Progress:
                 self._line(f"{fs}/{ev.get('case')} {self._rep_text(rnd)} FAILED", now)
         elif name == "fs-end":
             self.fs_ended.add(str(fs))
-            if str(fs) in self.fs_started:
-                self.overheads.append(max(0.0, now - self.fs_started[str(fs)] - self.fs_case_s.get(str(fs), 0.0)))
-            self._move(self._after_fs(str(fs)), now)
+            if str(fs) in self.fs_ready and not self.grouped:  # interleaved: the last umount, after every round
+                if self.fs_ended >= set(self.fss):
+                    self._move(("tail",), now)
+            else:  # an agent before issue 30: one filesystem after the other
+                if str(fs) in self.fs_started:
+                    self.overheads.append(max(0.0, now - self.fs_started[str(fs)] - self.fs_case_s.get(str(fs), 0.0)))
+                self._move(self._after_fs(str(fs)), now)
             runs = self.done_in_fs.get(str(fs), 0)
             extra = runs - len(self.cases) * (self.n + self.warmup)
             planned = runs - max(0, extra)
