@@ -78,8 +78,9 @@ MUTATIONS: tuple[Mutation, ...] = (
              'if "vals" in ctx and fs.get("mkfs") and fs.get("prepare", True) is not False:',
              ("tests/test_guest_agent.py", "-k", "teardown or tmpfs or mkfs")),
     Mutation("latency-higher-is-better", "harness/analysis/ranking.py",
-             "higher = stats.higher_is_better(metric, unit)",
-             "higher = stats.higher_is_better(metric, unit) is not None",  # lower-is-better taken as higher
+             'higher = stats.higher_is_better(metric, unit, next((s.fields.get("better") for s in found if s), None))',
+             'higher = stats.higher_is_better(metric, unit, next((s.fields.get("better") for s in found if s), None)) '
+             'is not None',  # lower-is-better taken as higher
              ("tests/test_ranking_direction.py",)),
     # --- ten more ---
     Mutation("host-teardown-without-mkfs", "harness/config/resolve.py",
