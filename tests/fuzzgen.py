@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 
 from harness.config import vmconfig as config
-from harness.plan import disk, filesystems, fiojob, layouts, variants
+from harness.plan import disk, filesystems, fiojob, layouts, variants, vm_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 FIO_EXAMPLES = sorted((ROOT / "tests" / "data" / "fio" / "examples").glob("*.fio"))
@@ -42,8 +42,8 @@ FIO_VALUES = ["", "1", "0", "4k", "4K", "10g", "1MiB", "50%", "/dev/vda", "/tmp/
 
 # Issue 25: names at and past every bound (disk serials, NAME_MAX, domain names), NUL bytes
 # inside values that reach an argv, empty and comma-only option strings.
-LONG_NAMES = ["d" * 14, "d" * 15, "d" * 30, "d" * 31, "n" * config.MAX_NAME, "n" * (config.MAX_NAME + 1), "n" * 255,
-              "n" * 256, "x" * 20000]
+LONG_NAMES = ["d" * 14, "d" * 15, "d" * 30, "d" * 31, "n" * vm_settings.MAX_NAME, "n" * (vm_settings.MAX_NAME + 1),
+              "n" * 255, "n" * 256, "x" * 20000]
 NUL_VALUES = ["-E\x00x", "a\x00", "\x00", ["-b", "40\x0096"]]
 OPTION_STRINGS = [",,,", ",noatime", "noatime,", "noatime,,commit=30", ",".join(["noatime"] * 600)]
 

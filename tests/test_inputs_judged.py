@@ -23,6 +23,7 @@ from test_fuzz import make_sandbox
 
 from harness.cli import main as cli
 from harness.config import resolve
+from harness.plan import vm_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "tests" / "data" / "fio" / "examples"
@@ -196,11 +197,9 @@ def test_run_name_of_20000_characters(tmp_path, crashless):
         line = refused(rc, err, "c.yaml: name:", "allowed: 1 to")
         assert len(line) < 400
     # the bound holds where the name ends up: the longest path component it makes fits NAME_MAX
-    from harness.config import vmconfig as config
-
-    assert len(resolve.new_run_id("")) == config.RUN_ID_AROUND
-    domain = f"fslab-{resolve.new_run_id('n' * config.MAX_NAME)}-{'f' * config.MAX_NAME}.rep9999"
-    assert len(domain) <= config.NAME_MAX
+    assert len(resolve.new_run_id("")) == vm_settings.RUN_ID_AROUND
+    domain = f"fslab-{resolve.new_run_id('n' * vm_settings.MAX_NAME)}-{'f' * vm_settings.MAX_NAME}.rep9999"
+    assert len(domain) <= vm_settings.NAME_MAX
 
 
 @pytest.mark.parametrize("where", ["before_boot", "write_manifest"])

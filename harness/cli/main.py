@@ -27,7 +27,7 @@ from harness.errors import FslabError
 from harness.hostinfo import accel
 from harness.image import build as image_build
 from harness.image import store as images
-from harness.plan import filesystems
+from harness.plan import filesystems, vm_settings
 from harness.plan.document import Plan
 from harness.plan.fiocost import VM_OVERHEAD_S
 from harness.run import overhead, runner
@@ -123,7 +123,7 @@ def _hosts(args: argparse.Namespace, p: Plan) -> tuple[Plan, list[hosts.Host]]:
 
 # Each boot takes at least the VM's own overhead (fiocost.VM_OVERHEAD_S under TCG): more boots than
 # fit in the longest deadline a vmconfig may give (a week) is a typo, not a plan.
-MAX_BOOTS = config.MAX_DEADLINE // VM_OVERHEAD_S
+MAX_BOOTS = vm_settings.MAX_DEADLINE // VM_OVERHEAD_S
 
 
 def _check_boots(args: argparse.Namespace) -> None:

@@ -14,10 +14,11 @@ from dataclasses import replace
 
 from harness import suites
 from harness.config import suite_file as suite_file_mod
-from harness.config.vmconfig import FsEntry, VMConfig, name_problem, plan_vm
+from harness.config.vmconfig import FsEntry, VMConfig, plan_vm
 from harness.errors import FslabError
 from harness.plan import filesystems, layouts
 from harness.plan.document import Case, Filesystem, Plan, Repeat, SuiteRef
+from harness.plan.vm_settings import name_problem
 from harness.suites import fio_job as fio_job_suite
 
 

@@ -34,9 +34,7 @@ MAX_BYTES = 1 << 20  # a vmconfig is a page of YAML; a larger file is not one
 # importable from here for the command line.
 ACCELERATORS, BACKENDS, duration = vm_settings.ACCELERATORS, vm_settings.BACKENDS, vm_settings.duration
 _name, _text = vm_settings.name, vm_settings.text
-MAX_NAME, NAME_MAX, RUN_ID_AROUND = vm_settings.MAX_NAME, vm_settings.NAME_MAX, vm_settings.RUN_ID_AROUND
 name_problem, _shown_value = vm_settings.name_problem, vm_settings.shown_value
-MAX_DEADLINE = vm_settings.MAX_DEADLINE
 
 
 @dataclass(frozen=True, kw_only=True)
