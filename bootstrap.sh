@@ -12,7 +12,8 @@ APT_PACKAGES=(
   libvirt-daemon-system libvirt-clients  # the libvirt backend (driven through virsh: no Python binding)
   openssh-server                  # the two-host test reaches this machine as qemu+ssh://root@127.0.0.1
   e2fsprogs                       # mkfs.ext4 -d makes the root filesystem image
-  zstd                            # image bundles (fslab image export/import)
+  zstd                            # image bundles (fslab image export/import); the image initramfs a `kernel:` reuses
+  kmod gpgv debian-archive-keyring dpkg  # `kernel:`: depmod indexes its modules, the archive index is checked, .deb unpacked
   fio                             # host-side tests turn real fio JSON into records
   python3-venv python3-pip
   shellcheck                      # lint of the shell scripts

@@ -26,6 +26,7 @@ from harness.config.vmconfig import ACCELERATORS, BACKENDS
 from harness.errors import FslabError
 from harness.hostinfo import accel
 from harness.image import build as image_build
+from harness.image import kernels
 from harness.image import store as images
 from harness.plan import filesystems, vm_settings
 from harness.plan.document import Plan
@@ -95,7 +96,14 @@ def _image_for(p: Plan, image_dir: str | None) -> images.Image:
     image = images.load(image_dir) if image_dir else images.find(p.image)
     images.verify(image)  # a run refuses an image whose files do not match its manifest
     resolve.check_image_support(p, image.manifest["name"], images.supported_filesystems(image))
-    return image
+    return boot_kernel(p, image)
+
+
+def boot_kernel(p: Plan, image: images.Image) -> images.Image:
+    """The image booting the plan's kernel (built now unless cached; refused, naming the module,
+    if it lacks one the plan needs)."""
+    return kernels.with_kernel(image, p.vm.kernel, [f.to_json() for f in p.filesystems],
+                               {d.bus for d in p.disks}, log=lambda m: print(f"fslab: {m}", file=sys.stderr))
 
 
 def cmd_show_config(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ from harness import userfile
 from harness.config import host_uris as hosts_mod
 from harness.errors import FslabError
 from harness.plan import disk as disk_mod
-from harness.plan import filesystems, layouts, variants, vm_settings
+from harness.plan import filesystems, kernel_spec, layouts, variants, vm_settings
 from harness.plan.disk import REQUIRED as _REQUIRED
 from harness.plan.disk import Bad as _Bad
 from harness.plan.disk import Disk
@@ -61,6 +61,7 @@ class VMConfig:
     memory: int
     accelerator: str
     backend: str
+    kernel: dict[str, Any] | None
     image: str
     deadline: int
     suite: str
@@ -70,6 +71,7 @@ class VMConfig:
     source: str
     hosts: tuple[hosts_mod.Host, ...] = ()
     suite_file: str | None = None  # resolved against the vmconfig's directory
+    kernels: tuple[dict[str, Any], ...] = ()  # `kernels:`: one boot per kernel (run/kernels.py)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -161,6 +163,13 @@ def _disk_list(v: Any) -> tuple[str, ...]:
     return tuple(v)
 
 
+def _kernels(v: Any) -> tuple[dict[str, Any], ...]:
+    try:
+        return kernel_spec.parse_list(v)
+    except kernel_spec.Bad as e:
+        raise _Bad(str(e)) from None
+
+
 # key: (parser, default, help); the VM settings are plan/vm_settings.py's rows, declared once
 _VM_ROWS = {s.key: (s.parse, s.default, s.help) for s in vm_settings.VM_SETTINGS if s.key}
 VM_KEYS: dict[str, tuple[Callable[[Any], Any] | None, Any, str]] = {
@@ -168,6 +177,8 @@ VM_KEYS: dict[str, tuple[Callable[[Any], Any] | None, Any, str]] = {
     "description": (_text, "", "free text"),
     **_VM_ROWS,
     "hosts": (_hosts, (), "libvirt hosts the VMs run on (backend libvirt; default qemu:///system)"),
+    "kernels": (_kernels, (), "two or more kernels, each as `kernel:`: every filesystem runs on each, one boot per "
+                "kernel, in one run"),
     "image": (_name, "debian-12", "image definition under images/"),
     "suite": (_name, "fio-basic", "workload suite"),
     "profile": (_name, "default", "profile of the suite"),
@@ -256,10 +267,17 @@ def parse(data: Any, src: str) -> VMConfig:
     for i, fdata in enumerate(top["filesystems"]):
         fss.append(_filesystem(src, i, fdata, disks, used, fss))
 
+    if top["kernel"] is not None and top["kernels"]:
+        raise FslabError(f"{src}: kernels: give either kernel (one) or kernels (several), not both")
+    base = Path(src).parent
+    if top["kernel"] is not None:
+        top["kernel"] = kernel_spec.resolve_paths(top["kernel"], base)
+    top["kernels"] = tuple(kernel_spec.resolve_paths(k, base) for k in top["kernels"])
     vm = {s.config_attr: top[s.key] for s in vm_settings.VM_SETTINGS if s.key}
     return VMConfig(**{**vm, "name": top["name"] or Path(src).stem, "source": src},
                     description=top["description"], image=top["image"], suite=top["suite"],
                     profile=top["profile"], disks=tuple(disks), filesystems=tuple(fss), hosts=top["hosts"],
+                    kernels=top["kernels"],
                     suite_file=None if top["suite_file"] is None else str(Path(src).parent / top["suite_file"]))
 
 

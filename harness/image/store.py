@@ -105,6 +105,12 @@ class Image:
 
     dir: Path
     manifest: dict[str, Any]
+    # Another kernel booted on this root (image/kernels.py with_kernel): its boot files, its
+    # modules disk and what the run manifest records of it. None: the image's own kernel.
+    boot_kernel: Path | None = None
+    boot_initrd: Path | None = None
+    modules_disk: Path | None = None
+    kernel_info: dict[str, Any] | None = None
 
     @property
     def name(self) -> str:
@@ -116,11 +122,19 @@ class Image:
 
     @property
     def kernel(self) -> Path:
-        return self.dir / "vmlinuz"
+        return self.boot_kernel or self.dir / "vmlinuz"
 
     @property
     def initrd(self) -> Path:
-        return self.dir / "initrd.img"
+        return self.boot_initrd or self.dir / "initrd.img"
+
+    def booted_kernel(self) -> dict[str, Any]:
+        """What a run manifest records as its `kernel`: the other kernel's provenance, or the image's own."""
+        if self.kernel_info is not None:
+            return self.kernel_info
+        files = self.manifest.get("files", {})
+        return {"kind": "image", "name": "image", "version": self.manifest.get("kernel"),
+                "files": {f: files[f] for f in ("vmlinuz", "initrd.img") if f in files}}
 
     @property
     def digest(self) -> str:

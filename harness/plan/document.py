@@ -262,6 +262,7 @@ class VM:
     accelerator: str
     deadline_s: int
     backend: str = vm_settings.BY_FIELD["backend"].default  # plans before backends ran QEMU
+    kernel: dict[str, Any] | None = None  # None: the image's own (plans before `kernel:` booted only it)
 
     def measured(self) -> dict[str, Any]:
         """The settings whose difference changes what is measured (rows with `measured`)."""

@@ -34,6 +34,7 @@ class Layout:
     # "mirror" (the smallest), "btrfs-raid1" (two copies on different disks), "first" (the first
     # disk alone: the others serve it, e.g. a log).
     usable: str = "sum"
+    modules: tuple[str, ...] = ()  # kernel modules it needs (checked against a vmconfig's `kernel:`)
 
     def capacity(self, sizes: list[int]) -> int:
         """Bytes of the device made of disks of `sizes`, before the filesystem's own metadata.
@@ -65,7 +66,7 @@ def _md(level: str, extra: Argv = ()) -> Layout:
                 "--raid-devices={ndisks}", *extra, "{devs}"),),
         teardown=(("mdadm", "--stop", _MD), ("mdadm", "--zero-superblock", "{devs}")),
         geometry=_MD_GEOMETRY,
-        description=f"Linux software RAID {level} (mdadm) over the disks", package="mdadm",
+        description=f"Linux software RAID {level} (mdadm) over the disks", package="mdadm", modules=(f"raid{level}",),
     )
 
 
@@ -96,14 +97,14 @@ LAYOUTS: dict[str, Layout] = {x.name: x for x in (
                 "-n", "lv", _VG)),
         teardown=(("vgremove", "-q", "-f", _VG), ("pvremove", "-q", "-ff", "-y", "{devs}")),
         geometry=(("lvs", "-o", "+stripes,stripe_size,devices", _VG),),
-        description="LVM logical volume striped over the disks (64 KiB stripes)", package="lvm2",
+        description="LVM logical volume striped over the disks (64 KiB stripes)", package="lvm2", modules=("dm_mod",),
     ),
     # Suite power-loss: the filesystem on the first disk; the second holds dm-log-writes' log of
     # every write to the first ({disk1} in the suite's steps). The log needs the bytes written plus
     # a sector per write: about twice the data disk, sparse.
     Layout("log-writes", 2, 2, fs_types=_BLOCK_FILESYSTEMS, only_first=True, usable="first",
            description="the filesystem on the first disk, a dm-log-writes log of its writes on the second "
-                       "(suite power-loss)"),
+                       "(suite power-loss)", modules=("dm_log_writes",)),
     Layout("btrfs-raid0", 2, 32, fs_types=("btrfs",), mkfs_extra=("-d", "raid0", "-m", "raid1"),
            description="one btrfs over the disks, data raid0, metadata raid1"),
     Layout("btrfs-raid1", 2, 32, usable="btrfs-raid1", fs_types=("btrfs",), mkfs_extra=("-d", "raid1", "-m", "raid1"),

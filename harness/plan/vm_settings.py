@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from harness.plan import kernel_spec
 from harness.plan.disk import Bad, choice, size
 from harness.units import format_size, parse_duration
 
@@ -146,6 +147,14 @@ VM_SETTINGS: tuple[VMSetting, ...] = (
     VMSetting(key="backend", field="backend", parse=choice(BACKENDS), default="qemu", measured=True,
               allowed=BACKENDS, qemu="vm/argv.py renders the VM", libvirt="vm/domain_xml.py renders the VM",
               help="qemu (a child process) or libvirt (a transient domain)"),
+    # None: the image's own kernel. Else the canonical entry (plan/kernel_spec.py); what was booted
+    # (version, sha256 of the kernel, its config and boot files) is the run manifest's `kernel`.
+    VMSetting(key="kernel", field="kernel", parse=kernel_spec.parse, default=None, measured=True,
+              qemu="-kernel, -initrd and a read-only modules disk (image/kernels.py)",
+              libvirt="<kernel>, <initrd> and the modules disk",
+              to_plan=lambda v: None if kernel_spec.is_image(v) else v,
+              help="the kernel booted: image (its own), {package, version, suite, sha256} from the Debian archive, "
+                   "{deb} or {bzimage, modules} you built"),
 )
 BY_FIELD = {s.field: s for s in VM_SETTINGS}
 MEASURED = tuple(s.field for s in VM_SETTINGS if s.measured)

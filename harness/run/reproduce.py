@@ -7,7 +7,9 @@ with the record; a difference there refuses the reproduction, listing every one:
 
     refused:  QEMU version, accelerator actually used, the measured settings of the VM and of the
               disks (plan/vm_settings.py, plan/disk.py: in the plan, and the disks' in QEMU's
-              -drive options), the image digest
+              -drive options), the image digest, the kernel booted (its version and the sha256
+              of the kernel and of its boot files: a user-built kernel rebuilt differently is
+              another kernel, even under the same path)
     warned:   host kernel, CPU model, CPU count, fslab's git revision
 """
 
@@ -24,6 +26,7 @@ from harness.errors import FslabError
 from harness.hostinfo import accel
 from harness.hostinfo import facts as provenance
 from harness.image import build as image_build
+from harness.image import kernels
 from harness.image import store as images
 from harness.plan import disk, vm_settings
 from harness.plan.document import Plan
@@ -104,8 +107,18 @@ class Verdict:
     warnings: list[str] = field(default_factory=list)
 
 
+def kernel_identity(k: dict[str, Any] | None) -> dict[str, Any]:
+    """What names a booted kernel (a manifest's `kernel`): its version and the sha256 of its bytes
+    and boot files. Runs before `kernel:` recorded none: the image's own, named by the image."""
+    if not k:
+        return {"kind": "image"}
+    return {"version": k.get("version"), "kernel_sha256": k.get("kernel_sha256"),
+            "files": {f: (v or {}).get("sha256") for f, v in sorted((k.get("files") or {}).items())}}
+
+
 def check(recorded: dict[str, Any], new_plan: Plan, new_argv: list[str], used_accel: str,
-          image_digest: str, qemu_version: str | None, host: dict[str, Any], git: dict[str, Any]) -> Verdict:
+          image_digest: str, qemu_version: str | None, host: dict[str, Any], git: dict[str, Any],
+          kernel: dict[str, Any] | None = None) -> Verdict:
     """What differs between the recorded run and the one about to start (pure; unit-tested)."""
     v = Verdict()
     rq = recorded["qemu"].get("version")
@@ -127,6 +140,9 @@ def check(recorded: dict[str, Any], new_plan: Plan, new_argv: list[str], used_ac
         v.refusals.append(f"QEMU -drive options: recorded {old_drives}, here {new_drives}")
     if recorded["image"]["digest"] != image_digest:
         v.refusals.append(f"image: recorded {recorded['image']['digest']}, here {image_digest}")
+    old_k, new_k = kernel_identity(recorded.get("kernel")), kernel_identity(kernel)
+    if "kernel" in recorded and old_k != new_k:
+        v.refusals.append(f"kernel: recorded {old_k}, here {new_k}")
     rh = recorded.get("host") or {}
     for key, label in (("kernel", "host kernel"), ("cpu_model", "CPU model"), ("cpus", "host CPU count")):
         if rh.get(key) != host.get(key):
@@ -151,11 +167,13 @@ def prepare(run_dir: Path, bundle: Path | None, results_root: Path, log) -> tupl
     p = new_plan(recorded)
     image = find_image(recorded, bundle, log)
     resolve.check_image_support(p, image.name, images.supported_filesystems(image))
+    image = kernels.with_kernel(image, p.vm.kernel, [f.to_json() for f in p.filesystems], {d.bus for d in p.disks},
+                                log=log)
     choice = accel.choose(p.vm.accelerator, image.kernel)
     out_dir = results_root / p.run_id
     _, argv = qemu_backend.prepare(p, image, choice.used, out_dir, out_dir / "scratch")
     verdict = check(recorded, p, argv, choice.used, image.digest, provenance.qemu_version(), provenance.host(),
-                    provenance.git_revision())
+                    provenance.git_revision(), image.booted_kernel())
     return recorded, p, image, choice, verdict
 
 

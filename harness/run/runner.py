@@ -114,6 +114,7 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
         "image": {k: image.manifest.get(k) for k in ("name", "digest", "input_hash", "kernel", "os",
                                                       "built_at", "filesystems", "kernel_cmdline")},
         "image_dir": str(image.dir),
+        "kernel": image.booted_kernel(),
         "accelerator": choice.to_json(),
         "accel": choice.used,
         "backend": vm.backend,

@@ -10,12 +10,14 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.image.kernels import MODULES_SERIAL
 from harness.plan.document import Plan
 from harness.vm import drive
 
 DEFAULT_CMDLINE = "root=LABEL=fslab-root ro console=ttyS0,115200 net.ifnames=0"
 RESULTS_PORT = "org.fslab.results"
 PROGRESS_PORT = "org.fslab.progress"
+
 BARE_CMDLINE = "console=ttyS0 rdinit=/bin/true panic=-1"
 
 
@@ -32,15 +34,18 @@ class RunPaths:
     results_stream: Path
     progress: Path
     qmp: Path
+    # A kernel other than the image's (vmconfig `kernel:`): its modules on a read-only disk
+    # (image/kernels.py), which its initramfs mounts over the root's /usr/lib/modules.
+    modules: Path | None = None
 
     @classmethod
     def under(cls, scratch: Path, run_dir: Path, kernel: Path, initrd: Path,
-              disks: dict[str, Path]) -> RunPaths:
+              disks: dict[str, Path], modules: Path | None = None) -> RunPaths:
         return cls(overlay=scratch / "root-overlay.qcow2", kernel=kernel, initrd=initrd,
                    seed_iso=scratch / "seed.iso", disks=disks, console=run_dir / "console.log",
                    results_stream=scratch / "results.tar", progress=run_dir / "progress.jsonl",
                    # A UNIX socket path must be shorter than 108 bytes; run directories can be deep.
-                   qmp=Path(tempfile.gettempdir()) / f"fslab-{run_dir.name}.qmp")
+                   qmp=Path(tempfile.gettempdir()) / f"fslab-{run_dir.name}.qmp", modules=modules)
 
 
 def machine_args(plan: Plan, accel: str) -> list[str]:
@@ -91,6 +96,9 @@ def build_argv(plan: Plan, paths: RunPaths, accel: str, cmdline: str = DEFAULT_C
         "-chardev", f"file,id=progress,path={paths.progress}",
         "-device", f"virtserialport,bus=vser0.0,chardev=progress,name={PROGRESS_PORT}",
     ]
+    if paths.modules is not None:
+        argv += ["-drive", f"if=none,id=modules,file={paths.modules},format=qcow2,readonly=on",
+                 "-device", f"virtio-blk-pci,drive=modules,serial={MODULES_SERIAL}"]
     if any(d.bus == "virtio-scsi" for d in plan.disks):
         argv += ["-device", "virtio-scsi-pci,id=scsi0"]
     for d in plan.disks:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
+from harness.image.kernels import MODULES_SERIAL
 from harness.plan.document import Plan
 from harness.vm import drive
 from harness.vm.argv import DEFAULT_CMDLINE, PROGRESS_PORT, RESULTS_PORT, RunPaths
@@ -86,6 +87,10 @@ def domain_xml(plan: Plan, paths: RunPaths, accel: str, name: str,
     _disk(devices, str(paths.seed_iso), {"name": "qemu", "type": "raw", "cache": "writeback"}, "fslab-seed",
           "virtio", "vdb", readonly=True)
     used = {"vd": 2, "sd": 0}
+    if paths.modules is not None:
+        _disk(devices, str(paths.modules), {"name": "qemu", "type": "qcow2", "cache": "writeback"},
+              MODULES_SERIAL, "virtio", "vdc", readonly=True)
+        used["vd"] = 3
     nvme: list[str] = []
     for d in plan.disks:
         path = str(paths.disks[d.id])

@@ -37,8 +37,12 @@ class LibvirtVM:
         self.host = host or hosts.Host(hosts.DEFAULT_URI)
         self.name = name or f"fslab-{plan.run_id}"
         self.local = qemu.RunPaths.under(scratch, run_dir, image.kernel, image.initrd,
-                                         {d.id: disks.disk_path(scratch, d) for d in plan.disks})
+                                         {d.id: disks.disk_path(scratch, d) for d in plan.disks},
+                                         modules=image.modules_disk)
         if self.host.remote:
+            if image.modules_disk is not None:
+                raise FslabError(f"host {self.host.label}: `kernel:` boots only on this machine so far",
+                                 hint="run it without a remote host")
             root = hosts.home_path(self.host, self.host.scratch, hosts.DEFAULT_REMOTE_SCRATCH)
             self.host_scratch = Path(root) / self.name
             img = hosts.place_image(self.host, image) if place else hosts.image_entry(self.host, image)

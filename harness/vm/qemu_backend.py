@@ -23,7 +23,8 @@ def prepare(plan: Plan, image: images.Image, accel: str, run_dir: Path,
             scratch: Path) -> tuple[qemu.RunPaths, list[str]]:
     """Paths and the QEMU argv; pure — creates nothing (so --dry-run can stop here)."""
     disk_paths = {d.id: disks.disk_path(scratch, d) for d in plan.disks}
-    paths = qemu.RunPaths.under(scratch, run_dir, image.kernel, image.initrd, disk_paths)
+    paths = qemu.RunPaths.under(scratch, run_dir, image.kernel, image.initrd, disk_paths,
+                                     modules=image.modules_disk)
     cmdline = image.manifest.get("kernel_cmdline") or qemu.DEFAULT_CMDLINE
     return paths, qemu.build_argv(plan, paths, accel, cmdline)
 

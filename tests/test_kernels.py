@@ -1,0 +1,155 @@
+"""Another kernel on the image (issue 26): the vmconfig's `kernel:`/`kernels:`, the pure parts of
+building its boot files (cpio, modules.dep, the module check), the QEMU and libvirt renderings of
+its modules disk, and `fslab reproduce`'s refusal of another kernel."""
+
+from __future__ import annotations
+
+import gzip
+import textwrap
+from pathlib import Path
+
+import plans
+import pytest
+
+from harness.config import vmconfig as config
+from harness.errors import FslabError
+from harness.image import cpio, debian_archive, kernels
+from harness.plan import kernel_spec
+from harness.plan.disk import Bad
+from harness.run import reproduce
+from harness.vm import argv as qemu_argv
+from harness.vm import domain_xml
+
+SHA = "ab" * 32
+PACKAGE = {"package": "linux-image-6.12.57+deb12-cloud-amd64", "version": "6.12.57-1~bpo12+1",
+           "suite": "bookworm-backports", "sha256": SHA}
+
+
+def _vmconfig(tmp_path: Path, extra: str) -> Path:
+    p = tmp_path / "k.yaml"
+    p.write_text(textwrap.dedent("""\
+        disks: [{size: 1GiB}, {size: 1GiB}]
+        filesystems: [{name: ext4}, {name: xfs}]
+        """) + textwrap.dedent(extra))
+    return p
+
+
+def test_a_package_kernel_is_pinned_and_named():
+    k = kernel_spec.parse({**PACKAGE, "name": "bpo"})
+    assert k == {"kind": "package", **PACKAGE, "name": "bpo"}
+    assert kernel_spec.parse(PACKAGE)["name"] == PACKAGE["package"]
+    with pytest.raises(Bad, match="sha256: required for a package kernel"):
+        kernel_spec.parse({k: v for k, v in PACKAGE.items() if k != "sha256"})
+    with pytest.raises(Bad, match="64 lowercase hexadecimal"):
+        kernel_spec.parse({**PACKAGE, "sha256": "abc"})
+    with pytest.raises(Bad, match="exactly one of package, deb, bzimage"):
+        kernel_spec.parse({**PACKAGE, "deb": "x.deb"})
+    with pytest.raises(Bad, match="unknown key for a deb kernel"):
+        kernel_spec.parse({"deb": "x.deb", "suite": "sid"})
+
+
+def test_the_vmconfig_kernel_is_a_measured_vm_setting_and_paths_are_the_files(tmp_path):
+    cfg = config.load(_vmconfig(tmp_path, "kernel: {deb: my.deb}\n"))
+    assert cfg.kernel == {"kind": "deb", "deb": str(tmp_path / "my.deb"), "name": "my.deb"}
+    assert config.plan_vm(cfg).kernel == cfg.kernel
+    assert "kernel" in config.plan_vm(cfg).measured()
+    image = config.load(_vmconfig(tmp_path, "kernel: image\n"))
+    assert config.plan_vm(image).kernel is None  # the image's own: the plan of a run before `kernel:`
+
+
+@pytest.mark.parametrize("extra, error", [
+    ("kernel: 6.12\n", "k.yaml: kernel: 6.12 is not allowed; allowed: image | {package, version, suite, sha256}"),
+    ("kernels: [image]\n", "k.yaml: kernels: ['image'] is not allowed; allowed: a list of two or more kernels"),
+    ("kernels: [image, image]\n", "k.yaml: kernels: the name 'image' is used twice"),
+    ("kernels: [image, {deb: a.deb}]\nkernel: image\n", "k.yaml: kernels: give either kernel (one) or kernels"),
+    ("kernels: [image, {deb: a.deb, name: 'a b'}]\n", "k.yaml: kernels: [1]: name: 'a b' is not allowed"),
+])
+def test_a_bad_kernel_is_one_line_naming_the_key(tmp_path, extra, error):
+    with pytest.raises(FslabError) as e:
+        config.load(_vmconfig(tmp_path, extra))
+    assert str(e.value).startswith(str(tmp_path / error.split(":")[0]) + ":" + error.split(":", 1)[1]), str(e.value)
+
+
+def test_kernels_lists_every_kernel_in_order(tmp_path):
+    cfg = config.load(_vmconfig(tmp_path, f"kernels: [image, {{name: new, deb: new.deb, sha256: '{SHA}'}}]\n"))
+    assert [k["name"] for k in cfg.kernels] == ["image", "new"]
+    assert cfg.kernels[1]["deb"] == str(tmp_path / "new.deb")
+
+
+def test_cpio_is_byte_for_byte_the_same_from_the_same_entries():
+    entries = [cpio.Entry("usr/lib/modules/6.12/kernel/fs/xfs.ko", 0o100644, b"x" * 5),
+               cpio.Entry("usr", 0o40755), cpio.Entry("usr/lib", 0o40755), cpio.Entry("init", 0o100755, b"#!")]
+    a, b = cpio.write(entries), cpio.write(list(reversed(entries)))
+    assert a == b
+    back = cpio.read(a)
+    assert [e.name for e in back] == ["init", "usr", "usr/lib", "usr/lib/modules/6.12/kernel/fs/xfs.ko"]
+    assert back[-1].data == b"xxxxx"
+    with pytest.raises(ValueError, match="not a newc cpio"):
+        cpio.read(gzip.compress(a))
+
+
+def _kernel(tmp_path: Path, modules: list[str], builtin: tuple[str, ...] = (),
+            config: dict | None = None) -> kernels.Kernel:
+    (tmp_path / "mods").mkdir(exist_ok=True)
+    (tmp_path / "mods" / "modules.dep").write_text("".join(f"kernel/{m}.ko.xz:\n" for m in modules))
+    (tmp_path / "mods" / "modules.builtin").write_text("".join(f"kernel/{m}.ko\n" for m in builtin))
+    dep, built = kernels.read_modules(tmp_path / "mods")
+    return kernels.Kernel(tmp_path, {"version": "6.12.0-test", "modules": sorted(dep), "builtin": sorted(built),
+                                     "config": config or {}})
+
+
+def test_a_kernel_without_a_module_the_plan_needs_is_named(tmp_path):
+    k = _kernel(tmp_path, ["fs/xfs/xfs", "drivers/block/virtio_blk", "drivers/char/virtio_console",
+                           "drivers/nvme/host/nvme", "drivers/md/dm-log-writes"],
+                builtin=["drivers/virtio/virtio_pci", "fs/ext4/ext4"], config={"CONFIG_EXT4_USE_FOR_EXT2": "y"})
+    fss = [{"name": "e", "type": "ext2"}, {"name": "x", "type": "xfs", "layout": "log-writes"}]
+    assert kernels.missing(k, kernels.needed_modules(fss, {"virtio-blk", "nvme"})) == []
+    need = kernels.needed_modules([*fss, {"name": "j", "type": "jfs"}, {"name": "r", "type": "xfs",
+                                                                         "layout": "md-raid0"}], {"virtio-scsi"})
+    assert kernels.missing(k, need) == ["virtio_scsi (bus virtio-scsi)", "sd_mod (bus virtio-scsi)",
+                                        "jfs (filesystem j)", "raid0 (layout md-raid0 of r)"]
+
+
+def test_the_modules_disk_reaches_qemu_and_libvirt_read_only():
+    p = plans.plan(disks=(plans.disk(),))
+    paths = qemu_argv.RunPaths.under(Path("/s"), Path("/r"), Path("/k/vmlinux"), Path("/k/initrd.img"),
+                                     {"d0": Path("/s/d0.raw")}, modules=Path("/k/modules.qcow2"))
+    argv = qemu_argv.build_argv(p, paths, "tcg")
+    assert "if=none,id=modules,file=/k/modules.qcow2,format=qcow2,readonly=on" in argv
+    assert f"virtio-blk-pci,drive=modules,serial={kernels.MODULES_SERIAL}" in argv
+    assert argv[argv.index("-kernel") + 1] == "/k/vmlinux"
+    xml = domain_xml.domain_xml(p, paths, "tcg", "fslab-R")
+    assert "/k/modules.qcow2" in xml and f"<serial>{kernels.MODULES_SERIAL}</serial>" in xml
+    plain = qemu_argv.RunPaths.under(Path("/s"), Path("/r"), Path("/k"), Path("/i"), {"d0": Path("/s/d0.raw")})
+    assert not any("modules" in a for a in qemu_argv.build_argv(p, plain, "tcg"))
+
+
+def _recorded(kernel: dict | None) -> dict:
+    m = {"qemu": {"version": "7.2", "argv": []}, "accel": "tcg", "image": {"digest": "sha256:1"},
+         "plan": plans.plan(disks=(plans.disk(),)).to_json()}
+    if kernel is not None:
+        m["kernel"] = kernel
+    return m
+
+
+def test_reproduce_refuses_another_kernel():
+    p = plans.plan(disks=(plans.disk(),))
+    k = {"version": "6.12.57+deb12-cloud-amd64", "kernel_sha256": "1" * 64,
+         "files": {"vmlinux": {"sha256": "2" * 64}, "initrd.img": {"sha256": "3" * 64}}}
+    same = reproduce.check(_recorded(k), p, [], "tcg", "sha256:1", "7.2", {}, {}, kernel=dict(k))
+    assert same.refusals == []
+    rebuilt = {**k, "kernel_sha256": "4" * 64}  # the same version, other bytes: a user's rebuild
+    v = reproduce.check(_recorded(k), p, [], "tcg", "sha256:1", "7.2", {}, {}, kernel=rebuilt)
+    assert len(v.refusals) == 1 and v.refusals[0].startswith("kernel: recorded {'version': '6.12.57+deb12-cloud-amd64'")
+    image_own = {"kind": "image", "version": "6.1.0-50-amd64", "files": {"vmlinuz": {"sha256": "5" * 64}}}
+    assert reproduce.check(_recorded(image_own), p, [], "tcg", "sha256:1", "7.2", {}, {}, kernel=k).refusals
+    assert reproduce.check(_recorded(None), p, [], "tcg", "sha256:1", "7.2", {}, {}, kernel=k).refusals == []
+
+
+def test_the_archive_index_gives_the_package_or_says_which_versions_it_has():
+    index = "".join(f"Package: linux-image-x\nVersion: {v}\nFilename: pool/x_{v}.deb\nSHA256: {v * 64}\n\n"
+                    for v in ("1", "2"))
+    assert debian_archive.find_stanza(index, "linux-image-x", "2")["Filename"] == "pool/x_2.deb"
+    with pytest.raises(FslabError, match="version 3 is not in the index") as e:
+        debian_archive.find_stanza(index, "linux-image-x", "3")
+    assert e.value.hint == "versions there: 1, 2"
