@@ -7,10 +7,13 @@ from __future__ import annotations
 import gzip
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import plans
 import pytest
 
+from harness.analysis import compare
+from harness.analysis.runs import Run, label_runs
 from harness.config import vmconfig as config
 from harness.errors import FslabError
 from harness.image import cpio, debian_archive, kernels
@@ -153,3 +156,33 @@ def test_the_archive_index_gives_the_package_or_says_which_versions_it_has():
     with pytest.raises(FslabError, match="version 3 is not in the index") as e:
         debian_archive.find_stanza(index, "linux-image-x", "3")
     assert e.value.hint == "versions there: 1, 2"
+
+
+def _run_manifest(kernel: dict | None) -> dict:
+    m: dict[str, Any] = {"accel": "tcg", "image": {"digest": "sha256:1", "kernel": "6.1.0-50-amd64"},
+         "plan": plans.plan(disks=(plans.disk(),)).to_json()}
+    if kernel is not None:
+        m["kernel"] = kernel
+        m["plan"]["vm"]["kernel"] = {"kind": kernel["kind"], "name": kernel["name"]}
+    return m
+
+
+def test_compare_accepts_runs_that_differ_only_in_the_kernel_and_says_so():
+    new = {"kind": "package", "name": "bpo", "version": "6.12.57+deb12-amd64", "kernel_sha256": "1" * 64}
+    old, b = _run_manifest(None), _run_manifest(new)
+    assert compare.differences(old, b) == []
+    assert compare.kernel_difference(old, b) == ("the kernel: 6.1.0-50-amd64 (image) (A) vs 6.12.57+deb12-amd64 "
+                                                 "(bpo) (B)")
+    assert compare.kernel_difference(b, _run_manifest(dict(new))) is None
+    rebuilt = _run_manifest({**new, "kernel_sha256": "2" * 64})  # same version, other bytes
+    assert compare.kernel_difference(b, rebuilt) is not None
+    own = _run_manifest({"kind": "image", "name": "image", "version": "6.1.0-50-amd64"})
+    assert compare.kernel_difference(old, own) is None  # a run before `kernel:` booted the image's too
+
+
+def test_the_runs_of_kernels_are_labelled_by_kernel():
+    def run(kernel: str) -> Run:
+        return Run(Path(kernel), {"run_id": kernel, "plan": {"vm": {"name": "k"}}, "kernel": {"name": kernel}}, [])
+    rs = [run("image"), run("bpo")]
+    label_runs(rs)
+    assert [r.label for r in rs] == ["image", "bpo"]

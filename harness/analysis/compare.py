@@ -69,6 +69,9 @@ def _diff(a: object, b: object, path: str) -> list[str]:
     return [f"{path}: {_short(a)} (A) vs {_short(b)} (B)"]
 
 
+KERNEL_FIELDS = ("kernel",)  # plan vm fields compared through kernel_difference, not refused
+
+
 def _measured_vm(field_name: str) -> bool:
     """Whether a plan vm field changes what is measured: its row says so; a field with no row
     (a newer plan's) is compared, so nothing unknown is silently taken as equal."""
@@ -76,8 +79,39 @@ def _measured_vm(field_name: str) -> bool:
     return row is None or row.measured
 
 
+def kernel_of(manifest: dict) -> str:
+    """The kernel a run booted, for people: its version and its name in the vmconfig
+    ("6.1.0-50-amd64 (image)"); a run made before `kernel:` booted its image's.
+
+    >>> kernel_of({"image": {"kernel": "6.1.0-50-amd64"}})
+    '6.1.0-50-amd64 (image)'
+    """
+    k = manifest.get("kernel") or {}
+    return f"{k.get('version') or (manifest.get('image') or {}).get('kernel')} ({k.get('name') or 'image'})"
+
+
+def _kernel_identity(manifest: dict) -> tuple:
+    k = manifest.get("kernel") or {}
+    if not k or k.get("kind") == "image":
+        return ("image", (manifest.get("image") or {}).get("kernel"))
+    return (k.get("version"), k.get("kernel_sha256"))
+
+
+def kernel_difference(man_a: dict, man_b: dict) -> str | None:
+    """The runs' kernels when they differ (a comparison of kernels, said, not refused), else None.
+
+    >>> a = {"image": {"kernel": "6.1.0-50-amd64"}}
+    >>> kernel_difference(a, {"kernel": {"kind": "package", "name": "bpo", "version": "6.12.57", "kernel_sha256": "1"}})
+    'the kernel: 6.1.0-50-amd64 (image) (A) vs 6.12.57 (bpo) (B)'
+    """
+    if _kernel_identity(man_a) == _kernel_identity(man_b):
+        return None
+    return f"the kernel: {kernel_of(man_a)} (A) vs {kernel_of(man_b)} (B)"
+
+
 def differences(man_a: dict, man_b: dict) -> list[str]:
     """What makes two run manifests not comparable, one line per difference (empty: comparable).
+    The kernel is not one of them: comparing kernels is what `kernels:` is for (kernel_difference).
 
     >>> a = {"accel": "kvm", "image": {"digest": "sha256:1"}, "plan": {"suite": {"name": "s", "version": 1}}}
     >>> differences(a, {**a, "accel": "tcg"})
@@ -99,8 +133,8 @@ def differences(man_a: dict, man_b: dict) -> list[str]:
     ib = {i.get("name"): i.get("sha256") for i in pb.get("inputs") or [] if isinstance(i, dict)}
     out += [f"suite input {n}: sha256 {_short(ia.get(n))} (A) vs {_short(ib.get(n))} (B)"
             for n in dict.fromkeys([*ia, *ib]) if ia.get(n) != ib.get(n)]
-    va = {k: v for k, v in (pa.get("vm") or {}).items() if _measured_vm(k)}
-    vb = {k: v for k, v in (pb.get("vm") or {}).items() if _measured_vm(k)}
+    va = {k: v for k, v in (pa.get("vm") or {}).items() if _measured_vm(k) and k not in KERNEL_FIELDS}
+    vb = {k: v for k, v in (pb.get("vm") or {}).items() if _measured_vm(k) and k not in KERNEL_FIELDS}
     out += [f"vmconfig {d}" for d in _diff(va, vb, "vm")]
     out += [f"vmconfig {d}" for d in _diff(pa.get("disks") or [], pb.get("disks") or [], "disks")]
     out += [f"vmconfig {d}" for d in _diff(pa.get("filesystems") or [], pb.get("filesystems") or [], "filesystems")]
@@ -274,6 +308,9 @@ def compare_paths(run_a: str, run_b: str | None = None, baseline: str | None = N
                             "(--force). They differ in:\n  " + "\n  ".join(diffs))
         rows = compare_runs(a, b, metrics, test)
         header = f"A = {a.run_id} ({a.accel}), B = {b.run_id} ({b.accel})"
+        kernels = kernel_difference(a.manifest, b.manifest)
+        if kernels:
+            header += f"\n{'these runs differ in' if diffs else 'these runs differ only in'} {kernels}"
         warnings += [f"run {r.run_id} ended {r.manifest.get('status')}: {r.manifest.get('reason')}"
                      for r in (a, b) if r.manifest.get("status", "ok") != "ok"]
     tcg = list(dict.fromkeys(r.run_id for r in ((a,) if run_b is None else (a, b)) if r.accel == "tcg"))

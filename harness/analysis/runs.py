@@ -166,6 +166,9 @@ def label_runs(runs: list[Run]) -> None:
     ['A', 'B']
     """
     names = [str((r.plan.get("vm") or {}).get("name") or r.run_id) for r in runs]
+    kernels = [str((r.manifest.get("kernel") or {}).get("name") or "image") for r in runs]
+    if len(set(kernels)) > 1 and len(set(names)) == 1:  # the runs of one vmconfig's `kernels:`: named by kernel
+        names = kernels
     distinct = len(set(names)) == len(names)
     for i, (r, name) in enumerate(zip(runs, names, strict=True)):
         r.label = r.run_id if len(runs) == 1 else name if distinct else _letters(i)

@@ -28,7 +28,7 @@ from harness.hostinfo import accel
 from harness.image import build as image_build
 from harness.image import kernels
 from harness.image import store as images
-from harness.plan import filesystems, vm_settings
+from harness.plan import filesystems, kernel_spec, vm_settings
 from harness.plan.document import Plan
 from harness.plan.fiocost import VM_OVERHEAD_S
 from harness.run import overhead, runner
@@ -161,6 +161,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     image = _image_for(p, args.image_dir)
     if args.fio_job:
         before_boot.fio_says(p, image.manifest, args.fio_job)
+    kernel_list = _kernels_asked(args, p)
+    if kernel_list:
+        return _run_kernels(args, p, kernel_list, image, results_root, scratch_root, host_list)
     if len(host_list) > 1:
         if args.boots != 1 or args.show_command or args.dry_run:
             raise FslabError("--boots, --show-command and --dry-run take one host, not several")
@@ -191,6 +194,65 @@ def cmd_run(args: argparse.Namespace) -> int:
         out = _execute(p, image, choice, results_root, args.boots, host=host,
                        scratch_root=scratch_root, keep_scratch=args.keep_scratch)
     return _report(out)
+
+
+def _kernels_asked(args: argparse.Namespace, p: Plan) -> tuple[dict, ...]:
+    """The vmconfig's `kernels:`, or the image's and --kernel's."""
+    cfg = config.load(args.vmconfig)
+    if not args.kernel:
+        return cfg.kernels
+    if cfg.kernels or p.vm.kernel:
+        raise FslabError(f"--kernel: {args.vmconfig} names its kernels already (kernel: or kernels:); "
+                         "allowed: --kernel with a vmconfig that boots the image's kernel")
+    deb = Path(args.kernel)
+    if deb.suffix != ".deb" or not deb.is_file():
+        raise FslabError(f"--kernel: {args.kernel}: not a .deb file; allowed: the linux-image-*.deb that "
+                         "`make bindeb-pkg` made")
+    return (dict(kernel_spec.IMAGE), kernel_spec.parse({"deb": str(deb.resolve()), "name": "yours"}))
+
+
+def _run_kernels(args: argparse.Namespace, p: Plan, kernel_list: tuple[dict, ...], image: images.Image,
+                 results_root: Path, scratch_root: Path | None, host_list: list[hosts.Host]) -> int:
+    """`kernels:`: every filesystem on every kernel, one boot per kernel, one after another; each
+    boot is a run of its own (its plan's vm.kernel says which), and `fslab report` of them ranks the
+    filesystems per kernel and sets each kernel against the first, per filesystem. Every kernel is
+    built and checked (its modules against the plan) before the first boot."""
+    if args.boots != 1 or host_list or args.aa:
+        raise FslabError(f"{args.vmconfig}: kernels: runs one VM per kernel on this machine; --boots, --aa and "
+                         "hosts are not combined with it yet", hint="use `kernel:` for one kernel with those")
+    runs = []
+    for spec in kernel_list:
+        pk = replace(p, run_id=resolve.new_run_id(p.vm.name),
+                     vm=replace(p.vm, kernel=None if kernel_spec.is_image(spec) else spec))
+        runs.append((pk, boot_kernel(pk, image)))
+    choice = accel.choose(p.vm.accelerator, image.kernel)
+    if args.show_command or args.dry_run:
+        before_boot.fit(p, choice.used, args.strict, args.fio_job)
+        for pk, img in runs:
+            run_dir = results_root / pk.run_id
+            scratch = scratch_root / pk.run_id if scratch_root else run_dir / "scratch"
+            print(f"# kernel {(pk.vm.kernel or kernel_spec.IMAGE)['name']}")
+            print(runner.vm_for(pk, img, choice.used, run_dir, scratch, None, place=False).command_text())
+        return 0
+    if choice.warning:
+        print(f"fslab: WARNING: {choice.warning}", file=sys.stderr)
+    before_boot.fit(p, choice.used, args.strict, args.fio_job)
+    before_boot.salvage_stale(results_root)
+    outs = []
+    with before_boot.sharing_said(f"{args.prog} {args.vmconfig}"):
+        for pk, img in runs:
+            name = (pk.vm.kernel or kernel_spec.IMAGE)["name"]
+            print(f"fslab: kernel {name} ({img.booted_kernel().get('version')})", file=sys.stderr)
+            out = runner.run(pk, img, choice, results_root, scratch_root=scratch_root, keep_scratch=args.keep_scratch)
+            print(f"== kernel {name}")
+            print(format_table(out.records))
+            print(f"status: {out.status} ({out.reason})")
+            outs.append(out)
+    for out in outs:
+        print(out.run_dir)
+    print(f"fslab: the kernels side by side: {args.prog} report {' '.join(str(o.run_dir) for o in outs)}",
+          file=sys.stderr)
+    return 0 if all(o.status == "ok" for o in outs) else 1
 
 
 def _report(out: runner.Outcome) -> int:
@@ -355,6 +417,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--scratch-dir", help="where the run's disks are created (default: inside the run directory)")
     p.add_argument("--keep-scratch", action="store_true", help="keep disks and overlay after the run")
     p.add_argument("--image-dir", help="use this built image directory instead of the current build")
+    p.add_argument("--kernel", metavar="DEB", help="a kernel .deb you built (make bindeb-pkg): every filesystem "
+                   "runs on the image's kernel and on this one, one boot each (as `kernels: [image, {deb: DEB}]`)")
     p.add_argument("--host", action="append", metavar="URI",
                    help="libvirt host to run on (repeatable; implies --backend libvirt): qemu:///system, "
                    "qemu+ssh://root@host/system; with several, one VM per filesystem is spread over them")

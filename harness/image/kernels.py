@@ -140,7 +140,7 @@ def prepare(spec: dict[str, Any], image: images.Image, log: Any = None) -> Kerne
     key = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
     out = kernels_dir() / key[:16]
     if (out / KERNEL_JSON).is_file() and all((out / f).is_file() for f in BOOT_FILES):
-        return Kernel(out, json.loads((out / KERNEL_JSON).read_text()))
+        return _asked(out, spec)
     if log:
         log(f"kernel {spec['name']}: building its initramfs and modules disk in {out}")
     kernels_dir().mkdir(parents=True, exist_ok=True)
@@ -163,15 +163,23 @@ def prepare(spec: dict[str, Any], image: images.Image, log: Any = None) -> Kerne
         staged = work / "out"
         staged.mkdir()
         info = _build(bzimage, modules, config, version, image, staged, key, work)
-        info.update({"name": spec["name"], "kind": spec["kind"], "source_sha256": parts["source"], "key": key})
-        info.update({k: spec[k] for k in ("package", "suite") if k in spec})
-        if "version" in spec:
-            info["package_version"] = spec["version"]
+        info.update({"source_sha256": parts["source"], "key": key})
         (staged / KERNEL_JSON).write_text(json.dumps(info, indent=1, sort_keys=True) + "\n")
         if out.exists():
             shutil.rmtree(out)
         staged.replace(out)
-    return Kernel(out, json.loads((out / KERNEL_JSON).read_text()))
+    return _asked(out, spec)
+
+
+def _asked(out: Path, spec: dict[str, Any]) -> Kernel:
+    """The built kernel in `out`, named as `spec` asked for it (one build serves every spec with the
+    same bytes: a package and the same .deb given as a file)."""
+    info = json.loads((out / KERNEL_JSON).read_text())
+    info.update({"name": spec["name"], "kind": spec["kind"]})
+    info.update({k: spec[k] for k in ("package", "suite", "deb", "bzimage", "modules") if k in spec})
+    if "version" in spec:
+        info["package_version"] = spec["version"]
+    return Kernel(out, info)
 
 
 def _deb_files(root: Path, name: str) -> tuple[Path, Path, Path | None]:
