@@ -4,7 +4,9 @@ its modules disk, and `fslab reproduce`'s refusal of another kernel."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import io
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -186,3 +188,23 @@ def test_the_runs_of_kernels_are_labelled_by_kernel():
     rs = [run("image"), run("bpo")]
     label_runs(rs)
     assert [r.label for r in rs] == ["image", "bpo"]
+
+
+def test_run_kernel_takes_a_deb_and_a_vmconfig_without_kernels(tmp_path):
+    from harness.cli import main as cli
+
+    def run(*argv: str) -> tuple[int, str]:
+        err = io.StringIO()
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+            rc = cli.main(["run", *argv, "--dry-run", "--results-dir", str(tmp_path / "r")])
+        return rc, err.getvalue().strip().splitlines()[-1]
+
+    smoke = str(Path(__file__).resolve().parent.parent / "vmconfigs" / "smoke.yaml")
+    rc, line = run(smoke, "--kernel", str(tmp_path / "bzImage"))
+    assert rc == 2 and line.startswith(f"fslab: error: --kernel: {tmp_path / 'bzImage'}: not a .deb file"), line
+    deb = tmp_path / "linux-image-6.13.0_1_amd64.deb"
+    deb.write_bytes(b"!<arch>\n")
+    rc, line = run(str(_vmconfig(tmp_path, "kernel: image\nkernels: [image, {deb: a.deb}]\n")), "--kernel", str(deb))
+    assert rc == 2 and "give either kernel (one) or kernels (several)" in line, line
+    rc, line = run(str(_vmconfig(tmp_path, "kernels: [image, {deb: a.deb}]\n")), "--kernel", str(deb))
+    assert rc == 2 and line.startswith("fslab: error: --kernel: ") and "names its kernels already" in line, line

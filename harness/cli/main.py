@@ -158,10 +158,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     where: list[hosts.Host | None] = [*host_list] or [None]  # None: this machine
     for h in where:
         before_boot.host_can_give(p, h)
+    kernel_list = _kernels_asked(args, p)
     image = _image_for(p, args.image_dir)
     if args.fio_job:
         before_boot.fio_says(p, image.manifest, args.fio_job)
-    kernel_list = _kernels_asked(args, p)
     if kernel_list:
         return _run_kernels(args, p, kernel_list, image, results_root, scratch_root, host_list)
     if len(host_list) > 1:
