@@ -52,5 +52,7 @@ def test_ext4_and_xfs_on_two_kernels_in_one_report(image, tmp_path):
     assert cp.returncode == 0, cp.stderr[-2000:]
     summary = (tmp_path / "report" / "summary.md").read_text()
     for label in ("image", "bpo-6.12-cloud"):  # each kernel's ranking, under its own label
-        assert f"run {label}" in summary.lower() or f"{label}:" in summary, summary[:3000]
-    assert "bpo-6.12-cloud vs image" in summary or "bpo-6.12-cloud against image" in summary, summary[:3000]
+        assert f"### run {label}: fio-basic: IOPS" in summary, summary[:3000]
+    deltas = summary[summary.index("## Run bpo-6.12-cloud against run image"):]  # the kernel deltas per filesystem
+    for fs in ("ext4", "xfs"):
+        assert f"| randrw-4k | - | {fs} | iops (IO/s) |" in deltas.split("\n## ")[0], deltas[:2000]
