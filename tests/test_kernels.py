@@ -208,3 +208,15 @@ def test_run_kernel_takes_a_deb_and_a_vmconfig_without_kernels(tmp_path):
     assert rc == 2 and "give either kernel (one) or kernels (several)" in line, line
     rc, line = run(str(_vmconfig(tmp_path, "kernels: [image, {deb: a.deb}]\n")), "--kernel", str(deb))
     assert rc == 2 and line.startswith("fslab: error: --kernel: ") and "names its kernels already" in line, line
+
+
+def test_a_built_kernel_is_named_as_each_spec_asks_and_keeps_its_module_list(tmp_path):
+    import json
+
+    (tmp_path / kernels.KERNEL_JSON).write_text(json.dumps({"version": "6.13.0", "modules": ["xfs"], "builtin": []}))
+    spec = kernel_spec.parse({"name": "mine", "bzimage": "/b/bzImage", "modules": "/m/lib/modules/6.13.0"})
+    k = kernels._asked(tmp_path, spec)
+    assert k.info["modules"] == ["xfs"] and k.info["modules_dir"] == "/m/lib/modules/6.13.0"
+    assert k.info["name"] == "mine" and k.info["kind"] == "bzimage"
+    assert kernels.missing(k, {"xfs": "filesystem xfs"}) == []
+    assert "modules" not in k.provenance() and k.provenance()["modules_dir"] == "/m/lib/modules/6.13.0"

@@ -137,6 +137,8 @@ def prepare(spec: dict[str, Any], image: images.Image, log: Any = None) -> Kerne
                              "image_initrd": image.manifest["files"]["initrd.img"]["sha256"]}
     if kind == "bzimage":
         parts["modules"] = _tree_digest(Path(spec["modules"]))
+        if spec.get("config"):
+            parts["config"] = _sha256(Path(spec["config"]))
     key = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
     out = kernels_dir() / key[:16]
     if (out / KERNEL_JSON).is_file() and all((out / f).is_file() for f in BOOT_FILES):
@@ -157,8 +159,9 @@ def prepare(spec: dict[str, Any], image: images.Image, log: Any = None) -> Kerne
             shutil.copytree(mods, modules, symlinks=True)
             for link in ("build", "source"):
                 (modules / link).unlink(missing_ok=True)
-            cfg = mods / "config"
-            config = cfg if cfg.is_file() else None
+            config = Path(spec["config"]) if spec.get("config") else None
+            if config is not None and not config.is_file():
+                raise FslabError(f"kernel {spec['name']}: config: {config}: no such file")
         version = modules.name
         staged = work / "out"
         staged.mkdir()
@@ -176,7 +179,9 @@ def _asked(out: Path, spec: dict[str, Any]) -> Kernel:
     same bytes: a package and the same .deb given as a file)."""
     info = json.loads((out / KERNEL_JSON).read_text())
     info.update({"name": spec["name"], "kind": spec["kind"]})
-    info.update({k: spec[k] for k in ("package", "suite", "deb", "bzimage", "modules") if k in spec})
+    info.update({k: spec[k] for k in ("package", "suite", "deb", "bzimage") if k in spec})
+    if "modules" in spec:  # info["modules"] is the kernel's module list (kernel.json)
+        info["modules_dir"] = spec["modules"]
     if "version" in spec:
         info["package_version"] = spec["version"]
     return Kernel(out, info)

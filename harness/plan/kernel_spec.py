@@ -7,7 +7,8 @@ form, a plain dict, so a run's plan says exactly what was asked):
     kernel: {package: linux-image-6.12.57+deb12-cloud-amd64, version: 6.12.57-1~bpo12+1,
              suite: bookworm-backports, sha256: <the .deb's sha256>}   # from the Debian archive
     kernel: {deb: my-linux-image.deb, sha256: ...}   # a kernel .deb you built (make bindeb-pkg)
-    kernel: {bzimage: arch/x86/boot/bzImage, modules: /tmp/mods/lib/modules/6.13.0}  # make + modules_install
+    kernel: {bzimage: arch/x86/boot/bzImage, modules: /tmp/mods/lib/modules/6.13.0,  # make + modules_install
+             config: .config}                            # optional: recorded in the manifest
 
 Every kind may carry `name:` (the label the report uses; default: the package, the .deb's file
 name, or "image"). An archive package must be pinned by its sha256; a file you built is pinned by
@@ -39,10 +40,10 @@ _LABEL = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._+-]{0,63}")
 KINDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "package": (("package", "version", "suite", "sha256"), ()),
     "deb": (("deb",), ("sha256",)),
-    "bzimage": (("bzimage", "modules"), ("sha256",)),
+    "bzimage": (("bzimage", "modules"), ("sha256", "config")),
 }
-PATH_KEYS = ("deb", "bzimage", "modules")
-ALLOWED = ("image", "{package, version, suite, sha256}", "{deb[, sha256]}", "{bzimage, modules[, sha256]}")
+PATH_KEYS = ("deb", "bzimage", "modules", "config")
+ALLOWED = ("image", "{package, version, suite, sha256}", "{deb[, sha256]}", "{bzimage, modules[, config, sha256]}")
 
 
 def _allowed() -> str:
@@ -53,8 +54,6 @@ def parse(v: Any) -> dict[str, Any]:
     """The canonical dict of one kernel entry; Bad (one line) when its shape is wrong."""
     if v == "image":
         return dict(IMAGE)
-    if isinstance(v, dict) and set(v) <= {"image", "name"} and v.get("image") is True:
-        return {"kind": "image", "name": _label(v.get("name", "image"))}
     if not isinstance(v, dict):
         raise Bad(f"{v!r} is not allowed; {_allowed()}")
     kinds = [k for k in KINDS if k in v]
