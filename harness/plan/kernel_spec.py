@@ -58,10 +58,10 @@ def parse(v: Any) -> dict[str, Any]:
         raise Bad(f"{v!r} is not allowed; {_allowed()}")
     kinds = [k for k in KINDS if k in v]
     if len(kinds) != 1:
-        raise Bad(f"{sorted(v)!r}: give exactly one of package, deb, bzimage; {_allowed()}")
+        raise Bad(f"{sorted(map(str, v))!r}: give exactly one of package, deb, bzimage; {_allowed()}")
     kind = kinds[0]
     required, optional = KINDS[kind]
-    unknown = sorted(set(v) - set(required) - set(optional) - {"name"})
+    unknown = sorted(str(k) for k in set(v) - set(required) - set(optional) - {"name"})
     if unknown:
         keys = ", ".join((*required, *optional, "name"))
         raise Bad(f"{unknown[0]}: unknown key for a {kind} kernel; allowed: {keys}")
