@@ -99,7 +99,12 @@ def vmconfig_data(rng: random.Random) -> Any:
                         "profile": lambda: _value(rng, ["smoke", "quick", "paper", "default", "nope"]),
                         "name": lambda: _value(rng, ["smoke", "x"], LONG_NAMES),
                         "image": lambda: _value(rng, ["debian-12", "nosuch-9"]),
+                        "kernel": lambda: _value(rng, ["image", "image", {"deb": "x.deb"}, {"package": "p"},
+                                                       {"bzimage": "b", "modules": "m", "name": "a b"}]),
+                        "kernels": lambda: _value(rng, [["image", {"deb": "a.deb"}], ["image"], ["image", "image"]]),
                         }.get(key, lambda: _value(rng, ["smoke", "debian-12", "x"]))()
+    if "kernels" in top and rng.random() < 0.85:  # rare: with `kernel:` too it is refused, hiding the rest
+        del top["kernels"]
     if rng.random() < 0.05:  # YAML null for a key (`name:` with nothing after it)
         top[rng.choice(list(config.VM_KEYS))] = None
     top["disks"] = disks_ if rng.random() > 0.03 else rng.choice(WEIRD)

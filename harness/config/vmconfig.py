@@ -288,7 +288,8 @@ def plan_vm(cfg: VMConfig, **override: Any) -> VM:
     >>> cfg = parse({"vcpus": 4, "memory": "1GiB", "disks": [{"size": "1GiB"}], "filesystems": [{"name": "ext4"}]},
     ...             "v.yaml")
     >>> plan_vm(cfg, backend="libvirt")
-    VM(name='v', source='v.yaml', vcpus=4, memory_mib=1024, accelerator='auto', deadline_s=1800, backend='libvirt')
+    VM(name='v', source='v.yaml', vcpus=4, memory_mib=1024, accelerator='auto', deadline_s=1800, backend='libvirt', \
+kernel=None)
     """
     unknown = set(override) - set(vm_settings.BY_FIELD)
     if unknown:
