@@ -493,19 +493,26 @@ def test_the_real_smoke_run_has_no_claims():
 # --- 3. output -----------------------------------------------------------------------------------------
 
 class _Cells(HTMLParser):
+    """The rows of every table of an HTML fragment, by the table's class."""
+
     def __init__(self) -> None:
         super().__init__()
         self.rows: list[list[str]] = []
         self.ids: list[str] = []
+        self.tables: dict[str, list[int]] = {}  # table class -> indexes into rows
         self.section = ""
         self._in = False
+        self._table = ""
 
     def handle_starttag(self, tag, attrs):
         if tag == "section":
             self.section = dict(attrs).get("id", "")
+        if tag == "table":
+            self._table = dict(attrs).get("class", "")
         if tag == "tr":
             self.rows.append([])
             self.ids.append(dict(attrs).get("data-claim", ""))
+            self.tables.setdefault(self._table, []).append(len(self.rows) - 1)
         if tag in ("td", "th"):
             self.rows[-1].append("")
             self._in = True
@@ -518,8 +525,22 @@ class _Cells(HTMLParser):
         if self._in:
             self.rows[-1][-1] += data
 
+    def table(self, cls: str) -> tuple[list[list[str]], list[str]]:
+        """(rows, data-claim ids) of the table of class `cls`, its header first."""
+        idx = self.tables.get(cls, [])
+        return [self.rows[i] for i in idx], [self.ids[i] for i in idx]
+
+
+def _judged_and_context(rows: list[cl.ClaimRow]) -> tuple[list[cl.ClaimRow], list[cl.ClaimRow]]:
+    judged = [r for r in rows if r.claim.kind != "absolute"]
+    context = [r for r in rows if r.claim.kind == "absolute"]
+    assert judged and context  # kernel-tree has both: the test below means something
+    return judged, context
+
 
 def test_cli_markdown_and_html(tmp_path, capsys):
+    """Every form holds the verdicts in one table and the papers' absolute numbers (never judged)
+    in a table of their own below it (issue 23: the context is not a column of "not comparable")."""
     vals = {fs: {"rm": SLOW if fs == "xfs" else FAST, "cp": FAST} for fs in
             ("xfs", "reiserfs-notail", "reiserfs", "ext2", "jfs")}
     run = kt_run(tmp_path, vals, accel="tcg")
@@ -529,29 +550,49 @@ def test_cli_markdown_and_html(tmp_path, capsys):
     assert re.match(r"claim +paper +ours \[95% CI\] +n +verdict$", head)
     assert max(len(line) for line in out.splitlines()) <= claims_render.WIDTH
     rows = cl.evaluate([run])
-    for r in (r for r in rows if r.claim.kind != "absolute"):
+    judged, context = _judged_and_context(rows)
+    for r in judged:
         assert re.search(rf"^{re.escape(r.id)} .*{re.escape(claims_render.short_verdict(r))}$", out, re.M), r.id
         assert f"{r.id}: {r.claim.text[:40]}" in out  # the claim's line, with its full verdict
     assert "s3-rm-xfs-slowest" in out and "+ holds (TCG)" in out
     assert "Under TCG" in out and out.count("Under TCG") == 1
     assert f"kernel-tree (profile quick, accel tcg): {len(cl.claims_for('kernel-tree'))} claim(s)" in out
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("Verdicts: "))
+    more = next(i for i in range(at + 1, len(lines)) if not lines[i].startswith("  "))
+    verdicts = " ".join(" ".join(lines[at:more]).split())  # wrapped at WIDTH
+    assert verdicts.endswith(f"; and {len(context)} absolute number(s) as context")
     md = claims_render.claims_markdown(rows)
     assert md[0] == "## Paper vs this run"
-    table = [line for line in md if line.startswith("| ")]
-    assert len(table) == 1 + len(rows)
-    assert any(line.startswith("Claims: holds: ") for line in md) and md[-1].startswith("Multiplicity: ")
+    ctx_at = md.index(claims_render.CONTEXT_TITLE + ":")
+    main = [line for line in md[:ctx_at] if line.startswith("| ")]
+    below = [line for line in md[ctx_at:] if line.startswith("| ")]
+    assert len(main) == 1 + len(judged) and len(below) == 1 + len(context)
+    assert [line.split("**")[1] for line in main[1:]] == [r.id for r in judged]
+    assert [line.split("**")[1] for line in below[1:]] == [r.id for r in context]
+    assert not any("not comparable" in line for line in below)  # context has no verdict column
+    assert any(line.startswith("Claims: holds: ") for line in md) and md.index(
+        next(line for line in md if line.startswith("Multiplicity: "))) < ctx_at
     parser = _Cells()
     parser.feed(claims_render.claims_html(rows))
-    assert parser.section == "claims" and len(parser.rows) == 1 + len(rows)
-    assert parser.rows[0] == ["claim", "source", "paper", "this run [95% CI]", "n", "verdict", "why"]
-    assert parser.ids[1:] == [r.id for r in rows]
-    for r, cells in zip(rows, parser.rows[1:], strict=True):
-        assert cells[0] == r.id + r.claim.text and cells[5] == claims_render.verdict_text(r)
+    assert parser.section == "claims" and len(parser.rows) == 2 + len(rows)
+    table, ids = parser.table("claims-judged")
+    assert table[0] == ["claim", "source", "paper", "this run [95% CI]", "n", "verdict", "why"]
+    assert ids[1:] == [r.id for r in judged]
+    for r, cells in zip(judged, table[1:], strict=True):
+        assert cells[0] == r.id + r.claim.text
+        assert cells[5] == f"{claims_render.MARKS[r.verdict]} {claims_render.verdict_text(r)}".strip()
+    table, ids = parser.table("claims-context")
+    assert table[0] == ["claim", "source", "paper", "this run [95% CI]", "n", "note"]
+    assert ids[1:] == [r.id for r in context]
+    for r, cells in zip(context, table[1:], strict=True):
+        assert cells[2] == r.claim.paper and cells[3] == claims_render.context_ours(r)
 
 
 def test_report_shows_claims_right_after_the_answer(tmp_path, capsys):
     """`fslab report`: "Paper vs this run" follows the ranking and the score, before the run's
-    warnings and figures, in index.html and summary.md, with one row per claim."""
+    warnings and figures, in index.html and summary.md: the judged claims in its table, one row
+    each, the absolute numbers in the context table below."""
     vals = {fs: {"rm": SLOW if fs == "xfs" else FAST, "cp": FAST} for fs in
             ("xfs", "reiserfs-notail", "reiserfs", "ext2", "jfs")}
     run = kt_run(tmp_path, vals, accel="tcg")
@@ -562,14 +603,19 @@ def test_report_shows_claims_right_after_the_answer(tmp_path, capsys):
     assert order == sorted(order) and html.count('id="claims"') == 1
     body = html[html.index('<section id="claims">'):]
     body = body[:body.index("</section>")]
+    assert body.index('class="claims-judged"') < body.index('id="claims-context"') < body.index(
+        'class="claims-context"')
     parser = _Cells()
     parser.feed(body)
-    rows = cl.evaluate([run])
-    assert parser.ids[1:] == [r.id for r in rows] and "holds (TCG)" in body
+    judged, context = _judged_and_context(cl.evaluate([run]))
+    assert parser.table("claims-judged")[1][1:] == [r.id for r in judged] and "holds (TCG)" in body
+    assert parser.table("claims-context")[1][1:] == [r.id for r in context]
     md = (out / "summary.md").read_text()
     claims_at = md.index("## Paper vs this run\n\nVerdicts at alpha")
-    assert md.index("## Overall score") < claims_at < md.index("## Warnings")
-    assert sum(line.startswith("| **s3-") for line in md.splitlines()) == len(rows)
+    context_at = md.index(claims_render.CONTEXT_TITLE, claims_at)
+    assert md.index("## Overall score") < claims_at < context_at < md.index("## Warnings")
+    rows_md = [line for line in md.splitlines() if line.startswith("| **s3-")]
+    assert [line.split("**")[1] for line in rows_md] == [r.id for r in judged + context]
 
 
 def test_report_without_a_study_suite_has_no_claims_section(tmp_path):
