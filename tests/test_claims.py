@@ -485,7 +485,7 @@ def test_rates_from_sizes(tmp_path):
     assert total.sides[0].values == pytest.approx(sums)
 
 
-def _spread_kt(tmp_path: Path, name: str, hierarchy: bool, **manifest: object) -> cl.Run:
+def _spread_kt(tmp_path: Path, name: str, hierarchy: bool, **manifest: list) -> cl.Run:
     """A SYNTHETIC kernel-tree run on 2 hosts, one boot each, 6 repetitions a boot: rm -rf on xfs
     takes 5 s on host h1 but 1.1 s on h2, on every other filesystem 1 s on both. Without
     `hierarchy` the same records with neither boot nor host (a flat pool)."""
