@@ -485,10 +485,11 @@ def test_rates_from_sizes(tmp_path):
     assert total.sides[0].values == pytest.approx(sums)
 
 
-def _spread_kt(tmp_path: Path, name: str, hierarchy: bool, **manifest: list) -> cl.Run:
+def _spread_kt(tmp_path: Path, name: str, hierarchy: bool, mixed: bool = False) -> cl.Run:
     """A SYNTHETIC kernel-tree run on 2 hosts, one boot each, 6 repetitions a boot: rm -rf on xfs
     takes 5 s on host h1 but 1.1 s on h2, on every other filesystem 1 s on both. Without
-    `hierarchy` the same records with neither boot nor host (a flat pool)."""
+    `hierarchy` the same records with neither boot nor host (a flat pool); `mixed`: the hosts
+    differ (h2 TCG), allowed by --mix-hosts."""
     recs = []
     for boot, (host, xfs_rm) in enumerate((("h1", 5.0), ("h2", 1.1)), 1):
         for fs in ("xfs", "reiserfs-notail", "reiserfs", "ext2", "jfs"):
@@ -497,8 +498,11 @@ def _spread_kt(tmp_path: Path, name: str, hierarchy: bool, **manifest: list) -> 
                 where = {"boot": boot, "host": host} if hierarchy else {}
                 recs.append(record("kernel-tree", "compile", fs, "real_s", v, "s", 10 * boot + i, accel="kvm",
                                    step="rm", **where))
-    return load_run(make_run(tmp_path / name, "kernel-tree", recs, profile="quick", accel="kvm", name=name,
-                             **manifest))
+    if mixed:
+        return load_run(make_run(tmp_path / name, "kernel-tree", recs, profile="quick", accel="kvm", name=name,
+                                 mixed_hosts=["accel: h1 kvm, h2 tcg"],
+                                 hosts=[{"uri": "h1", "accel": "kvm"}, {"uri": "h2", "accel": "tcg"}]))
+    return load_run(make_run(tmp_path / name, "kernel-tree", recs, profile="quick", accel="kvm", name=name))
 
 
 def test_claims_count_hosts_not_pooled_repetitions(tmp_path):
@@ -852,8 +856,7 @@ def test_paired_values_keep_their_pairs_at_the_boot_level(tmp_path):
 def test_claims_of_hosts_that_differ_are_judged_per_host(tmp_path):
     """--mix-hosts: every host ran every filesystem, so each host's claims are judged on its own
     records and accelerator (never one host against another), its rows labelled by host."""
-    run = _spread_kt(tmp_path, "mixed", hierarchy=True, mixed_hosts=["accel: h1 kvm, h2 tcg"],
-                     hosts=[{"uri": "h1", "accel": "kvm"}, {"uri": "h2", "accel": "tcg"}])
+    run = _spread_kt(tmp_path, "mixed", hierarchy=True, mixed=True)
     rows = [r for r in cl.evaluate([run]) if r.claim.id == "s3-rm-xfs-slowest"]
     assert [(r.run, r.n, r.tcg) for r in rows] == [("synthetic-mixed on h1", "6", False),
                                                   ("synthetic-mixed on h2", "6", True)]
