@@ -297,8 +297,8 @@ def _merge(s: _Spread) -> runner.Outcome:
     accel = next((h.choice.used for h in s.hosts if h.choice), "unknown")
     records = boots_mod.merge(s.top, s.plan, len(s.vms), accel=accel, hosts=where, host_errors=host_errors)
     out = json.loads((s.top / "manifest.json").read_text())
-    for b, vm in zip(out["boots"], (s.vms[int(b["boot"]) - 1] for b in out["boots"]), strict=True):
-        b["attempts"] = vm.attempts
+    for b in out["boots"]:
+        b["attempts"] = s.vms[int(b["boot"]) - 1].attempts
     ok = [b for b in out["boots"] if b["status"] == "ok"]
     status = "ok" if len(ok) == len(s.vms) else "failed"
     failed_hosts = [h for h in s.hosts if h.status != "ok"]
