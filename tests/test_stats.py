@@ -345,6 +345,8 @@ def test_ranking_compare_and_design_use_the_hosts_as_the_unit():
     first, second = g.quantities[0].ranked()
     assert (first.fs, first.summary.n, first.level) == ("b", 2, "host means")
     assert second.vs_next == stats.NO_CHANGE
+    from harness.analysis.report_ranking import entry_cells
+    assert entry_cells(g.quantities[0], 1, first, "best")[4] == "2 hosts"  # the table says what n counts
     flat = [r["value"] for r in run.records if r["fs"] == "a"], [r["value"] for r in run.records if r["fs"] == "b"]
     assert len(flat[0]) == 12 and stats.welch(*flat).p_value < 0.001  # the flat pool would call it
     (row,) = compare.compare_baseline(run, "a")
