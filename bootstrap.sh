@@ -13,6 +13,7 @@ APT_PACKAGES=(
   openssh-server                  # the two-host test reaches this machine as qemu+ssh://root@127.0.0.1
   e2fsprogs                       # mkfs.ext4 -d makes the root filesystem image
   zstd                            # image bundles (fslab image export/import)
+  docker-registry                 # tests start a real OCI registry on 127.0.0.1 (fslab image/results push|pull)
   fio                             # host-side tests turn real fio JSON into records
   python3-venv python3-pip
   shellcheck                      # lint of the shell scripts

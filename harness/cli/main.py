@@ -20,6 +20,7 @@ from harness.cli import before_boot, bench, recover
 from harness.cli import bench_fidelity as fidelity
 from harness.cli import exit_codes as toplevel
 from harness.cli import images as cli_images
+from harness.cli import registry as cli_registry
 from harness.config import resolve
 from harness.config import vmconfig as config
 from harness.config.vmconfig import ACCELERATORS, BACKENDS
@@ -408,7 +409,7 @@ def parser() -> argparse.ArgumentParser:
                    help="also runs marked running by an fslab on another host (only if it is gone)")
     p.set_defaults(func=recover.cmd_recover)
 
-    p = sub.add_parser("image", help="build, list, verify, lock, rebuild, export and import guest images")
+    p = sub.add_parser("image", help="build, list, verify, lock, rebuild, export, import, push and pull guest images")
     isub = p.add_subparsers(dest="image_cmd", required=True)
     b = isub.add_parser("build", help="build (or reuse) an image")
     b.add_argument("name", nargs="?", default="debian-12")
@@ -424,7 +425,9 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("name", nargs="?", default="debian-12", help="image name or directory")
     isub.add_parser("validate", help="packer fmt -check and packer validate every template")
     cli_images.add_image_parsers(isub)
+    cli_registry.add_image_parsers(isub)
     p.set_defaults(func=cli_images.cmd_image)
+    cli_registry.add_results_parser(sub)
 
     cli_images.add_reproduce_parser(sub).set_defaults(func=cli_images.cmd_reproduce)
 
