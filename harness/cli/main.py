@@ -21,6 +21,7 @@ from harness.cli import bench_fidelity as fidelity
 from harness.cli import exit_codes as toplevel
 from harness.cli import images as cli_images
 from harness.cli import registry as cli_registry
+from harness.cli import shards as cli_shards
 from harness.config import resolve
 from harness.config import vmconfig as config
 from harness.config.vmconfig import ACCELERATORS, BACKENDS
@@ -154,6 +155,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     image = _image_for(p, args.image_dir)
     if args.fio_job:
         before_boot.fio_says(p, image.manifest, args.fio_job)
+    if args.shard:
+        return _report(cli_shards.run(args, p, host_list, image, results_root))
     if len(host_list) > 1:
         if args.boots != 1 or args.show_command or args.dry_run:
             raise FslabError("--boots, --show-command and --dry-run take one host, not several")
@@ -359,7 +362,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--show-command", action="store_true",
                    help="print the exact QEMU command line (libvirt backend: the domain XML) and stop")
     p.add_argument("--dry-run", action="store_true", help="resolve everything, print the command, boot nothing")
+    cli_shards.add_shard_argument(p)
     p.set_defaults(func=cmd_run)
+    cli_shards.add_merge_parser(sub).set_defaults(func=lambda args: _report(cli_shards.merge(args)))
 
     p = sub.add_parser("bench", help="the main job: each suite on its study's VM (default: vmconfigs/default.yaml); "
                        "`fslab bench boot`: the boot benchmark; `fslab bench fidelity`: the device the VM shows",
