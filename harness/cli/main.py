@@ -20,6 +20,8 @@ from harness.cli import before_boot, bench, recover
 from harness.cli import bench_fidelity as fidelity
 from harness.cli import exit_codes as toplevel
 from harness.cli import images as cli_images
+from harness.cli import registry as cli_registry
+from harness.cli import shards as cli_shards
 from harness.config import resolve
 from harness.config import vmconfig as config
 from harness.config.vmconfig import ACCELERATORS, BACKENDS
@@ -154,6 +156,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     image = _image_for(p, args.image_dir)
     if args.fio_job:
         before_boot.fio_says(p, image.manifest, args.fio_job)
+    if args.shard:
+        return _report(cli_shards.run(args, p, host_list, image, results_root))
     if len(host_list) > 1:
         if args.show_command or args.dry_run:
             raise FslabError("--show-command and --dry-run take one host, not several")
@@ -360,7 +364,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--show-command", action="store_true",
                    help="print the exact QEMU command line (libvirt backend: the domain XML) and stop")
     p.add_argument("--dry-run", action="store_true", help="resolve everything, print the command, boot nothing")
+    cli_shards.add_shard_argument(p)
     p.set_defaults(func=cmd_run)
+    cli_shards.add_merge_parser(sub).set_defaults(func=lambda args: _report(cli_shards.merge(args)))
 
     p = sub.add_parser("bench", help="the main job: each suite on its study's VM (default: vmconfigs/default.yaml); "
                        "`fslab bench boot`: the boot benchmark; `fslab bench fidelity`: the device the VM shows",
@@ -410,7 +416,7 @@ def parser() -> argparse.ArgumentParser:
                    help="also runs marked running by an fslab on another host (only if it is gone)")
     p.set_defaults(func=recover.cmd_recover)
 
-    p = sub.add_parser("image", help="build, list, verify, lock, rebuild, export and import guest images")
+    p = sub.add_parser("image", help="build, list, verify, lock, rebuild, export, import, push and pull guest images")
     isub = p.add_subparsers(dest="image_cmd", required=True)
     b = isub.add_parser("build", help="build (or reuse) an image")
     b.add_argument("name", nargs="?", default="debian-12")
@@ -426,7 +432,9 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("name", nargs="?", default="debian-12", help="image name or directory")
     isub.add_parser("validate", help="packer fmt -check and packer validate every template")
     cli_images.add_image_parsers(isub)
+    cli_registry.add_image_parsers(isub)
     p.set_defaults(func=cli_images.cmd_image)
+    cli_registry.add_results_parser(sub)
 
     cli_images.add_reproduce_parser(sub).set_defaults(func=cli_images.cmd_reproduce)
 

@@ -249,10 +249,12 @@ def _fetch_remote(m: dict[str, Any], paths: RunPaths, log: Log) -> list[str]:
         return []
     remote = Path(lv["host_scratch"])
     try:
-        for name, local in (("results.tar", paths.results_stream), ("progress.jsonl", paths.progress),
-                            ("console.log", paths.console)):
+        files = [(str(remote / name), local) for name, local in (("results.tar", paths.results_stream),
+                                                                 ("progress.jsonl", paths.progress),
+                                                                 ("console.log", paths.console))]
+        for _, local in files:
             local.parent.mkdir(parents=True, exist_ok=True)
-            hosts.fetch_tail(host, str(remote / name), local)
+        hosts.fetch_tails(host, files)
         if not m.get("keep_scratch"):
             hosts.run(host, ["rm", "-rf", str(remote)], timeout=120)
         return [f"fetched the guest's stream from {host.label}:{remote}"]
