@@ -10,10 +10,12 @@ APT_PACKAGES=(
   genisoimage xorriso             # NoCloud seed ISOs (ours and Packer's cd_files)
   openssh-client                  # ssh-keygen for the Packer build's throwaway key; ssh/scp to libvirt hosts
   libvirt-daemon-system libvirt-clients  # the libvirt backend (driven through virsh: no Python binding)
+  libvirt-l10n locales            # tests run virsh under de_DE and ja_JP with its translations (fslab uses LC_ALL=C)
   openssh-server                  # the two-host test reaches this machine as qemu+ssh://root@127.0.0.1
   e2fsprogs                       # mkfs.ext4 -d makes the root filesystem image
   zstd                            # image bundles (fslab image export/import); the image initramfs a `kernel:` reuses
   kmod gpgv debian-archive-keyring dpkg  # `kernel:`: depmod indexes its modules, the archive index is checked, .deb unpacked
+  docker-registry                 # tests start a real OCI registry on 127.0.0.1 (fslab image/results push|pull)
   fio                             # host-side tests turn real fio JSON into records
   python3-venv python3-pip
   shellcheck                      # lint of the shell scripts
@@ -21,16 +23,29 @@ APT_PACKAGES=(
   git
 )
 
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   echo "bootstrap: installing ${missing[*]}" >&2
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# The locales tests/test_virsh_locale.py runs the real virsh under (skipped where they are missing).
+gen=""
+for loc in de_DE ja_JP; do
+  if ! locale -a 2>/dev/null | grep -qix "$loc.utf8"; then
+    $SUDO sed -i "s/^# *\($loc.UTF-8 UTF-8\)/\1/" /etc/locale.gen
+    gen=1
+  fi
+done
+if [ -n "$gen" ]; then
+  echo "bootstrap: generating the de_DE.UTF-8 and ja_JP.UTF-8 locales" >&2
+  $SUDO locale-gen >/dev/null
 fi
 
 if [ ! -x .venv/bin/python ]; then

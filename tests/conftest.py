@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-# The VM test files that take longest (CI under TCG, cold: the fio-matrix smoke in test_vm_catalog
-# 12 min, the kernel-tree smoke 11 min; every other file 5 min or less). They are collected first,
+# The VM test files that take longest (CI under TCG, cold, 2026-11-24 with four and two
+# filesystems: the fio-matrix smoke in test_vm_catalog 18 min, the kernel-tree smoke 21 min; both
+# now run half the filesystems; every other file 5 min or less). They are collected first,
 # so that `just test`'s two workers (-n 2 --dist loadfile --no-loadscope-reorder: files handed out
 # in collection order, not by their number of tests) each start on one and share the rest,
 # instead of one worker running the last alone.

@@ -485,6 +485,38 @@ def test_rates_from_sizes(tmp_path):
     assert total.sides[0].values == pytest.approx(sums)
 
 
+def _spread_kt(tmp_path: Path, name: str, hierarchy: bool, mixed: bool = False) -> cl.Run:
+    """A SYNTHETIC kernel-tree run on 2 hosts, one boot each, 6 repetitions a boot: rm -rf on xfs
+    takes 5 s on host h1 but 1.1 s on h2, on every other filesystem 1 s on both. Without
+    `hierarchy` the same records with neither boot nor host (a flat pool); `mixed`: the hosts
+    differ (h2 TCG), allowed by --mix-hosts."""
+    recs = []
+    for boot, (host, xfs_rm) in enumerate((("h1", 5.0), ("h2", 1.1)), 1):
+        for fs in ("xfs", "reiserfs-notail", "reiserfs", "ext2", "jfs"):
+            for i in range(6):
+                v = (xfs_rm if fs == "xfs" else 1.0) + 0.01 * (i % 3 - 1)
+                where = {"boot": boot, "host": host} if hierarchy else {}
+                recs.append(record("kernel-tree", "compile", fs, "real_s", v, "s", 10 * boot + i, accel="kvm",
+                                   step="rm", **where))
+    if mixed:
+        return load_run(make_run(tmp_path / name, "kernel-tree", recs, profile="quick", accel="kvm", name=name,
+                                 mixed_hosts=["accel: h1 kvm, h2 tcg"],
+                                 hosts=[{"uri": "h1", "accel": "kvm"}, {"uri": "h2", "accel": "tcg"}]))
+    return load_run(make_run(tmp_path / name, "kernel-tree", recs, profile="quick", accel="kvm", name=name))
+
+
+def test_claims_count_hosts_not_pooled_repetitions(tmp_path):
+    """Issue 30 item 6: a run spread over hosts judges a claim with one value a host (its boots'
+    mean), n = 2, and says so; the flat pool of the same 12 values a side finds xfs significantly
+    slowest, though only one of the two machines shows it."""
+    flat = rows_of(_spread_kt(tmp_path, "flat", hierarchy=False), "s3-rm-xfs-slowest")["s3-rm-xfs-slowest"]
+    assert (flat.verdict, flat.n) == (cl.HOLDS, "12")
+    row = rows_of(_spread_kt(tmp_path, "hosts", hierarchy=True), "s3-rm-xfs-slowest")["s3-rm-xfs-slowest"]
+    assert row.n == "2" and row.verdict == cl.NO_DIFFERENCE, (row.verdict, row.detail)
+    assert row.sides[0].values == pytest.approx([5.0, 1.1])
+    assert "n counts hosts: each host's mean is one value (the level that varies), not its repetitions" in row.notes
+
+
 def test_the_real_smoke_run_has_no_claims():
     """fio-basic is not a study: the recorded real run gives no rows, and the CLI says why."""
     assert cl.evaluate([load_run(REAL)]) == []
@@ -493,19 +525,26 @@ def test_the_real_smoke_run_has_no_claims():
 # --- 3. output -----------------------------------------------------------------------------------------
 
 class _Cells(HTMLParser):
+    """The rows of every table of an HTML fragment, by the table's class."""
+
     def __init__(self) -> None:
         super().__init__()
         self.rows: list[list[str]] = []
         self.ids: list[str] = []
+        self.tables: dict[str, list[int]] = {}  # table class -> indexes into rows
         self.section = ""
         self._in = False
+        self._table = ""
 
     def handle_starttag(self, tag, attrs):
         if tag == "section":
             self.section = dict(attrs).get("id", "")
+        if tag == "table":
+            self._table = dict(attrs).get("class", "")
         if tag == "tr":
             self.rows.append([])
             self.ids.append(dict(attrs).get("data-claim", ""))
+            self.tables.setdefault(self._table, []).append(len(self.rows) - 1)
         if tag in ("td", "th"):
             self.rows[-1].append("")
             self._in = True
@@ -518,8 +557,22 @@ class _Cells(HTMLParser):
         if self._in:
             self.rows[-1][-1] += data
 
+    def table(self, cls: str) -> tuple[list[list[str]], list[str]]:
+        """(rows, data-claim ids) of the table of class `cls`, its header first."""
+        idx = self.tables.get(cls, [])
+        return [self.rows[i] for i in idx], [self.ids[i] for i in idx]
+
+
+def _judged_and_context(rows: list[cl.ClaimRow]) -> tuple[list[cl.ClaimRow], list[cl.ClaimRow]]:
+    judged = [r for r in rows if r.claim.kind != "absolute"]
+    context = [r for r in rows if r.claim.kind == "absolute"]
+    assert judged and context  # kernel-tree has both: the test below means something
+    return judged, context
+
 
 def test_cli_markdown_and_html(tmp_path, capsys):
+    """Every form holds the verdicts in one table and the papers' absolute numbers (never judged)
+    in a table of their own below it (issue 23: the context is not a column of "not comparable")."""
     vals = {fs: {"rm": SLOW if fs == "xfs" else FAST, "cp": FAST} for fs in
             ("xfs", "reiserfs-notail", "reiserfs", "ext2", "jfs")}
     run = kt_run(tmp_path, vals, accel="tcg")
@@ -529,29 +582,49 @@ def test_cli_markdown_and_html(tmp_path, capsys):
     assert re.match(r"claim +paper +ours \[95% CI\] +n +verdict$", head)
     assert max(len(line) for line in out.splitlines()) <= claims_render.WIDTH
     rows = cl.evaluate([run])
-    for r in (r for r in rows if r.claim.kind != "absolute"):
+    judged, context = _judged_and_context(rows)
+    for r in judged:
         assert re.search(rf"^{re.escape(r.id)} .*{re.escape(claims_render.short_verdict(r))}$", out, re.M), r.id
         assert f"{r.id}: {r.claim.text[:40]}" in out  # the claim's line, with its full verdict
     assert "s3-rm-xfs-slowest" in out and "+ holds (TCG)" in out
     assert "Under TCG" in out and out.count("Under TCG") == 1
     assert f"kernel-tree (profile quick, accel tcg): {len(cl.claims_for('kernel-tree'))} claim(s)" in out
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("Verdicts: "))
+    more = next(i for i in range(at + 1, len(lines)) if not lines[i].startswith("  "))
+    verdicts = " ".join(" ".join(lines[at:more]).split())  # wrapped at WIDTH
+    assert verdicts.endswith(f"; and {len(context)} absolute number(s) as context")
     md = claims_render.claims_markdown(rows)
     assert md[0] == "## Paper vs this run"
-    table = [line for line in md if line.startswith("| ")]
-    assert len(table) == 1 + len(rows)
-    assert any(line.startswith("Claims: holds: ") for line in md) and md[-1].startswith("Multiplicity: ")
+    ctx_at = md.index(claims_render.CONTEXT_TITLE + ":")
+    main = [line for line in md[:ctx_at] if line.startswith("| ")]
+    below = [line for line in md[ctx_at:] if line.startswith("| ")]
+    assert len(main) == 1 + len(judged) and len(below) == 1 + len(context)
+    assert [line.split("**")[1] for line in main[1:]] == [r.id for r in judged]
+    assert [line.split("**")[1] for line in below[1:]] == [r.id for r in context]
+    assert not any("not comparable" in line for line in below)  # context has no verdict column
+    assert any(line.startswith("Claims: holds: ") for line in md) and md.index(
+        next(line for line in md if line.startswith("Multiplicity: "))) < ctx_at
     parser = _Cells()
     parser.feed(claims_render.claims_html(rows))
-    assert parser.section == "claims" and len(parser.rows) == 1 + len(rows)
-    assert parser.rows[0] == ["claim", "source", "paper", "this run [95% CI]", "n", "verdict", "why"]
-    assert parser.ids[1:] == [r.id for r in rows]
-    for r, cells in zip(rows, parser.rows[1:], strict=True):
-        assert cells[0] == r.id + r.claim.text and cells[5] == claims_render.verdict_text(r)
+    assert parser.section == "claims" and len(parser.rows) == 2 + len(rows)
+    table, ids = parser.table("claims-judged")
+    assert table[0] == ["claim", "source", "paper", "this run [95% CI]", "n", "verdict", "why"]
+    assert ids[1:] == [r.id for r in judged]
+    for r, cells in zip(judged, table[1:], strict=True):
+        assert cells[0] == r.id + r.claim.text
+        assert cells[5] == f"{claims_render.MARKS[r.verdict]} {claims_render.verdict_text(r)}".strip()
+    table, ids = parser.table("claims-context")
+    assert table[0] == ["claim", "source", "paper", "this run [95% CI]", "n", "note"]
+    assert ids[1:] == [r.id for r in context]
+    for r, cells in zip(context, table[1:], strict=True):
+        assert cells[2] == r.claim.paper and cells[3] == claims_render.context_ours(r)
 
 
 def test_report_shows_claims_right_after_the_answer(tmp_path, capsys):
     """`fslab report`: "Paper vs this run" follows the ranking and the score, before the run's
-    warnings and figures, in index.html and summary.md, with one row per claim."""
+    warnings and figures, in index.html and summary.md: the judged claims in its table, one row
+    each, the absolute numbers in the context table below."""
     vals = {fs: {"rm": SLOW if fs == "xfs" else FAST, "cp": FAST} for fs in
             ("xfs", "reiserfs-notail", "reiserfs", "ext2", "jfs")}
     run = kt_run(tmp_path, vals, accel="tcg")
@@ -562,14 +635,19 @@ def test_report_shows_claims_right_after_the_answer(tmp_path, capsys):
     assert order == sorted(order) and html.count('id="claims"') == 1
     body = html[html.index('<section id="claims">'):]
     body = body[:body.index("</section>")]
+    assert body.index('class="claims-judged"') < body.index('id="claims-context"') < body.index(
+        'class="claims-context"')
     parser = _Cells()
     parser.feed(body)
-    rows = cl.evaluate([run])
-    assert parser.ids[1:] == [r.id for r in rows] and "holds (TCG)" in body
+    judged, context = _judged_and_context(cl.evaluate([run]))
+    assert parser.table("claims-judged")[1][1:] == [r.id for r in judged] and "holds (TCG)" in body
+    assert parser.table("claims-context")[1][1:] == [r.id for r in context]
     md = (out / "summary.md").read_text()
     claims_at = md.index("## Paper vs this run\n\nVerdicts at alpha")
-    assert md.index("## Overall score") < claims_at < md.index("## Warnings")
-    assert sum(line.startswith("| **s3-") for line in md.splitlines()) == len(rows)
+    context_at = md.index(claims_render.CONTEXT_TITLE, claims_at)
+    assert md.index("## Overall score") < claims_at < context_at < md.index("## Warnings")
+    rows_md = [line for line in md.splitlines() if line.startswith("| **s3-")]
+    assert [line.split("**")[1] for line in rows_md] == [r.id for r in judged + context]
 
 
 def test_report_without_a_study_suite_has_no_claims_section(tmp_path):
@@ -755,3 +833,33 @@ def test_ratio_bands_are_computed_from_the_papers_precision():
     rm = next(c for c in ALL if c.id == "s3-rm-xfs-60x-ext2")
     assert rm.tolerance is not None and rm.tolerance.precise() == pytest.approx((11.405 / 0.195, 11.415 / 0.185))
     assert "effect (ratio - 1) within x1.5" in claims_render.band_reason(rm)
+
+
+def test_paired_values_keep_their_pairs_at_the_boot_level(tmp_path):
+    """Paired sides (power-loss's workloads, pair_by case and rep) in a run of 2 boots: each
+    workload's repetitions of one boot become one value, paired by (workload, boot), so the
+    sides still pair and n counts workload x boot, not repetitions."""
+    from harness.analysis.claim_records import combine
+
+    recs = [record("power-loss", case, fs, "promises_broken", base + (fs == "ext2") * 3 + 0.1 * rep, "", rep,
+                   accel="kvm", step="run", boot=1 + rep // 2)
+            for case, base in (("w1", 0.0), ("w2", 1.0)) for fs in ("ext2", "ext3") for rep in range(4)]
+    run = load_run(make_run(tmp_path / "pl", "power-loss", recs, profile="quick", accel="kvm"))
+    m = cl.Measure("promises_broken", cases=("w*",), steps=("run",), pair_by=("case", "rep"))
+    got = combine(run, "power-loss", m, ["ext2", "ext3"])
+    assert got.keys["ext2"] == got.keys["ext3"] == [("w1", 1), ("w1", 2), ("w2", 1), ("w2", 2)]
+    assert got.values["ext2"] == pytest.approx([3.05, 3.25, 4.05, 4.25])
+    assert got.values["ext3"] == pytest.approx([0.05, 0.25, 1.05, 1.25])
+    assert any(n.startswith("n counts boots") for n in got.notes)
+
+
+def test_claims_of_hosts_that_differ_are_judged_per_host(tmp_path):
+    """--mix-hosts: every host ran every filesystem, so each host's claims are judged on its own
+    records and accelerator (never one host against another), its rows labelled by host."""
+    run = _spread_kt(tmp_path, "mixed", hierarchy=True, mixed=True)
+    rows = [r for r in cl.evaluate([run]) if r.claim.id == "s3-rm-xfs-slowest"]
+    assert [(r.run, r.n, r.tcg) for r in rows] == [("synthetic-mixed on h1", "6", False),
+                                                  ("synthetic-mixed on h2", "6", True)]
+    assert rows[0].verdict == cl.HOLDS and rows[1].sides[0].values == pytest.approx(
+        [1.1 + 0.01 * (i % 3 - 1) for i in range(6)])
+

@@ -1,5 +1,5 @@
 """The libvirt backend and several hosts, without booting anything: errors a user can hit, host
-URIs, the split of a run into VMs and how VMs are spread over hosts that fail."""
+URIs, the run's boots (every filesystem in each) and how they are spread over hosts that fail."""
 
 from __future__ import annotations
 
@@ -109,12 +109,17 @@ def test_vmconfig_hosts_need_the_libvirt_backend(tmp_path):
     assert [h.uri for h in cfg.hosts] == ["qemu:///system", "qemu+ssh://b/system"] and cfg.hosts[1].slots == 2
 
 
-def test_split_gives_each_filesystem_its_own_vm_and_disks():
+def test_each_boot_spread_over_hosts_is_the_whole_plan():
+    """Issue 30: the unit spread over hosts is a whole interleaved boot, not one VM per filesystem:
+    every boot has every filesystem and disk, its own run id and repetition offset, and the
+    plan's rounds (the same order and seed in every boot)."""
     p = resolve.resolve(config.load(ROOT / "vmconfigs" / "smoke.yaml"), run_id="R")
-    a, b = spread.split(p)
-    for p1, fs, disk in ((a, "ext4", "d0"), (b, "xfs", "d1")):
-        assert (p1.run_id, [f.name for f in p1.filesystems], [d.id for d in p1.disks]) == (fs, [fs], [disk])
-    assert a.cases == p.cases and a.vm == p.vm
+    b1, b2, b3 = spread.boot_plans(p, 3)
+    for k, bp in enumerate((b1, b2, b3), 1):
+        assert bp.run_id == f"b{k}" and bp.filesystems == p.filesystems and bp.disks == p.disks
+        assert bp.cases == p.cases and bp.vm == p.vm and (bp.repeat.boot, bp.repeat.boots) == (k, 3)
+        assert (bp.repeat.order, bp.repeat.seed) == (p.repeat.order, p.repeat.seed)
+    assert [bp.repeat.rep_offset for bp in (b1, b2, b3)] == [0, p.stride(), 2 * p.stride()]
 
 
 class FakeRunner:
@@ -140,7 +145,7 @@ class FakeRunner:
         return runner.Outcome(run_dir, status, reason, recs, host_failed=lost)
 
 
-def _spread(tmp_path, monkeypatch, bad, retry, uris=("qemu:///system", "qemu+ssh://b/system")):
+def _spread(tmp_path, monkeypatch, bad, retry, uris=("qemu:///system", "qemu+ssh://b/system"), boots=0):
     fake = FakeRunner(bad)
     monkeypatch.setattr(runner, "run", fake)
     monkeypatch.setattr(hosts, "choose_accel", lambda h, req, img: runner.accel_mod.Choice(req, "tcg", "test"))
@@ -148,7 +153,7 @@ def _spread(tmp_path, monkeypatch, bad, retry, uris=("qemu:///system", "qemu+ssh
     p = resolve.resolve(config.load(ROOT / "vmconfigs" / "smoke.yaml"), run_id="R", backend="libvirt")
     logs: list[str] = []
     out = spread.run(p, make_image(tmp_path / "img"), [hosts.parse(u) for u in uris], tmp_path / "runs",
-                     retry=retry, log=logs.append)
+                     retry=retry, log=logs.append, boots=boots)
     return out, fake, logs
 
 
@@ -173,41 +178,64 @@ def test_hosts_that_differ_are_refused_in_one_line(tmp_path, monkeypatch):
 
 
 def test_hosts_allowed_to_mix_are_ranked_per_host(tmp_path, monkeypatch):
+    """--mix-hosts: every host ran whole boots (both filesystems), so each host ranks its own
+    filesystems, and compare --baseline compares them on that host, never across hosts."""
     from harness.analysis import compare, ranking
     from harness.analysis.runs import load_run
 
     _kvm_and_tcg(monkeypatch)
     p = resolve.resolve(config.load(ROOT / "vmconfigs" / "smoke.yaml"), run_id="R", backend="libvirt")
-    out = spread.run(p, make_image(tmp_path / "img"), [hosts.parse("qemu:///system"), hosts.parse("qemu+ssh://b/system")],
+    uris = ["qemu:///system", "qemu+ssh://b/system"]
+    out = spread.run(p, make_image(tmp_path / "img"), [hosts.parse(u) for u in uris],
                      tmp_path / "runs", log=lambda m: None, mix_hosts=True)
     m = json.loads((out.run_dir / "manifest.json").read_text())
     assert m["mixed_hosts"] == ["accel: qemu:///system kvm, qemu+ssh://b/system tcg"]
     assert {h["uri"]: h["facts"]["accel"] for h in m["hosts"]} == {
         "qemu:///system": "kvm", "qemu+ssh://b/system": "tcg"}
     run = load_run(out.run_dir)
-    by_host = {r["fs"]: r["host"] for r in run.records}
+    assert {(r["fs"], r["host"]) for r in run.records} == {(f, h) for f in ("ext4", "xfs") for h in uris}
     groups = ranking.rank_run(run)
-    assert {g.run for g in groups} == {f"R on {h}" for h in set(by_host.values())}
-    assert all(len(q.entries) == 1 for g in groups for q in g.quantities)  # never one host against the other
+    assert {g.run for g in groups} == {f"R on {h}" for h in uris}
+    assert all({e.fs for e in q.entries} == {"ext4", "xfs"} for g in groups for q in g.quantities)
     rows = compare.compare_baseline(run, "ext4")
-    if by_host["ext4"] != by_host["xfs"]:
-        assert rows and all(r.verdict.startswith("not comparable (other host: ") for r in rows)
+    assert sorted(r.key.detail for r in rows) == sorted(f"host={h}" for h in uris)
+    assert all(r.a.n == r.b.n == 1 for r in rows)  # each host's own values, not both hosts pooled
 
 
 def test_spread_over_two_hosts_one_failing(tmp_path, monkeypatch):
     out, fake, logs = _spread(tmp_path, monkeypatch, bad="qemu+ssh://b/system", retry=False)
-    assert out.status == "failed" and out.reason.startswith("1 of 2 VMs ok; host qemu+ssh://b/system failed: lost")
-    by_fs = {r["fs"]: r for r in out.records}
+    assert out.status == "failed" and out.reason.startswith("1 of 2 boots ok; host qemu+ssh://b/system failed: lost")
     failed = [r for r in out.records if not r["ok"]]
-    assert len(failed) == 1 and failed[0]["host"] == "qemu+ssh://b/system"
-    assert "lost the connection" in failed[0]["error"]
-    good = next(r for r in out.records if r["ok"])
-    assert good["host"] == "qemu:///system" and set(by_fs) == {"ext4", "xfs"}
+    good = [r for r in out.records if r["ok"]]
+    # each host ran one whole boot: both filesystems, with their boot and host
+    assert {r["fs"] for r in failed} == {r["fs"] for r in good} == {"ext4", "xfs"}
+    assert {r["host"] for r in failed} == {"qemu+ssh://b/system"} and {r["host"] for r in good} == {"qemu:///system"}
+    assert len({r["boot"] for r in failed}) == len({r["boot"] for r in good}) == 1
+    assert all("lost the connection" in r["error"] for r in failed)
     m = json.loads((out.run_dir / "manifest.json").read_text())
-    assert {h["uri"]: h["status"] for h in m["hosts"]} == {"qemu:///system": "ok", "qemu+ssh://b/system": "failed"}
-    assert {n for _, _, n in fake.calls} == {"fslab-R-ext4", "fslab-R-xfs"}
-    assert any("its 1 case(s) are marked failed" in ln for ln in logs)
+    assert {h["uri"]: (h["status"], h["boots"]) for h in m["hosts"]} == {
+        "qemu:///system": ("ok", 1), "qemu+ssh://b/system": ("failed", 1)}
+    assert m["plan"]["repeat"]["boots"] == 2 and [b["boot"] for b in m["boots"]] == [1, 2]
+    assert {b["host"] for b in m["boots"]} == {"qemu:///system", "qemu+ssh://b/system"}
+    assert {n for _, _, n in fake.calls} == {"fslab-R-b1", "fslab-R-b2"}
+    assert any("its 1 case(s) on 2 filesystem(s) are marked failed" in ln for ln in logs)
     assert read_jsonl(out.run_dir / "results.jsonl") == out.records
+    assert (out.run_dir / "boots" / "b1" / "manifest.json").is_file()
+
+
+def test_boots_are_spread_over_the_hosts(tmp_path, monkeypatch):
+    """--boots 4 over two hosts: four whole boots from one queue, each host taking the next when
+    it is free; every record says its boot and host, and the repetitions never collide."""
+    out, fake, logs = _spread(tmp_path, monkeypatch, bad=None, retry=False, boots=4)
+    assert out.status == "ok" and out.reason == "4 of 4 boots ok"
+    assert sorted(n for _, _, n in fake.calls) == [f"fslab-R-b{k}" for k in range(1, 5)]
+    assert {h for _, h, _ in fake.calls} == {"qemu:///system", "qemu+ssh://b/system"}
+    per_boot = {(r["boot"], r["host"]) for r in out.records}
+    assert len(per_boot) == 4 and {b for b, _ in per_boot} == {1, 2, 3, 4}
+    assert len({(r["fs"], r["rep"]) for r in out.records}) == len(out.records)
+    m = json.loads((out.run_dir / "manifest.json").read_text())
+    assert sum(h["boots"] for h in m["hosts"]) == 4 and m["spread"]["hosts"] == [
+        "qemu:///system", "qemu+ssh://b/system"]
 
 
 def test_spread_retries_on_another_host(tmp_path, monkeypatch):
@@ -215,9 +243,10 @@ def test_spread_retries_on_another_host(tmp_path, monkeypatch):
     assert out.status == "ok", out.reason
     assert all(r["ok"] and r["host"] == "qemu:///system" for r in out.records)
     m = json.loads((out.run_dir / "manifest.json").read_text())
-    retried = [v for v in m["vms"] if len(v["attempts"]) == 2]
+    retried = [b for b in m["boots"] if len(b["attempts"]) == 2]
     assert len(retried) == 1 and retried[0]["attempts"][0]["host"] == "qemu+ssh://b/system"
-    assert (out.run_dir / "vms" / f"{retried[0]['vm']}.attempt1").is_dir()
+    assert retried[0]["host"] == "qemu:///system"
+    assert (out.run_dir / "boots" / f"b{retried[0]['boot']}.attempt1").is_dir()
 
 
 def test_every_host_failing_still_finishes(tmp_path, monkeypatch):

@@ -259,27 +259,32 @@ def test_keep_scratch_is_kept_by_the_salvage_too(tmp_path):
     assert (d / "scratch" / "d0.raw").exists()
 
 
-def test_a_stale_run_over_several_hosts_is_merged_from_its_vms(tmp_path):
-    """The top directory of a spread run whose fslab died: one VM had finished on its host, the
-    other was running; salvage finishes the second and merges both with their hosts."""
-    p = two_fs("top")
+def test_a_stale_run_over_several_hosts_is_merged_from_its_boots(tmp_path):
+    """The top directory of a spread run whose fslab died: one boot had finished on its host, the
+    other was running on another; salvage finishes the second and merges both, every record with
+    its boot and the host its boot's manifest names."""
+    p = two_fs("top").with_repeat(boots=2)
     top = tmp_path / "top"
-    (top / "vms").mkdir(parents=True)
-    (top / "manifest.json").write_text(json.dumps({"fslab_run": 1, "run_id": "top", "status": "running",
-                                                   "owner": dead_owner(), "accel": "tcg", "plan": p.to_json()}))
-    a, b = spread.split(p)
-    ok = top / "vms" / "ext4"
+    (top / "boots").mkdir(parents=True)
+    (top / "manifest.json").write_text(json.dumps({
+        "fslab_run": 1, "run_id": "top", "status": "running", "owner": dead_owner(), "accel": "tcg",
+        "plan": p.to_json(), "spread": {"hosts": ["qemu:///system", "qemu+ssh://b/system"]}}))
+    b1, b2 = spread.boot_plans(p, 2)
+    ok = top / "boots" / "b1"
     ok.mkdir()
-    write_jsonl(ok / "results.jsonl", [{"suite": "s", "case": "c", "fs": "ext4", "metric": "iops", "value": 1.0,
-                                        "ok": True}])
+    write_jsonl(ok / "results.jsonl", [{"suite": "s", "case": "c", "fs": fs, "metric": "iops", "value": 1.0,
+                                        "ok": True, "rep": 0} for fs in ("ext4", "xfs")])
     (ok / "manifest.json").write_text(json.dumps({"status": "ok", "reason": "guest reported success",
                                                   "libvirt": {"uri": "qemu:///system"}}))
-    stale_run(top / "vms", b, libvirt={"uri": "qemu+ssh://b/system"})
+    stale_run(top / "boots", b2, libvirt={"uri": "qemu+ssh://b/system"})
     out = salvage.salvage(top, lambda m: None)
     assert out is not None and manifest(top)["status"] == "interrupted"
-    assert [(r["fs"], r["ok"], r["host"]) for r in read_records(top)] == \
-        [("ext4", True, "qemu:///system"), ("xfs", False, "qemu+ssh://b/system")]
-    assert [v["status"] for v in manifest(top)["vms"]] == ["ok", "interrupted"]
+    assert [(r["fs"], r["ok"], r["boot"], r["host"]) for r in read_records(top)] == [
+        ("ext4", True, 1, "qemu:///system"), ("xfs", True, 1, "qemu:///system"),
+        ("ext4", False, 2, "qemu+ssh://b/system"), ("xfs", False, 2, "qemu+ssh://b/system")]
+    assert [(b["status"], b["host"]) for b in manifest(top)["boots"]] == [
+        ("ok", "qemu:///system"), ("interrupted", "qemu+ssh://b/system")]
+    assert manifest(top)["spread"] == {"hosts": ["qemu:///system", "qemu+ssh://b/system"]}
 
 
 def test_killed_at_the_deadline_says_so_for_the_running_case(tmp_path, monkeypatch):

@@ -291,3 +291,72 @@ def test_ranking_and_compare_count_boots_when_a_run_has_several():
     assert stats.welch(*flat).p_value < 0.001  # the flat pool of 12 a side, as before issue 30
     (row,) = compare.compare_baseline(run, "a")
     assert (row.a.n, row.b.n, row.verdict) == (3, 3, stats.NO_CHANGE)
+
+
+def test_levels_of_a_run_spread_over_hosts():
+    """Boots nested in hosts (issue 30 item 6): with several hosts a value is a host's mean of its
+    boots' means (every boot weighs the same, whatever its repetitions), n the number of hosts;
+    with one host, the boots; the hosts' spread is said beside the spread within a host."""
+    vals = [1.0, 3.0, 10.0, 20.0, 30.0, 40.0]
+    boots = [1, 1, 2, 3, 3, 3]
+    hosts = ["h1", "h1", "h1", "h2", "h2", "h2"]
+    assert stats.level_values(vals, boots, hosts) == ([6.0, 30.0], "host means")  # h1: mean(2, 10)
+    assert stats.level_values(vals, boots, ["h1"] * 6) == ([2.0, 10.0, 30.0], "boot means")
+    assert stats.level_values(vals, [1] * 6, [""] * 6) == (vals, "repetitions")
+    between, within, level = stats.level_spread(vals, boots, hosts)
+    assert between == pytest.approx(stats.stdev([6.0, 30.0]) / 18.0)
+    assert (within, level) == (pytest.approx(stats.stdev([2.0, 10.0]) / 18.0), "boots")  # h2 has one boot
+    between, within, level = stats.level_spread(vals, [1, 1, 1, 2, 2, 2], hosts)  # one boot a host
+    grand = (stats.mean(vals[:3]) + 30.0) / 2
+    assert (within, level) == (pytest.approx(((stats.stdev(vals[:3]) ** 2 + 100) / 2) ** 0.5 / grand), "repetitions")
+    assert stats.level_spread(vals, boots, ["h1"] * 6) is None
+
+
+def _spread_run():
+    """A SYNTHETIC run of 2 hosts x 2 boots x 3 repetitions: filesystem b 4 % above a on host h1,
+    0.6 % on h2 (a filesystem-by-host effect: what one machine shows, the other does not); the
+    boots of a host alike, the repetitions tight."""
+    from pathlib import Path
+
+    from harness.analysis.runs import Run
+
+    recs = []
+    boot = 0
+    for h, b_over_a in (("h1", 4.0), ("h2", 0.6)):
+        for _ in range(2):
+            boot += 1
+            for fs, base in (("a", 100.0), ("b", 100.0 + b_over_a)):
+                recs += [{"suite": "s", "case": "c", "fs": fs, "metric": "iops", "unit": "IO/s", "ok": True,
+                          "rep": 10 * boot + i, "boot": boot, "host": h, "value": base + 0.2 * i} for i in range(3)]
+    return Run(Path("r"), {"run_id": "r", "plan": {"suite": {"name": "s", "headline": "iops"},
+                                                   "filesystems": [{"name": "a"}, {"name": "b"}],
+                                                   "repeat": {"n": 3, "boots": 4}}}, recs)
+
+
+def test_ranking_compare_and_design_use_the_hosts_as_the_unit():
+    """A run spread over 2 hosts, 2 boots each: n is 2 (the hosts), not 4 boots or 12 values, so
+    a difference one host shows and the other does not is not called significant, as the flat
+    pool of 12 tight values a side would; the design says n counts hosts and how much the hosts
+    differ."""
+    from harness.analysis import compare, design, ranking
+
+    run = _spread_run()
+    (g,) = ranking.rank_run(run)
+    first, second = g.quantities[0].ranked()
+    assert (first.fs, first.summary.n, first.level) == ("b", 2, "host means")
+    assert second.vs_next == stats.NO_CHANGE
+    from harness.analysis.report_ranking import entry_cells
+    assert entry_cells(g.quantities[0], 1, first, "best")[4] == "2 hosts"  # the table says what n counts
+    flat = [r["value"] for r in run.records if r["fs"] == "a"], [r["value"] for r in run.records if r["fs"] == "b"]
+    assert len(flat[0]) == 12 and stats.welch(*flat).p_value < 0.001  # the flat pool would call it
+    (row,) = compare.compare_baseline(run, "a")
+    assert (row.a.n, row.b.n, row.verdict) == (2, 2, stats.NO_CHANGE)
+    lines = design.design_lines(run)
+    (n_line,) = [x for x in lines if x.startswith("n counts")]
+    assert n_line.startswith("n counts hosts: the 4 boots ran on 2 hosts (h1: boots 1, 2; h2: boots 3, 4)")
+    (spread,) = [x for x in lines if x.startswith("Host to host")]
+    cvs = [0.0, stats.stdev([104.2, 100.8]) / 102.5]  # a alike on both hosts; b not
+    assert spread == ("Host to host (iops, 2 quantities): the hosts' means differ by a CV of "
+                      f"{100 * stats.mean(cvs):.1f} % (median; largest {100 * cvs[1]:.1f} %: b / c); within a host "
+                      "0.0 % (median, boots).")  # the two boots of a host alike
+    assert design.design_summary(run).endswith("; n counts the 2 hosts (4 boots)")

@@ -97,11 +97,11 @@ def test_study_vmconfig_has_the_articles_five_filesystems():
         assert resolve.resolve(cfg, profile=prof, run_id="test").suite.profile == prof
 
 
-def test_smoke_vmconfig_two_study_filesystems():
+def test_smoke_vmconfig_one_study_filesystem():
     cfg = config.load(ROOT / "tests" / "vmconfigs" / "s3-smoke.yaml")
     assert (cfg.suite, cfg.profile, cfg.image) == ("kernel-tree", "smoke", "debian-12")
     p = resolve.resolve(cfg, run_id="test").to_json()
-    assert [(f["name"], f["type"]) for f in p["filesystems"]] == [("xfs", "xfs"), ("ext2", "ext2")]
+    assert [(f["name"], f["type"]) for f in p["filesystems"]] == [("xfs", "xfs")]
     assert p["repeat"]["n"] == 1 and cfg.memory <= 2**30 and all(d.size_bytes <= 2**30 for d in cfg.disks)
 
 

@@ -2,7 +2,8 @@
 
 One boot makes and mounts every catalog filesystem and multi-disk layout of tests/vmconfigs/
 catalog.yaml and checks what the guest recorded; one boot runs fio-matrix's smoke profile over
-study S1's four filesystems. ZFS needs the debian-12-zfs image and is skipped, saying so, without it.
+two of study S1's filesystems (ext4 and jfs). ZFS needs the debian-12-zfs image and is skipped,
+saying so, without it.
 """
 
 from __future__ import annotations
@@ -80,12 +81,12 @@ def test_layouts_were_really_built(catalog_run):
 
 
 def test_fio_matrix_smoke_over_the_study_filesystems(image, tmp_path):
-    """Study S1's four filesystems, all 50 cases each, every record ok (zero results flagged)."""
+    """Two of study S1's filesystems, all 50 cases each, every record ok (zero results flagged)."""
     cp = fslab("run", "tests/vmconfigs/matrix.yaml", "--results-dir", str(tmp_path), timeout=3600)
     assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-3000:]
     run_dir = Path(cp.stdout.strip().splitlines()[-1])
     recs = read_records(run_dir)
-    for fs in ("ext3", "ext4", "xfs", "jfs"):
+    for fs in ("ext4", "jfs"):
         headline = [r for r in recs if r["fs"] == fs and r["metric"] == "iops"]
         assert len(headline) == 50 and all(r["ok"] for r in headline), fs
         assert len({r["case"] for r in headline}) == 50

@@ -1,5 +1,5 @@
-"""VM test of suite kernel-tree (study S3): its smoke profile in a guest, on two of the study's
-filesystems (tests/vmconfigs/s3-smoke.yaml: xfs and ext2).
+"""VM test of suite kernel-tree (study S3): its smoke profile in a guest, on one of the study's
+filesystems (tests/vmconfigs/s3-smoke.yaml: xfs).
 
 It needs an image with /usr/local/bin/fslab-hdparm and /usr/local/bin/fslab-kernel-tree
 (harness/guest/fslab_hdparm.py and fslab_kernel_tree.py) and the kernel source at
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.vm
 TIMED = ("cp", "make", "make-clean", "rm")
 
 
-def test_kernel_tree_smoke_over_two_study_filesystems(image, tmp_path):
+def test_kernel_tree_smoke_on_xfs(image, tmp_path):
     cp = fslab("run", "tests/vmconfigs/s3-smoke.yaml", "--results-dir", str(tmp_path), timeout=3600)
     assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-3000:]
     run_dir = Path(cp.stdout.strip().splitlines()[-1])
@@ -29,7 +29,7 @@ def test_kernel_tree_smoke_over_two_study_filesystems(image, tmp_path):
     assert no_qemu_left(manifest["run_id"])
     recs = read_records(run_dir)
     assert recs and all(r["ok"] for r in recs), [r.get("error") for r in recs if not r["ok"]][:3]
-    for fs in ("xfs", "ext2"):
+    for fs in ("xfs",):
         mine = [r for r in recs if r["fs"] == fs]
         # every timed step of the compilation: real and CPU time, non-zero
         for step in TIMED:
@@ -53,6 +53,3 @@ def test_kernel_tree_smoke_over_two_study_filesystems(image, tmp_path):
         assert "CONFIG_X86_32=y" in config and conf["tree_files"]["config_sha256"] in config
         made = (run_dir / "raw" / fs / "compile" / "make.stdout").read_text()
         assert "init/main.o" in made and "init/built-in.a" in made
-    # every filesystem built from the same source with the same configuration
-    shas = {r["config_sha256"] for r in recs if r.get("step") == "config"}
-    assert len(shas) == 1

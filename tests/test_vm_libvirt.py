@@ -71,8 +71,9 @@ def test_smoke_on_both_backends_gives_the_same_records(image, smoke_run, tmp_pat
 
 def test_two_hosts_one_disappears_mid_run(image, tmp_path):
     """Smoke spread over qemu:///system and qemu+ssh://root@127.0.0.1 (a store of its own, so
-    the image is copied by digest); the ssh host vanishes once its guest runs: its VM's cases
-    are failed with the host's error, the other host's results are whole, and the run finishes."""
+    the image is copied by digest): one whole boot (both filesystems, interleaved) per host. The
+    ssh host vanishes once its guest runs: its boot's cases are failed with the host's error, the
+    other host's boot is whole, and the run finishes."""
     ssh = LoopbackSSH(tmp_path / "ssh").start()
     store, scratch = tmp_path / "remote-store", tmp_path / "remote-scratch"
     cfg = tmp_path / "smoke-2hosts.yaml"
@@ -87,7 +88,7 @@ def test_two_hosts_one_disappears_mid_run(image, tmp_path):
         lost_vm = None
         while lost_vm is None and time.monotonic() - t0 < 900:  # the guest on the ssh host is running
             time.sleep(2)
-            for m in (tmp_path / "runs").glob("*/vms/*/manifest.json"):
+            for m in (tmp_path / "runs").glob("*/boots/*/manifest.json"):
                 man = json.loads(m.read_text())
                 prog = m.parent / "progress.jsonl"
                 if (man.get("libvirt") or {}).get("uri") == ssh.label and prog.exists() and \
@@ -106,18 +107,21 @@ def test_two_hosts_one_disappears_mid_run(image, tmp_path):
     stdout, stderr = out.read_text(), err.read_text()
     print(stderr, file=sys.stderr)
     assert rc == 1, stdout + stderr
-    assert f"status: failed (1 of 2 VMs ok; host {ssh.label} failed: lost the connection" in stdout, stdout
+    assert f"status: failed (1 of 2 boots ok; host {ssh.label} failed: lost the connection" in stdout, stdout
     run_dir = Path(stdout.strip().splitlines()[-1])
     recs = read_records(run_dir)
-    kept = {r["fs"] for r in recs if r["host"] == "qemu:///system"}
-    assert kept and all(r["ok"] for r in recs if r["host"] == "qemu:///system")
+    kept = [r for r in recs if r["host"] == "qemu:///system"]
+    assert {r["fs"] for r in kept} == {"ext4", "xfs"} and all(r["ok"] for r in kept)  # a whole boot
     lost = [r for r in recs if r["host"] == ssh.label]
-    assert {r["fs"] for r in lost} == {lost_vm} and not any(r["ok"] for r in lost)
+    assert {r["fs"] for r in lost} == {"ext4", "xfs"} and not any(r["ok"] for r in lost)
+    assert {f"b{r['boot']}" for r in lost} == {lost_vm}
+    assert {r["boot"] for r in kept}.isdisjoint({r["boot"] for r in lost})
     assert all(ssh.label in r["error"] for r in lost)
-    assert f"[{ssh.label}] {lost_vm}: its 1 case(s) are marked failed" in stderr
-    # what came home from the lost host before it vanished is kept
-    assert '"boot"' in (run_dir / "vms" / lost_vm / "progress.jsonl").read_text()
-    assert (run_dir / "vms" / lost_vm / "console.log").stat().st_size > 0
+    assert f"[{ssh.label}] {lost_vm}: its 1 case(s) on 2 filesystem(s) are marked failed" in stderr
+    # what came home from the lost host before it vanished is kept: its guest had made both filesystems
+    prog = (run_dir / "boots" / lost_vm / "progress.jsonl").read_text()
+    assert '"boot"' in prog and prog.count('"fs-ready"') == 2
+    assert (run_dir / "boots" / lost_vm / "console.log").stat().st_size > 0
     # the image was copied to the ssh host's store and checked by digest
     entry = store / image.dir.name
     assert "copying image" in stderr and (entry / "manifest.json").is_file()

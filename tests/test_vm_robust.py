@@ -27,9 +27,9 @@ def start(tmp_path: Path) -> subprocess.Popen[str]:
     tmp_path.mkdir(parents=True, exist_ok=True)
     job = tmp_path / "hold.fio"
     job.write_text(JOB)
-    return subprocess.Popen([*FSLAB, "run", "tests/vmconfigs/robust.yaml", "--fio-job", str(job), "--reps", "2", "--order", "sequential",
-                             "--results-dir", str(tmp_path / "runs")], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen([*FSLAB, "run", "tests/vmconfigs/robust.yaml", "--fio-job", str(job), "--reps", "2",
+                             "--order", "sequential", "--results-dir", str(tmp_path / "runs")],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def run_dir_of(tmp_path: Path, timeout: float = 60) -> Path:

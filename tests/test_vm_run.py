@@ -11,8 +11,10 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
+import local_registry
 import pytest
 from browser import HEIGHT, WIDTH, chromium, first_screen, png_size, screenshot, visible
 from vmhelpers import fslab, fslab_tty, no_qemu_left, read_records
@@ -228,18 +230,42 @@ def test_two_smoke_runs_live_view_compare_and_report(image, smoke_run, tmp_path)
     assert 'id="runs-compared"' in html and "Run B against run A" in html
 
 
-def test_reproduce_a_recorded_smoke_run(image, smoke_run, tmp_path):
-    """`fslab reproduce`: the recorded plan again on the image with the recorded digest, then the
-    comparison against the original run."""
+def test_reproduce_a_recorded_smoke_run_from_a_registry(image, smoke_run, tmp_path, monkeypatch):
+    """`fslab reproduce REF`: the smoke run and its image pushed to a registry started here, then
+    reproduced from the reference alone, with an empty image store and an empty results directory
+    (as on another machine): the run is pulled, its image pulled by digest, the recorded plan runs
+    again on it and is compared against the original run."""
+    if local_registry.missing():
+        pytest.skip(str(local_registry.missing()))
     first = Path(smoke_run[1].stdout.strip().splitlines()[-1])
-    cp = fslab("reproduce", str(first), "--results-dir", str(tmp_path))
-    assert cp.returncode == 0, cp.stdout + cp.stderr
-    again = Path(cp.stdout.strip().splitlines()[-1])
-    assert again.parent == tmp_path and again != first
+    reg = local_registry.LocalRegistry(tmp_path / "registry").start()
+    try:
+        t0 = time.monotonic()
+        cp = fslab("image", "push", str(image.dir), f"{reg.host}/fslab/images:debian-12")
+        assert cp.returncode == 0, cp.stdout + cp.stderr
+        image_ref = cp.stdout.strip().splitlines()[-1]
+        assert image_ref.startswith(f"{reg.host}/fslab/images@sha256:")
+        ref = f"{reg.host}/fslab/runs:smoke"
+        cp = fslab("results", "push", str(first), ref, "--image", image_ref)
+        assert cp.returncode == 0 and f"its image: {image_ref}\n" in cp.stdout, cp.stdout + cp.stderr
+        pushed = time.monotonic() - t0
+        monkeypatch.setenv("FSLAB_IMAGE_STORE", str(tmp_path / "empty-store"))
+        results = tmp_path / "elsewhere"
+        cp = fslab("reproduce", ref, "--results-dir", str(results))
+        assert cp.returncode == 0, cp.stdout + cp.stderr
+        print(f"push {pushed:.0f} s; pull, reproduce and compare {time.monotonic() - t0 - pushed:.0f} s")
+    finally:
+        reg.kill()
+        shutil.rmtree(reg.storage, ignore_errors=True)
+    assert f"fslab: pulled image {image.digest} from {image_ref}" in cp.stderr
+    pulled, again = results / first.name, Path(cp.stdout.strip().splitlines()[-1])
+    assert again.parent == results and again != pulled
+    assert (pulled / "results.jsonl").read_bytes() == (first / "results.jsonl").read_bytes()
     m, orig = (json.loads((d / "manifest.json").read_text()) for d in (again, first))
     assert m["reproduces"]["run_id"] == orig["run_id"] and m["image"]["digest"] == orig["image"]["digest"]
     assert m["plan"]["cases"] == orig["plan"]["cases"] and m["plan"]["disks"] == orig["plan"]["disks"]
-    assert f"A = {first} (recorded)" in cp.stdout
+    assert f"A = {pulled} (recorded)" in cp.stdout
     for fs in ("ext4", "xfs"):
         assert [ln for ln in cp.stdout.splitlines() if "randrw-4k" in ln and f" {fs} " in f" {ln} "], cp.stdout
     assert all(r["ok"] and r["value"] > 0 for r in read_records(again) if r["metric"] == "iops")
+    shutil.rmtree(tmp_path / "empty-store", ignore_errors=True)  # a 2.5 GB copy of the image

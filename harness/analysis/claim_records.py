@@ -157,6 +157,7 @@ class Pooled:
     missing: dict[str, str]  # fs -> why it has no values
     notes: list[str]
     keys: dict[str, list[tuple]] = field(default_factory=dict)  # fs -> each value's pair_by fields (pool)
+    where: dict[str, list[tuple[str, int]]] = field(default_factory=dict)  # fs -> each value's (host, boot)
 
 
 def combine(run: Run, suite: str, m: Measure, fss: list[str]) -> Pooled:
@@ -170,7 +171,7 @@ def combine(run: Run, suite: str, m: Measure, fss: list[str]) -> Pooled:
     whose records give two units has no values (the row names them).
     """
     recs = [r for r in _selected(run, suite, m) if r.get("fs") in fss]
-    out = Pooled({fs: [] for fs in fss}, {}, {}, [], {fs: [] for fs in fss})
+    out = Pooled({fs: [] for fs in fss}, {}, {}, [], {fs: [] for fs in fss}, {fs: [] for fs in fss})
     for fs in fss:
         found = sorted({str(r.get("unit") or "") for r in recs if r.get("fs") == fs} - {""})
         out.units[fs] = m.unit or ("MB/s" if m.rate_of else found[0] if len(found) == 1 else "")
@@ -178,6 +179,7 @@ def combine(run: Run, suite: str, m: Measure, fss: list[str]) -> Pooled:
             out.missing[fs] = f"{m.where()} on {fs} comes in {' and '.join(found)}: values in two units are not pooled"
     groups: dict[str, dict[tuple, dict[tuple[str, str], list[float]]]] = {fs: {} for fs in fss}
     seen: dict[tuple, set[tuple[str, str]]] = {}
+    replicate_where: dict[tuple[str, tuple], tuple[str, int]] = {}  # (fs, replicate) -> its (host, boot)
     zeros: dict[str, list[str]] = {}
     for r in recs:
         fs, v = str(r.get("fs")), _value(r, m)
@@ -186,11 +188,13 @@ def combine(run: Run, suite: str, m: Measure, fss: list[str]) -> Pooled:
         if m.combine == "pool":
             if v is not None:
                 out.values[fs].append(v)
+                out.where[fs].append(_where(r))
                 if m.pair_by:
                     out.keys[fs].append(tuple(r.get(f) for f in m.pair_by))
             continue
         key = tuple(r.get(f) for f in m.replicate)
         seen.setdefault(key, set()).add(_pair(r))
+        replicate_where.setdefault((fs, key), _where(r))
         g = groups[fs].setdefault(key, {})
         if v is not None:
             g.setdefault(_pair(r), []).append(v)
@@ -214,6 +218,7 @@ def combine(run: Run, suite: str, m: Measure, fss: list[str]) -> Pooled:
                     left.append((key, lack))
                     continue
                 means = [stats.mean(g[p]) for p in want]  # a pair twice in a replicate: its mean
+                out.where[fs].append(replicate_where[(fs, key)])
                 if m.combine == "sum":
                     out.values[fs].append(math.fsum(means))
                 elif min(means) <= 0:
@@ -229,6 +234,7 @@ def combine(run: Run, suite: str, m: Measure, fss: list[str]) -> Pooled:
                 z = zeros[fs]
                 out.notes.append(f"{fs}: 0 in {', '.join(z[:2])}{f' and {len(z) - 2} more' if len(z) > 2 else ''}: "
                                  "kept as a result, that replicate's geometric mean is 0")
+    _to_level(out, m)
     for fs in fss:
         if out.values[fs] or fs in out.missing:
             continue
@@ -248,3 +254,41 @@ def combine(run: Run, suite: str, m: Measure, fss: list[str]) -> Pooled:
 
 def _key_text(fields: tuple[str, ...], key: tuple) -> str:
     return ",".join(f"{f}={v}" for f, v in zip(fields, key, strict=True))
+
+
+def _where(r: dict) -> tuple[str, int]:
+    """A record's place in the run's hierarchy: (its host, "" on one machine; its boot, 1 without --boots)."""
+    b = r.get("boot", 1)
+    return str(r.get("host") or ""), b if isinstance(b, int) and not isinstance(b, bool) else 1
+
+
+def _to_level(out: Pooled, m: Measure) -> None:
+    """Each filesystem's values at the level that varies (stats.level_values): repetitions nested
+    in boots, boots in hosts, are not independent, so a run of several boots gives one value a
+    boot (its repetitions' mean), a run spread over hosts one a host; the row says so. Paired
+    values (`pair_by`) keep their pairs: the values of one pair key (without `rep`) in one boot
+    (host) become its mean."""
+    said = ""
+    for fs, values in out.values.items():
+        where = out.where.get(fs, [])
+        if len(where) != len(values) or len({w for w in where}) < 2:
+            continue
+        hosts, boots = [h for h, _ in where], [b for _, b in where]
+        if len(set(hosts)) < 2 and len(set(boots)) < 2:
+            continue
+        if m.pair_by and out.keys.get(fs):
+            by_host = len(set(hosts)) > 1
+            grouped: dict[tuple, list[float]] = {}
+            for k, (h, b), v in zip(out.keys[fs], where, values, strict=True):
+                pk = tuple(x for f, x in zip(m.pair_by, k, strict=True) if f != "rep")
+                grouped.setdefault((*pk, h if by_host else b), []).append(v)
+            out.values[fs] = [stats.mean(v) for v in grouped.values()]
+            out.keys[fs] = list(grouped)
+            level = "host" if by_host else "boot"
+        else:
+            out.values[fs], level = stats.level_values(values, list(boots), list(hosts))
+            level = level.split()[0]
+        said = said or (f"n counts {level}s: each {level}'s mean is one value (the level that varies), "
+                        "not its repetitions")
+    if said:
+        out.notes.append(said)

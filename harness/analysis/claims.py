@@ -122,6 +122,7 @@ from scipy import stats as _sps
 
 from harness.analysis import stats
 from harness.analysis.claim_records import SideData, combine, match_text, resolve, run_filesystems
+from harness.analysis.ranking import hosts_of
 from harness.analysis.runs import Run
 from harness.suites import registry
 from harness.suites.claim import COMBINE, KINDS, Claim, Fs, Measure, Side, all_claims, claims_for
@@ -663,8 +664,21 @@ def evaluate(runs: list[Run], test: str = "welch") -> list[ClaimRow]:
     if test not in ("welch", "mann-whitney"):
         raise ValueError(f"test {test!r}")
     rows = []
-    for run in runs:
+    for run in (part for r in runs for part in per_host(r)):
         for suite in run_suites(run):
             for c in run_claims(run, suite):
                 rows += evaluate_claim(c, run, test)
     return rows
+
+
+def per_host(run: Run) -> list[Run]:
+    """A run over hosts that differ (`--mix-hosts`) as one run per host, each with that host's
+    records and accelerator, labelled "<run> on <host>": its claims are judged per host, as its
+    ranking is (every host ran every filesystem); any other run as it is."""
+    hs = hosts_of(run)
+    if not hs:
+        return [run]
+    accel = {str(h.get("uri")): h.get("accel") for h in run.manifest.get("hosts") or []}
+    return [Run(run.dir, {**run.manifest, "accel": accel.get(h) or run.accel},
+                [r for r in run.records if str(r.get("host")) == h], label=f"{run.label or run.run_id} on {h}")
+            for h in hs]

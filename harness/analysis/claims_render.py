@@ -1,8 +1,11 @@
 """The "Paper vs this run" section: claim rows (harness/analysis/claims.py) as a terminal table
 (`fslab claims`), Markdown lines (summary.md) and an HTML section (index.html).
 
-Every form shows, per claim: its id and one line, the paper's value, this run's value with its
-95 % interval (a ratio's by Fieller, a mean's by Student t), n, the verdict and why.
+Every form shows, per judged claim: its id and one line, the paper's value, this run's value with
+its 95 % interval (a ratio's by Fieller, a mean's by Student t), n, the verdict and why; then the
+papers' absolute numbers (claims of kind absolute: other machines, never judged) in a table of
+their own below, ours beside the paper's (`split_rows`), so that the verdicts' table holds only
+verdicts.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ MARKS = {cl.HOLDS: "+", cl.CONSISTENT: "(+)", cl.SIZE_DIFFERS: "+!", cl.DIRECTIO
 LEGEND = ("Marks: + holds, (+) consistent, +! direction holds but size differs, +? direction holds (size not "
           "judged), x reversed/refuted/differs, ~ no significant difference, ? inconclusive, . untested; "
           "! after n: the sample cannot support the test.")
+CONTEXT_TITLE = "Context: the papers' absolute numbers (other machines, 2001-2014), never judged"
 
 
 def num(x: float | None) -> str:
@@ -172,8 +176,7 @@ def format_table(rows: list[cl.ClaimRow]) -> str:
     paper, ours [95% CI], n, mark and verdict), the papers' absolute numbers in their own table
     (ours / paper), the counts, the multiplicity statement, the TCG rule once, then each claim's
     line, source, values and why."""
-    judged = [r for r in rows if r.claim.kind != "absolute"]
-    context = [r for r in rows if r.claim.kind == "absolute"]
+    judged, context = split_rows(rows)
     multi = len({r.run for r in rows}) > 1
     head = (["run"] if multi else []) + ["claim", "paper", "ours [95% CI]", "n", "verdict"]
     table = [head] + [([r.run[:24]] if multi else []) + [
@@ -185,12 +188,11 @@ def format_table(rows: list[cl.ClaimRow]) -> str:
         line = "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
         lines.append(line if len(line) <= WIDTH else line[:WIDTH - 3] + "...")
     if context:
-        lines += ["", "Context: the papers' absolute numbers (other machines, 2001-2014), never judged"]
+        lines += ["", CONTEXT_TITLE]
         for r in context:
             lines += _wrap(f"{r.id}  paper: {r.claim.paper}", "    ")
-            ours = "; ".join(side_text(s) for s in r.sides if s.values) or "-"
-            lines += _wrap(f"    ours: {ours}", "      ")
-    lines += [""] + _wrap(f"Verdicts: {counts(rows)}", "  ")
+            lines += _wrap(f"    ours: {context_ours(r)}", "      ")
+    lines += [""] + _wrap(f"Verdicts: {verdict_summary(rows)}", "  ")
     multiplicity = cl.multiplicity(rows)
     if multiplicity:
         lines += _wrap(multiplicity, "  ")
@@ -216,9 +218,50 @@ def _md(s: str) -> str:
     return s.replace("|", "\\|").replace("\n", " ")
 
 
+def split_rows(rows: list[cl.ClaimRow]) -> tuple[list[cl.ClaimRow], list[cl.ClaimRow]]:
+    """(judged, context): the rows a verdict can come from, and the papers' absolute numbers,
+    which every form shows in a table of their own below the verdicts (never judged)."""
+    return [r for r in rows if r.claim.kind != "absolute"], [r for r in rows if r.claim.kind == "absolute"]
+
+
+
+def verdict_summary(rows: list[cl.ClaimRow]) -> str:
+    """The count of each verdict of the judged rows, then how many rows are context:
+    'holds: 2, reversed: 1; and 8 absolute number(s) as context'."""
+    judged, context = split_rows(rows)
+    return counts(judged) + (f"; and {len(context)} absolute number(s) as context" if context else "")
+
+
+def context_note(row: cl.ClaimRow) -> str:
+    """What a context row says beside its numbers: why a side has none, how a filesystem matched."""
+    parts = ([row.detail] if row.verdict == cl.NOT_MEASURED else []) + row.notes + \
+        ([f"note: {row.claim.note}"] if row.claim.note else [])
+    return "; ".join(p for p in parts if p)
+
+
+def context_ours(row: cl.ClaimRow) -> str:
+    """A context row's numbers of this run: each side's mean with its 95 % CI ('-': none)."""
+    return "; ".join(side_text(s) for s in row.sides if s.values) or "-"
+
+
+def _tables(rows: list[cl.ClaimRow]) -> tuple[tuple[list[str], list[list[str]]], tuple[list[str], list[list[str]]]]:
+    """Header and cells of the verdicts' table and of the context table (Markdown and HTML)."""
+    judged, context = split_rows(rows)
+    multi = len({r.run for r in rows}) > 1
+    run = ["run"] if multi else []
+    head = run + ["claim", "source", "paper", "this run [95% CI]", "n", "verdict", "why"]
+    cells = [([r.run] if multi else []) + [r.id, r.claim.text, _source(r.claim), paper_text(r.claim), value_text(r),
+                                           r.n + ("!" if r.warning else ""), f"{MARKS.get(r.verdict, '')} "
+                                           f"{verdict_text(r)}".strip(), _why(r)] for r in judged]
+    chead = run + ["claim", "source", "paper", "this run [95% CI]", "n", "note"]
+    ccells = [([r.run] if multi else []) + [r.id, r.claim.text, _source(r.claim), r.claim.paper, context_ours(r),
+                                            r.n, context_note(r)] for r in context]
+    return (head, cells), (chead, ccells)
+
+
 def claims_markdown(rows: list[cl.ClaimRow]) -> list[str]:
     """The "Paper vs this run" section of summary.md, as lines (a heading, the rules, one table
-    row per claim, the count of each verdict)."""
+    row per judged claim, the counts, then the papers' absolute numbers in a table of their own)."""
     return ["## Paper vs this run", "", *claims_markdown_body(rows)]
 
 
@@ -229,20 +272,32 @@ def claims_markdown_body(rows: list[cl.ClaimRow]) -> list[str]:
         out += ["", TCG_RULE]
     if not rows:
         return out + ["", "No claims: the runs hold no suite with published findings."]
-    multi = len({r.run for r in rows}) > 1
-    head = (["run"] if multi else []) + ["claim", "source", "paper", "this run [95% CI]", "n", "verdict", "why"]
-    out += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for r in rows:
-        cells = ([r.run] if multi else []) + [f"**{r.id}** {r.claim.text}", _source(r.claim), paper_text(r.claim),
-                                              value_text(r), r.n, verdict_text(r), _why(r)]
-        out.append("| " + " | ".join(_md(c) for c in cells) + " |")
+    out += ["", LEGEND]
+    (head, cells), (chead, ccells) = _tables(rows)
+    multi = len(head) > 7
+
+    def md_row(c: list[str], n_run: int) -> str:
+        c = c[:n_run] + [f"**{c[n_run]}** {c[n_run + 1]}"] + c[n_run + 2:]
+        return "| " + " | ".join(_md(x) for x in c) + " |"
+
+    n_run = 1 if multi else 0
+    if cells:
+        out += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        out += [md_row(c, n_run) for c in cells]
+    else:
+        out += ["", "No claim of these runs can be judged: every one is an absolute number of a paper."]
     multiplicity = cl.multiplicity(rows)
-    return out + ["", f"Claims: {counts(rows)}."] + (["", multiplicity] if multiplicity else [])
+    out += ["", f"Claims: {verdict_summary(rows)}."] + (["", multiplicity] if multiplicity else [])
+    if ccells:
+        out += ["", f"{CONTEXT_TITLE}:", "", "| " + " | ".join(chead) + " |", "|" + "---|" * len(chead)]
+        out += [md_row(c, n_run) for c in ccells]
+    return out
 
 
 def claims_html(rows: list[cl.ClaimRow]) -> str:
     """The "Paper vs this run" section of index.html: <section id="claims">, one table row per
-    claim, each row's class naming its verdict (claim-holds, claim-reversed, ...)."""
+    judged claim, each row's class naming its verdict (claim-holds, claim-reversed, ...), then
+    the papers' absolute numbers in a table of their own (class claims-context)."""
     parts = ['<section id="claims">', "<h2>Paper vs this run</h2>", claims_html_body(rows), "</section>"]
     return "\n".join(parts) + "\n"
 
@@ -256,18 +311,35 @@ def claims_html_body(rows: list[cl.ClaimRow]) -> str:
     if not rows:
         parts.append("<p>No claims: the runs hold no suite with published findings.</p>")
         return "\n".join(parts)
-    multi = len({r.run for r in rows}) > 1
-    head = (["run"] if multi else []) + ["claim", "source", "paper", "this run [95% CI]", "n", "verdict", "why"]
-    parts.append("<table><thead><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr></thead><tbody>")
-    for r in rows:
-        cls = "claim-" + r.verdict.split(":")[0].replace("=", "").replace(",", "").replace(" ", "-")
-        cells = ([e(r.run)] if multi else []) + [
-            f"<b>{e(r.id)}</b><br>{e(r.claim.text)}", e(_source(r.claim)), e(paper_text(r.claim)), e(value_text(r)),
-            e(r.n), f"<b>{e(verdict_text(r))}</b>", e(_why(r))]
-        parts.append(f'<tr class="{cls}" data-claim="{e(r.id)}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
-    parts += ["</tbody></table>", f"<p>Claims: {e(counts(rows))}.</p>"]
+    parts.append(f'<p class="method">{e(LEGEND)}</p>')
+    judged, context = split_rows(rows)
+    (head, cells), (chead, ccells) = _tables(rows)
+    n_run = len(head) - 7
+
+    def tr(r: cl.ClaimRow, c: list[str], cls: str, bold: int | None) -> str:
+        out = [e(x) for x in c[:n_run]] + [f"<b>{e(c[n_run])}</b><br>{e(c[n_run + 1])}"]
+        out += [f"<b>{e(x)}</b>" if i == bold else e(x) for i, x in enumerate(c[n_run + 2:])]
+        return f'<tr class="{cls}" data-claim="{e(r.id)}">' + "".join(f"<td>{x}</td>" for x in out) + "</tr>"
+
+    def table(cls: str, h: list[str]) -> str:
+        return f'<table class="{cls}"><thead><tr>' + "".join(f"<th>{e(x)}</th>" for x in h) + "</tr></thead><tbody>"
+
+    if cells:
+        parts.append(table("claims-judged", head))
+        for r, c in zip(judged, cells, strict=True):
+            cls = "claim-" + r.verdict.split(":")[0].replace("=", "").replace(",", "").replace(" ", "-")
+            parts.append(tr(r, c, cls, bold=4))
+        parts.append("</tbody></table>")
+    else:
+        parts.append("<p>No claim of these runs can be judged: every one is an absolute number of a paper.</p>")
+    parts.append(f"<p>Claims: {e(verdict_summary(rows))}.</p>")
     if cl.multiplicity(rows):
         parts.append(f"<p>{e(cl.multiplicity(rows))}</p>")
+    if ccells:
+        parts.append(f'<h3 id="claims-context">{e(CONTEXT_TITLE)}</h3>')
+        parts.append(table("claims-context", chead))
+        parts += [tr(r, c, "claim-context", bold=None) for r, c in zip(context, ccells, strict=True)]
+        parts.append("</tbody></table>")
     return "\n".join(parts)
 
 

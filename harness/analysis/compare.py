@@ -199,16 +199,21 @@ def compare_baseline(run: Run, baseline: str, metrics: list[str] | None = None, 
         raise FslabError(f"--baseline: '{baseline}' is not a filesystem of run {run.run_id}; "
                          f"allowed: {', '.join(fss)}")
     want = _wanted(metrics, run)
-    ss = samples(run.records)
-    host = {str(r.get("fs")): str(r.get("host")) for r in run.records} if run.manifest.get("mixed_hosts") else {}
     rows = []
-    for k, s in ss.items():
-        if k.fs == baseline or (want is not None and k.metric not in want):
-            continue
-        rows.append(compare_samples(k, baseline, ss.get(k._replace(fs=baseline)), s, test))
-        if host.get(k.fs) != host.get(baseline):  # --mix-hosts: machines that differ are not compared
-            rows[-1].verdict, rows[-1].p_value, rows[-1].change = (
-                f"not comparable (other host: {host.get(k.fs)} vs {host.get(baseline)})", None, None)
+    # --mix-hosts: hosts that differ are never compared with each other; every host ran every
+    # filesystem (whole boots), so each host's filesystems are compared on that host, the host
+    # named in the row's detail
+    mixed = run.manifest.get("mixed_hosts")
+    hosts = list(dict.fromkeys(str(r.get("host")) for r in run.records)) if mixed else [""]
+    for h in hosts:
+        ss = samples([r for r in run.records if str(r.get("host")) == h] if h else run.records)
+        for k, s in ss.items():
+            if k.fs == baseline or (want is not None and k.metric not in want):
+                continue
+            row = compare_samples(k, baseline, ss.get(k._replace(fs=baseline)), s, test)
+            if h:
+                row.key = k._replace(detail=",".join(x for x in (k.detail, f"host={h}") if x))
+            rows.append(row)
     # each quantity's k - 1 comparisons against the baseline are one family: Holm (issue 30)
     families: dict[Key, list[Row]] = {}
     for r in rows:

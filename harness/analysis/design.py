@@ -1,12 +1,13 @@
 """How a run was measured, in the words a verdict rests on (issue 30): what a repetition is, what
-it re-did, the order the filesystems ran in, the stopping rule, the level n counts, and the test.
+it re-did, the order the filesystems ran in, the stopping rule, the level n counts (repetitions,
+boots, or hosts, and then how much the hosts differ), and the test.
 Read from the plan's `repeat` and the guest's guest/order.json (the manifest's `order`).
 """
 
 from __future__ import annotations
 
 from harness.analysis import stats
-from harness.analysis.runs import Run
+from harness.analysis.runs import Run, samples
 
 SHOWN_ROUNDS = 8  # rounds whose order is written out; the rest are in guest/order.json
 
@@ -83,7 +84,19 @@ def design_lines(run: Run) -> list[str]:
         out.append("A repetition re-did: a remount and dropped caches before each case; the filesystem was made "
                    "once per boot" + (f" ({why})" if why else "") + ", so its repetitions share that mkfs.")
     boots = _int(rp.get("boots", 1) or 1, 1)
-    if boots > 1:
+    where = run_hosts(run)
+    if len(where) > 1 and run.manifest.get("mixed_hosts"):
+        out.append(f"Hosts: the {boots} boots ran on {len(where)} hosts that differ ({_hosts_text(where)}; allowed "
+                   "with --mix-hosts): each host's filesystems are ranked on their own, n counting that host's "
+                   "boots, or its repetitions when it ran one boot.")
+    elif len(where) > 1:
+        out.append(f"n counts hosts: the {boots} boots ran on {len(where)} hosts ({_hosts_text(where)}), every "
+                   "filesystem in every boot; each host gives one value, the mean of its boots' means (Kalibera "
+                   "& Jones 2013: the highest level that varies); intervals and tests are host to host.")
+        spread = host_variation(run)
+        if spread:
+            out.append(spread)
+    elif boots > 1:
         out.append(f"n counts boots: each of the {boots} boots gives one value, the mean of its repetitions "
                    "(Kalibera & Jones 2013: the level that varies); intervals and tests are boot to boot.")
     else:
@@ -92,6 +105,60 @@ def design_lines(run: Run) -> list[str]:
                "they assume independent repetitions of identically made filesystems whose order is not "
                "confounded with time.")
     return out
+
+
+def run_hosts(run: Run) -> dict[str, list[int]]:
+    """The hosts of a run spread over several (the records' `host`), each with its boots, in the
+    order they come; {} for a run on one machine."""
+    out: dict[str, list[int]] = {}
+    for r in run.records:
+        h, b = r.get("host"), r.get("boot")
+        if h:
+            boots = out.setdefault(str(h), [])
+            if isinstance(b, int) and b not in boots:
+                boots.append(b)
+    return out
+
+
+def _hosts_text(hosts: dict[str, list[int]]) -> str:
+    return "; ".join(f"{h}: boot{'s' if len(b) > 1 else ''} {', '.join(map(str, sorted(b)))}" for h, b in hosts.items())
+
+
+def host_variation(run: Run) -> str:
+    """How much the hosts differ, said from the headline's quantities measured on several hosts:
+    the CV of the hosts' means (stats.level_spread) beside the variation within a host ("" when
+    no quantity has values of two hosts).
+
+    >>> recs = [{"suite": "s", "case": "c", "fs": f, "metric": "iops", "value": v, "ok": True, "rep": i,
+    ...          "boot": i + 1, "host": "ab"[i]} for f, vs in (("x", (100, 110)), ("y", (50, 50))) for i, v in
+    ...         enumerate(vs)]
+    >>> print(host_variation(Run(None, {"plan": {"suite": {"headline": "iops"}}}, recs)))
+    Host to host (iops, 2 quantities): the hosts' means differ by a CV of 3.4 % (median; largest 6.7 %: x / c); \
+within a host not measured (one value per host).
+    """
+    head = run.headline_metrics()[0]
+    found = []
+    for k, smp in samples(run.records).items():
+        if k.metric != head:
+            continue
+        got = stats.level_spread(smp.values, list(smp.boots), list(smp.hosts))
+        if got is not None:
+            found.append((got, " / ".join(x for x in (k.fs, k.case, k.step, k.detail) if x)))
+    if not found:
+        return ""
+    between = sorted(b for (b, _, _), _ in found)
+    within = sorted(w for (_, w, _), _ in found if w is not None)
+    levels = {lv for (_, _, lv), _ in found}
+    (top, _, _), where = max(found, key=lambda x: x[0][0])
+    return (f"Host to host ({head}, {len(found)} quantities): the hosts' means differ by a CV of "
+            f"{100 * _median(between):.1f} % (median; largest {100 * top:.1f} %: {where}); within a host " +
+            (f"{100 * _median(within):.1f} % (median, {' and '.join(sorted(levels))})." if within else
+             "not measured (one value per host)."))
+
+
+def _median(xs: list[float]) -> float:
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
 def design_summary(run: Run) -> str:
@@ -109,5 +176,10 @@ def design_summary(run: Run) -> str:
              "rounds across the filesystems")
     redo = "a fresh mkfs each round" if rp.get("redo") == "mkfs" else "one mkfs per boot"
     boots = _int(rp.get("boots", 1) or 1, 1)
+    where = run_hosts(run)
+    level = ("" if boots < 2 else f"; {boots} boots on {len(where)} hosts that differ, ranked per host"
+             if len(where) > 1 and run.manifest.get("mixed_hosts") else
+             f"; n counts the {len(where)} hosts ({boots} boots)" if len(where) > 1 else
+             f"; n counts the {boots} boots")
     return (f"{n} repetitions ({'adaptive, up to ' + str(cap) if n >= 2 and cap > n else 'fixed'}), {order}, {redo}"
-            + (f"; n counts the {boots} boots" if boots > 1 else ""))
+            + level)

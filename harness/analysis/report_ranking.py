@@ -43,7 +43,7 @@ def entry_cells(q: ranking.Quantity, rank: int | None, e: ranking.Entry, ref: st
     if e.state != "ok":
         return ["-", e.fs, f"{e.state}: {e.reason}", "", str(e.summary.n), "", ""]
     s = e.summary
-    n = f"{s.n}" + (" boots" if e.level == "boot means" else "") + (
+    n = f"{s.n}" + {"boot means": " boots", "host means": " hosts"}.get(e.level, "") + (
         f" UNSTABLE (CV {s.cv:.0%})" if s.stability == "unstable" else "")
     vs_ref = ("best" if ref == "best" else "baseline") if e.vs_ref is None and (rank == 1 or e.fs == ref) \
         else change_text(e.vs_ref)

@@ -55,12 +55,14 @@ class Sample:
     skipped: str | None = None
     fields: dict = field(default_factory=dict)
     boots: list[int] = field(default_factory=list)  # the boot of each value (1 without --boots)
+    hosts: list[str] = field(default_factory=list)  # the host of each value ("" on one machine)
     units: list[str] = field(default_factory=list)  # every unit its records gave (one, unless mixed)
 
     def level(self) -> tuple[list[float], str]:
-        """The values a test treats as independent and their level: per-boot means when the
-        repetitions come from several boots, else the repetitions (stats.level_values)."""
-        return level_values(self.values, list(self.boots))
+        """The values a test treats as independent and their level: per-host means when the
+        boots ran on several hosts, per-boot means when the repetitions come from several boots,
+        else the repetitions (stats.level_values)."""
+        return level_values(self.values, list(self.boots), list(self.hosts))
 
 
 @dataclass
@@ -228,6 +230,7 @@ def samples(records: list[dict]) -> dict[Key, Sample]:
             s.values.append(float(v))
             b = r.get("boot", 1)
             s.boots.append(b if isinstance(b, int) and not isinstance(b, bool) else 1)
+            s.hosts.append(str(r.get("host") or ""))
             if r.get("flag") == "zero":
                 s.zero_reps.append(rep)
         elif r.get("ok", False) and v is None and not r.get("skipped"):

@@ -26,8 +26,9 @@ Choices, stated once:
   difference of at most one resolution step is "no significant change" (p 1), a larger one is
   tested with each side's variance floored at the rounding's own, r^2 / 12 (`resolution`).
 - Independence: a test treats each value as an independent repetition. Repetitions nested in
-  boots (`--boots K`) are first averaged per boot (Kalibera & Jones 2013: the level that varies),
-  see `level_values`.
+  boots (`--boots K`) are first averaged per boot, and boots spread over several hosts per host
+  (Kalibera & Jones 2013: the highest level that varies), see `level_values`; `level_spread`
+  says how much the hosts differ.
 - % change of B against A: 100 * (mean B / mean A - 1), with a Fieller confidence interval
   for the ratio of the two independent means, using Welch-Satterthwaite degrees of freedom
   (deterministic, unlike a bootstrap, so a report is the same every time it is made).
@@ -349,25 +350,71 @@ def untestable(a: list[float], b: list[float], test: str = "welch", alpha: float
     return None
 
 
-def level_values(values: list[float], groups: list[object] | None) -> tuple[list[float], str]:
+def _by_host(values: list[float], groups: list[object] | None,
+             hosts: list[object]) -> list[tuple[list[float], list[object]]]:
+    """Each host's (values, their boots), hosts in the order they first come."""
+    per: dict[object, tuple[list[float], list[object]]] = {}
+    boots = groups if groups and len(groups) == len(values) else [None] * len(values)
+    for h, g, v in zip(hosts, boots, values, strict=True):
+        vs, gs = per.setdefault(h, ([], []))
+        vs.append(v)
+        gs.append(g)
+    return list(per.values())
+
+
+def level_values(values: list[float], groups: list[object] | None,
+                 hosts: list[object] | None = None) -> tuple[list[float], str]:
     """The values a test may treat as independent, and the level they are at.
 
-    Repetitions nested in higher units (boots: `--boots K`) are not independent of each other:
-    they share the boot. With more than one group the sample is the per-group means (Kalibera &
-    Jones 2013: use the highest level that varies), so n is the number of boots; with one group
-    (or none given) the values themselves.
+    Repetitions nested in higher units are not independent of each other: they share the boot
+    (`--boots K`), and boots share their host (a run spread over several hosts, each boot on
+    one). Kalibera & Jones 2013: use the highest level that varies. With more than one host the
+    sample is the per-host means (each host's mean of its boot means, so every boot weighs the
+    same), n the number of hosts; else with more than one boot the per-boot means, n the number
+    of boots; else the values themselves.
 
     >>> level_values([1.0, 3.0, 10.0, 12.0], [1, 1, 2, 2])
     ([2.0, 11.0], 'boot means')
     >>> level_values([1.0, 3.0], [1, 1])
     ([1.0, 3.0], 'repetitions')
+    >>> level_values([1.0, 3.0, 10.0, 20.0, 30.0], [1, 2, 3, 3, 4], ["a", "a", "b", "b", "b"])
+    ([2.0, 22.5], 'host means')
     """
+    if hosts and len(hosts) == len(values) and len(set(hosts)) > 1:
+        return [mean(level_values(vs, gs)[0]) for vs, gs in _by_host(values, groups, hosts)], "host means"
     if not groups or len(set(groups)) < 2 or len(groups) != len(values):
         return list(values), "repetitions"
     by: dict[object, list[float]] = {}
     for g, v in zip(groups, values, strict=True):
         by.setdefault(g, []).append(v)
     return [mean(v) for v in by.values()], "boot means"
+
+
+def level_spread(values: list[float], groups: list[object] | None,
+                 hosts: list[object]) -> tuple[float, float | None, str] | None:
+    """How much the hosts' means of one quantity differ, beside how much it varies within a host:
+    (CV of the host means, CV within a host, what varies within: "boots" when some host ran
+    several, the hosts' boot means then; else "repetitions"). The within CV pools the hosts that
+    have two or more such values (the root of their mean variance over the grand mean); None
+    when none has. None with fewer than two hosts.
+
+    >>> a, w, level = level_spread([10.0, 10.2, 11.0, 11.2], [1, 1, 2, 2], ["a", "a", "b", "b"])
+    >>> round(a, 4), round(w, 4), level
+    (0.0667, 0.0133, 'repetitions')
+    """
+    if len(hosts) != len(values) or len(set(hosts)) < 2:
+        return None
+    per = _by_host(values, groups, hosts)
+    means = [mean(level_values(vs, gs)[0]) for vs, gs in per]
+    grand = mean(means)
+    if grand == 0:
+        return None
+    several = any(len(set(gs)) > 1 for _, gs in per)
+    lower = [level_values(vs, gs)[0] if len(set(gs)) > 1 else [mean(vs)] for vs, gs in per] if several else \
+        [vs for vs, _ in per]
+    within = [stdev(x) ** 2 for x in lower if len(x) > 1]
+    return (stdev(means) / abs(grand), math.sqrt(mean(within)) / abs(grand) if within else None,
+            "boots" if several else "repetitions")
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,6 @@ import argparse
 import importlib.util
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 from harness.config.vmconfig import ACCELERATORS
@@ -44,18 +43,21 @@ def add_image_parsers(isub: argparse._SubParsersAction) -> None:
     p = isub.add_parser("export", help="write one bundle file of an image (+ FILE.sha256); print its sha256")
     p.add_argument("name", nargs="?", default="debian-12", help="image name, store directory or sha256 digest")
     p.add_argument("-o", "--output", metavar="FILE", help="bundle file (default: ./NAME-DIGEST12.fslab-image.tar.zst)")
-    p.add_argument("--oci", metavar="REF", help="also push the bundle to an OCI registry with oras")
     p = isub.add_parser("import", help="verify a bundle completely, then add its image to the store")
-    p.add_argument("bundle", metavar="FILE", nargs="?", help="bundle file (or --oci REF)")
+    p.add_argument("bundle", metavar="FILE", help="bundle file")
     p.add_argument("--sha256", help="expected sha256 of the bundle (default: FILE.sha256 beside it)")
-    p.add_argument("--oci", metavar="REF", help="pull the bundle from an OCI registry with oras first")
 
 
 def add_reproduce_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser("reproduce", help="run a recorded run's plan again on the same image, then compare")
-    p.add_argument("run_dir", metavar="RESULTS_DIR", help="the run directory to reproduce")
+    p.add_argument("run_dir", metavar="RESULTS_DIR|REF",
+                   help="the run directory to reproduce, or a registry reference `fslab results push` made (the "
+                        "run is pulled, and its image by digest if the store lacks it)")
     p.add_argument("--bundle", metavar="FILE", help="import the run's image from this bundle if the store lacks it")
-    p.add_argument("--results-dir", help="where the new run goes (default: next to RESULTS_DIR)")
+    p.add_argument("--results-dir", help="where the new run goes (default: next to RESULTS_DIR; for a REF: "
+                                         "results, where the pulled run goes too)")
+    p.add_argument("--plain-http", action="store_true",
+                   help="speak plain HTTP to the registry (loopback registries always are)")
     p.add_argument("--scratch-dir", help="where the run's disks are created (default: inside the run directory)")
     return p
 
@@ -104,27 +106,14 @@ def cmd_image_extra(args: argparse.Namespace) -> int:
         out = Path(args.output) if args.output else Path(bundle.default_name(image))
         digest = bundle.export_image(image, out)
         print(f"{out}: {out.stat().st_size} bytes, sha256 {digest} (also in {out}.sha256)")
-        if args.oci:
-            bundle.oras("push", args.oci, f"{out.name}:{bundle.OCI_MEDIA_TYPE}", f"{out.name}.sha256")
-            print(f"pushed to {args.oci}")
     elif args.image_cmd == "import":
         return _import(args, bundle)
     return 0
 
 
 def _import(args: argparse.Namespace, bundle) -> int:
-    if bool(args.bundle) == bool(args.oci):
-        raise FslabError("image import: give a bundle FILE or --oci REF")
-    with tempfile.TemporaryDirectory(prefix="fslab-oci-") as tmp:
-        path = Path(args.bundle) if args.bundle else None
-        if args.oci:
-            bundle.oras("pull", args.oci, "-o", tmp)
-            found = sorted(Path(tmp).glob(f"*{bundle.SUFFIX}"))
-            if not found:
-                raise FslabError(f"{args.oci}: holds no *{bundle.SUFFIX} file")
-            path = found[0]
-        assert path is not None
-        got = bundle.import_bundle(path, args.sha256)
+    path = Path(args.bundle)
+    got = bundle.import_bundle(path, args.sha256)
     if not got.digest_checked:
         _err(f"fslab: WARNING: no expected sha256 for {path} (no --sha256, no {path}.sha256): its contents "
              f"were checked against its own manifest only")
@@ -135,15 +124,25 @@ def _import(args: argparse.Namespace, bundle) -> int:
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from harness.cli import before_boot, recover
+    from harness.image import oci
     from harness.run import reproduce, runner
 
-    original = Path(args.run_dir)
-    recover.finished([args.run_dir])
-    results_root = before_boot.output_dir(args.results_dir, "--results-dir") if args.results_dir \
-        else original.resolve().parent
+    original, image_ref = Path(args.run_dir), None
+    if not original.exists() and oci.looks_like_ref(args.run_dir):
+        from harness.run import run_registry
+
+        results_root = before_boot.output_dir(args.results_dir or "results", "--results-dir")
+        pulled = run_registry.pull(oci.parse_ref(args.run_dir, "reproduce", args.plain_http), results_root)
+        _err(f"fslab: {pulled.ref}: run {pulled.run_dir.name} "
+             f"{'was already in' if pulled.already else 'pulled into'} {pulled.run_dir}")
+        original, image_ref = pulled.run_dir, pulled.image_ref
+    recover.finished([str(original)])
+    if image_ref is None:
+        results_root = before_boot.output_dir(args.results_dir, "--results-dir") if args.results_dir \
+            else original.resolve().parent
     scratch_root = before_boot.output_dir(args.scratch_dir, "--scratch-dir") if args.scratch_dir else None
     recorded, p, image, choice, verdict = reproduce.prepare(
-        original, Path(args.bundle) if args.bundle else None, results_root, _err)
+        original, Path(args.bundle) if args.bundle else None, results_root, _err, image_ref=image_ref)
     for w in verdict.warnings:
         _err(f"fslab: WARNING: differs from the recorded run (measurements may too): {w}")
     if verdict.refusals:

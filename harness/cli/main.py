@@ -20,6 +20,8 @@ from harness.cli import before_boot, bench, recover
 from harness.cli import bench_fidelity as fidelity
 from harness.cli import exit_codes as toplevel
 from harness.cli import images as cli_images
+from harness.cli import registry as cli_registry
+from harness.cli import shards as cli_shards
 from harness.config import resolve
 from harness.config import vmconfig as config
 from harness.config.vmconfig import ACCELERATORS, BACKENDS
@@ -69,9 +71,10 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strict", action="store_true",
                    help="refuse to boot when the fio work may not fit the deadline or the disks at the "
                    "accelerator's slowest plausible rate (by default only when it cannot possibly fit)")
-    p.add_argument("--boots", type=int, default=1, metavar="K",
-                   help="repeat the whole run in K VM boots, one after another, pooling their repetitions "
-                   "(boot-to-boot variance); each boot's own run directory is kept under boots/")
+    p.add_argument("--boots", type=int, metavar="K",
+                   help="repeat the whole run in K VM boots (default 1; with several hosts, one per host), one "
+                   "after another or spread over the hosts; the statistics count boots (hosts, with several), not "
+                   "repetitions; each boot's own run directory is kept under boots/")
 
 
 def _resolve(args: argparse.Namespace) -> Plan:
@@ -135,7 +138,7 @@ MAX_BOOTS = vm_settings.MAX_DEADLINE // VM_OVERHEAD_S
 
 
 def _check_boots(args: argparse.Namespace) -> None:
-    if not 1 <= args.boots <= MAX_BOOTS:
+    if args.boots is not None and not 1 <= args.boots <= MAX_BOOTS:
         raise FslabError(f"--boots: {args.boots} is not allowed; allowed: 1 to {MAX_BOOTS} (at "
                          f"{VM_OVERHEAD_S} s a boot, more would take over a week)")
 
@@ -162,17 +165,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     image = _image_for(p, args.image_dir)
     if args.fio_job:
         before_boot.fio_says(p, image.manifest, args.fio_job)
+    if kernel_list and args.shard:
+        raise FslabError(f"{args.vmconfig}: kernels: --shard is not combined with several kernels yet")
     if kernel_list:
         return _run_kernels(args, p, kernel_list, image, results_root, scratch_root, host_list)
+    if args.shard:
+        return _report(cli_shards.run(args, p, host_list, image, results_root))
     if len(host_list) > 1:
-        if args.boots != 1 or args.show_command or args.dry_run:
-            raise FslabError("--boots, --show-command and --dry-run take one host, not several")
+        if args.show_command or args.dry_run:
+            raise FslabError("--show-command and --dry-run take one host, not several")
         before_boot.fit(p, p.vm.accelerator, args.strict, args.fio_job)  # each host probes its own later
         from harness.run import over_hosts as spread
 
         before_boot.salvage_stale(results_root)
         with before_boot.sharing_said(f"{args.prog} {args.vmconfig}"):
-            out = spread.run(p, image, host_list, results_root, retry=args.retry, mix_hosts=args.mix_hosts)
+            out = spread.run(p, image, host_list, results_root, retry=args.retry, mix_hosts=args.mix_hosts,
+                             boots=args.boots or len(host_list))
         return _report(out)
     host = host_list[0] if host_list else None
     if args.show_command or args.dry_run:
@@ -191,7 +199,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     before_boot.fit(p, choice.used, args.strict, args.fio_job)
     before_boot.salvage_stale(results_root)
     with before_boot.sharing_said(f"{args.prog} {args.vmconfig}"):
-        out = _execute(p, image, choice, results_root, args.boots, host=host,
+        out = _execute(p, image, choice, results_root, args.boots or 1, host=host,
                        scratch_root=scratch_root, keep_scratch=args.keep_scratch)
     return _report(out)
 
@@ -308,7 +316,7 @@ def _bench_all(args: argparse.Namespace, plans: list[Plan], results_root: Path) 
         if choice.warning:
             print(f"fslab: WARNING: {choice.warning}", file=sys.stderr)
         before_boot.fit(p, choice.used, args.strict, args.fio_job)
-        out = _execute(p, image, choice, results_root, args.boots)
+        out = _execute(p, image, choice, results_root, args.boots or 1)
         print(f"== {p.suite.name} ({p.suite.profile}) on {p.vm.name}: {out.status}")
         print(format_table(out.records))
         if out.overhead is not None:
@@ -421,16 +429,18 @@ def parser() -> argparse.ArgumentParser:
                    "runs on the image's kernel and on this one, one boot each (as `kernels: [image, {deb: DEB}]`)")
     p.add_argument("--host", action="append", metavar="URI",
                    help="libvirt host to run on (repeatable; implies --backend libvirt): qemu:///system, "
-                   "qemu+ssh://root@host/system; with several, one VM per filesystem is spread over them")
+                   "qemu+ssh://root@host/system; with several, whole boots (every filesystem) are spread over them")
     p.add_argument("--retry", action="store_true",
-                   help="with several hosts: a VM whose host failed runs again on another host")
+                   help="with several hosts: a boot whose host failed runs again on another host")
     p.add_argument("--mix-hosts", action="store_true",
                    help="with several hosts: run even when they differ (accelerator, CPU, memory, kernel, QEMU, "
                    "libvirt); each host's filesystems are then ranked on their own")
     p.add_argument("--show-command", action="store_true",
                    help="print the exact QEMU command line (libvirt backend: the domain XML) and stop")
     p.add_argument("--dry-run", action="store_true", help="resolve everything, print the command, boot nothing")
+    cli_shards.add_shard_argument(p)
     p.set_defaults(func=cmd_run)
+    cli_shards.add_merge_parser(sub).set_defaults(func=lambda args: _report(cli_shards.merge(args)))
 
     p = sub.add_parser("bench", help="the main job: each suite on its study's VM (default: vmconfigs/default.yaml); "
                        "`fslab bench boot`: the boot benchmark; `fslab bench fidelity`: the device the VM shows",
@@ -480,7 +490,7 @@ def parser() -> argparse.ArgumentParser:
                    help="also runs marked running by an fslab on another host (only if it is gone)")
     p.set_defaults(func=recover.cmd_recover)
 
-    p = sub.add_parser("image", help="build, list, verify, lock, rebuild, export and import guest images")
+    p = sub.add_parser("image", help="build, list, verify, lock, rebuild, export, import, push and pull guest images")
     isub = p.add_subparsers(dest="image_cmd", required=True)
     b = isub.add_parser("build", help="build (or reuse) an image")
     b.add_argument("name", nargs="?", default="debian-12")
@@ -496,7 +506,9 @@ def parser() -> argparse.ArgumentParser:
     v.add_argument("name", nargs="?", default="debian-12", help="image name or directory")
     isub.add_parser("validate", help="packer fmt -check and packer validate every template")
     cli_images.add_image_parsers(isub)
+    cli_registry.add_image_parsers(isub)
     p.set_defaults(func=cli_images.cmd_image)
+    cli_registry.add_results_parser(sub)
 
     cli_images.add_reproduce_parser(sub).set_defaults(func=cli_images.cmd_reproduce)
 

@@ -18,6 +18,7 @@ from harness.errors import FslabError
 
 DEFAULT_URI = "qemu:///system"
 DEFAULT_REMOTE_SCRATCH = "/var/tmp/fslab"
+CONTROL_PERSIST_S = 60  # an idle ssh master ends by itself, also when fslab was killed
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,10 @@ class Host:
         """The URI without its query (no key file paths in records)."""
         return self.uri.split("?", 1)[0]
 
-    def ssh_options(self) -> tuple[str, list[str], str]:
-        """(ssh program, its options, [user@]host) from the URI."""
+    def ssh_options(self, control_dir: str | None = None) -> tuple[str, list[str], str]:
+        """(ssh program, its options, [user@]host) from the URI; with `control_dir`, every ssh to
+        the host shares one connection (a master whose socket is there, alive 60 s after its last
+        session). Only these options are fslab's: the user's ssh_config is still read for the rest."""
         u = urlsplit(self.uri)
         if not u.scheme.endswith("+ssh"):
             raise FslabError(f"host {self.label}: remote libvirt hosts are reached through qemu+ssh:// only "
@@ -49,6 +52,9 @@ class Host:
             opts += ["-i", q["keyfile"]]
         if q.get("no_verify") == "1":
             opts += ["-o", "StrictHostKeyChecking=no"]
+        if control_dir:
+            opts += ["-o", "ControlMaster=auto", "-o", f"ControlPath={control_dir}/%C",
+                     "-o", f"ControlPersist={CONTROL_PERSIST_S}"]
         dest = f"{u.username}@{u.hostname}" if u.username else str(u.hostname)
         return q.get("command", "ssh"), opts + (["-o", f"Port={u.port}"] if u.port else []), dest
 

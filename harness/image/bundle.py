@@ -40,7 +40,6 @@ from harness.image.store import (
 
 SUFFIX = ".fslab-image.tar.zst"
 ZSTD_LEVEL = "-6"
-OCI_MEDIA_TYPE = "application/vnd.fslab.image.bundle.v1.tar+zstd"
 
 
 def members(image: Image) -> list[tuple[str, Path]]:
@@ -209,8 +208,3 @@ def _copy_hashing(src: IO[bytes], path: Path) -> str:
 def default_name(image: Image) -> str:
     return f"{image.name}-{image.digest.removeprefix('sha256:')[:12]}{SUFFIX}"
 
-
-def oras(*args: str) -> None:
-    """Run oras (OCI registry client) if installed; the plain-file path never needs it."""
-    proc.which("oras", None)
-    proc.run(["oras", *args], timeout=3600)

@@ -85,12 +85,17 @@ def _not_run(why: str) -> NoResult:
     return lambda fs, case, rep: f"not run: {why} before this boot"
 
 
-def merge(top: Path, plan: Plan, boots: int, not_run: NoResult | None = None,
-          accel: str = "unknown") -> list[dict[str, Any]]:
+def merge(top: Path, plan: Plan, boots: int, not_run: NoResult | None = None, accel: str = "unknown",
+          hosts: dict[int, str | None] | None = None,
+          host_errors: dict[int, str] | None = None) -> list[dict[str, Any]]:
     """Make `top` a run directory of everything under top/boots/; returns the merged records.
 
     A boot that never started has no records, unless `not_run` says why: then each of its cases
-    gets a failed record with that reason (an interrupted or salvaged run keeps every case)."""
+    gets a failed record with that reason (an interrupted or salvaged run keeps every case).
+    Boots spread over hosts (harness/run/over_hosts.py) pass `hosts`: boot -> the host that ran it
+    (a boot it leaves out: the libvirt URI its manifest names); each record and each boot's entry
+    then says its `host`, and a failed record of a boot whose host failed (`host_errors`) gets
+    that host's error."""
     records: list[dict[str, Any]] = []
     summary: list[dict[str, Any]] = []
     manifest: dict[str, Any] | None = None
@@ -99,19 +104,25 @@ def merge(top: Path, plan: Plan, boots: int, not_run: NoResult | None = None,
         if not (d / "manifest.json").is_file():
             if not_run is not None:
                 missing = records_for_run(d, boot_plan(plan, k), accel, no_result=not_run)
-                records += [{**r, "boot": k} for r in missing]
+                records += [{**r, "boot": k, **({"host": None} if hosts is not None else {})} for r in missing]
             continue
         m = json.loads((d / "manifest.json").read_text())
         manifest = manifest or m
-        summary.append({"boot": k, "run_id": f"{plan.run_id}/boots/b{k}", "status": m.get("status"),
+        where = {} if hosts is None else {"host": hosts.get(k) or (m.get("libvirt") or {}).get("uri")}
+        summary.append({"boot": k, **where, "run_id": f"{plan.run_id}/boots/b{k}", "status": m.get("status"),
                         "reason": m.get("reason"), "timings": m.get("timings"),
                         "qemu_argv": (m.get("qemu") or {}).get("argv")})
         if (d / "results.jsonl").is_file():
-            records += [{**r, "boot": k} for r in read_jsonl(d / "results.jsonl")]
+            error = (host_errors or {}).get(k)
+            records += [{**r, "boot": k, **where, **({"error": error} if error and not r.get("ok") else {})}
+                        for r in read_jsonl(d / "results.jsonl")]
         link_tree(d / "raw", top / "raw", warmups=False)
     write_jsonl(top / "results.jsonl", records)
     before = top / "manifest.json"
-    out = dict(manifest or (json.loads(before.read_text()) if before.is_file() else {"fslab_run": RUN_FORMAT}))
+    was = json.loads(before.read_text()) if before.is_file() else {}
+    out = dict(manifest or was or {"fslab_run": RUN_FORMAT})
+    if "spread" in was:  # a run spread over hosts stays one (salvage reads it)
+        out["spread"] = was["spread"]
     out.update(run_id=plan.run_id, plan=plan.to_json(), boots=summary, records=len(records),
                records_ok=sum(1 for r in records if r.get("ok")),
                # until run() says how it ended: an interrupted run is not ok, even if boot 1 was

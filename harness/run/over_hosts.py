@@ -1,19 +1,26 @@
 """One run spread over several libvirt hosts (`fslab run CONFIG --host URI --host URI ...`).
 
-The run's filesystems are split into VMs, one per filesystem (each VM gets only that
-filesystem's disks; the plan is otherwise the same). Each host runs one VM at a time (its
-`slots`), taking the next VM from a shared queue, so a faster host simply runs more of them.
-Before its first VM a host gets the image (copied and checked by digest) and its accelerator
-(probed there). A host that fails — unreachable, its daemon gone, the connection lost mid-run —
-takes no more VMs; the VM it was running has its cases marked failed with the host's error, or,
-with `retry`, runs again on another host. A VM that never started on a failed host goes back to
-the queue. Nothing already gathered is lost, and the run always finishes:
+The unit spread over the hosts is a whole boot: every filesystem of the plan, in its interleaved
+rounds, as `--boots` runs them one after another (harness/run/boots.py `boot_plan`), so each
+host's comparison of the filesystems is within that host (issue 30). The run has K boots (`--boots
+K`; by default one per host); each host runs one boot at a time (its `slots`), taking the next
+from a shared queue, so a faster host simply runs more of them. Before any boot every host is
+probed (its accelerator and machine facts); hosts that differ are refused unless the user allows
+mixing them. A host that fails (unreachable, its daemon gone, the connection lost mid-run) takes
+no more boots; the boot it was running has its cases marked failed with the host's error, or,
+with `retry`, runs again on another host. A boot that never started on a failed host goes back
+to the queue. Nothing already gathered is lost, and the run always finishes. The run directory
+is a `--boots` run's, each boot and record saying its host:
 
-    <run-id>/manifest.json     the first VM's manifest, with the whole plan, status and reason,
-                               "vms": [{vm, host, status, reason, attempts}], "hosts": [{uri, ...}]
-    <run-id>/results.jsonl     every VM's records, each with the "host" that produced it
-    <run-id>/raw/              every VM's raw files, hard-linked
-    <run-id>/vms/<fs>/         each VM's own run directory (an earlier attempt: <fs>.attempt<k>)
+    <run-id>/manifest.json     the first boot's manifest, with the whole plan (repeat.boots = K),
+                               status and reason, "boots": [{boot, host, status, reason, attempts,
+                               ...}], "hosts": [{uri, status, error, boots, accel, facts}], "spread"
+    <run-id>/results.jsonl     every boot's records, each with its "boot" and the "host" that ran it
+    <run-id>/raw/              every boot's raw files, hard-linked (as --boots)
+    <run-id>/boots/b<k>/       each boot's own run directory (an earlier attempt: b<k>.attempt<j>)
+
+The analysis then uses the hierarchy: each host's mean of its boots is one value (stats.level_values,
+Kalibera & Jones 2013), and the report says how much the hosts differ (design.py).
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import os
 import threading
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,23 +38,25 @@ from harness.errors import FslabError
 from harness.image import store as images
 from harness.plan.document import Plan
 from harness.results.jsonl import read_jsonl, write_jsonl
-from harness.results.missing_reasons import NoResult
 from harness.results.records import records_for_run
+from harness.run import boots as boots_mod
 from harness.run import runner
-from harness.run.boots import link_tree
 from harness.vm import hosts, libvirt, owner
 
 Log = Callable[[str], None]
 
 
-def split(plan: Plan) -> list[Plan]:
-    """One plan per filesystem, with only its disks; its run id is the filesystem's name."""
-    return [replace(plan, run_id=fs.name, filesystems=(fs,), disks=tuple(d for d in plan.disks if d.id in fs.disks))
-            for fs in plan.filesystems]
+def boot_plans(plan: Plan, k: int) -> list[Plan]:
+    """The K boots spread over the hosts: each the whole plan (every filesystem and disk, its
+    rounds interleaved) with its own run id b<k> and repetition offset, as `--boots` makes them."""
+    whole = plan.with_repeat(boots=k)
+    return [boots_mod.boot_plan(whole, i) for i in range(1, k + 1)]
 
 
 @dataclass
 class _VM:
+    """One boot of the run, and where it has been tried."""
+
     plan: Plan
     attempts: list[dict[str, Any]] = field(default_factory=list)
     outcome: runner.Outcome | None = None
@@ -59,7 +68,7 @@ class _HostState:
     status: str = "ok"  # ok | failed
     error: str | None = None
     choice: Any = None
-    vms: int = 0
+    vms: int = 0  # boots it ran
     facts: dict[str, Any] = field(default_factory=dict)  # host_facts: what makes its numbers comparable
 
 
@@ -103,9 +112,10 @@ def unlike(facts: dict[str, dict[str, Any]]) -> list[str]:
 
 class _Spread:
     def __init__(self, plan: Plan, image: images.Image, host_list: list[hosts.Host], top: Path,
-                 retry: bool, log: Log, states: list[_HostState] | None = None):
-        self.plan, self.image, self.top, self.retry, self.log = plan, image, top, retry, log
-        self.vms = [_VM(p) for p in split(plan)]
+                 retry: bool, log: Log, states: list[_HostState] | None = None, boots: int = 0):
+        boots = boots or len(host_list)
+        self.plan, self.image, self.top, self.retry, self.log = plan.with_repeat(boots=boots), image, top, retry, log
+        self.vms = [_VM(p) for p in boot_plans(plan, boots)]
         self.queue: deque[_VM] = deque(self.vms)
         self.hosts = states if states is not None else [_HostState(h) for h in host_list]
         self.cond = threading.Condition()
@@ -136,7 +146,7 @@ class _Spread:
         with self.cond:
             if hs.status == "ok":
                 hs.status, hs.error = "failed", error
-                self.log(f"fslab: [{hs.host.label}] host failed: {error}; it takes no more VMs")
+                self.log(f"fslab: [{hs.host.label}] host failed: {error}; it takes no more boots")
 
     def _alive_elsewhere(self, hs: _HostState) -> bool:
         return any(h.status == "ok" for h in self.hosts if h is not hs)
@@ -150,7 +160,7 @@ class _Spread:
                     hs.choice = hosts.choose_accel(hs.host, vm.plan.vm.accelerator, self.image)
                     if hs.choice.warning:
                         self.log(f"fslab: [{label}] WARNING: {hs.choice.warning}")
-            except FslabError as e:  # the host could not even be prepared: the VM never started there
+            except FslabError as e:  # the host could not even be prepared: the boot never started there
                 self._fail_host(hs, str(e))
                 self._done(vm, requeue=True)
                 return
@@ -162,7 +172,7 @@ class _Spread:
                 self.log(m.replace("fslab: ", prefix, 1))
 
             try:
-                out = runner.run(vm.plan, self.image, hs.choice, self.top / "vms", host=hs.host,
+                out = runner.run(vm.plan, self.image, hs.choice, self.top / "boots", host=hs.host,
                                  name=f"fslab-{self.plan.run_id}-{name}", stop=self.stop, log=vm_log,
                                  history_dir=self.top.parent)
             except KeyboardInterrupt:
@@ -182,20 +192,20 @@ class _Spread:
             if again:
                 self.log(f"fslab: [{label}] {name}: will run again on another host (--retry)")
             else:
-                n = len(vm.plan.cases)
-                self.log(f"fslab: [{label}] {name}: its {n} case(s) are marked failed")
+                n, k = len(vm.plan.cases), len(vm.plan.filesystems)
+                self.log(f"fslab: [{label}] {name}: its {n} case(s) on {k} filesystem(s) are marked failed")
             self._done(vm, requeue=again)
             return
 
     def _retire(self, vm: _VM) -> None:
-        """An earlier attempt's run directory moves aside (vms/<fs>.attempt<k>)."""
-        d = self.top / "vms" / vm.plan.run_id
+        """An earlier attempt's run directory moves aside (boots/b<k>.attempt<j>)."""
+        d = self.top / "boots" / vm.plan.run_id
         if d.exists():
             d.rename(d.with_name(f"{d.name}.attempt{len(vm.attempts)}"))
 
     def _outcome(self, vm: _VM, status: str, reason: str, host_failed: bool) -> runner.Outcome:
-        """A VM that ended before the runner could say so: its run directory says it now."""
-        d = self.top / "vms" / vm.plan.run_id
+        """A boot that ended before the runner could say so: its run directory says it now."""
+        d = self.top / "boots" / vm.plan.run_id
         d.mkdir(parents=True, exist_ok=True)
         m = json.loads((d / "manifest.json").read_text()) if (d / "manifest.json").is_file() else \
             {"fslab_run": runner.RUN_FORMAT, "run_id": vm.plan.run_id, "plan": vm.plan.to_json()}
@@ -206,7 +216,7 @@ class _Spread:
         return runner.Outcome(d, status, reason, read_jsonl(d / "results.jsonl"), host_failed)
 
     def unrun(self) -> None:
-        """VMs no host could take (every host failed) are failed VMs, with failed records."""
+        """Boots no host could take (every host failed) are failed boots, with failed records."""
         for vm in self.vms:
             if vm.outcome is None:
                 reason = "no host left to run it: " + "; ".join(f"{h.host.label}: {h.error}" for h in self.hosts)
@@ -227,7 +237,7 @@ def check_hosts(plan: Plan, image: images.Image, host_list: list[hosts.Host], mi
             hs.facts = host_facts(hs.host, hs.choice)
         except FslabError as e:
             hs.status, hs.error = "failed", str(e)
-            log(f"fslab: [{hs.host.label}] host failed: {e}; it takes no more VMs")
+            log(f"fslab: [{hs.host.label}] host failed: {e}; it takes no more boots")
             continue
         if hs.choice.warning:
             log(f"fslab: [{hs.host.label}] WARNING: {hs.choice.warning}")
@@ -239,23 +249,28 @@ def check_hosts(plan: Plan, image: images.Image, host_list: list[hosts.Host], mi
 
 
 def run(plan: Plan, image: images.Image, host_list: list[hosts.Host], results_root: Path,
-        retry: bool = False, log: Log = runner._stderr, mix_hosts: bool = False) -> runner.Outcome:
-    """Spread the VMs of `plan` over `host_list`; the outcome of the whole (ok only if every VM was)."""
+        retry: bool = False, log: Log = runner._stderr, mix_hosts: bool = False, boots: int = 0) -> runner.Outcome:
+    """Spread `boots` boots of `plan` (0: one per host) over `host_list`; the outcome of the whole
+    (ok only if every boot was)."""
     if not host_list:
         raise FslabError("no libvirt hosts given", hint="--host qemu:///system")
+    if boots < 0:
+        raise FslabError(f"--boots: {boots} is not allowed; allowed: 1 or more")
     states, mixed = check_hosts(plan, image, host_list, mix_hosts, log)
     top = results_root / plan.run_id
-    runner.make_dirs(top, top / "vms")
+    runner.make_dirs(top, top / "boots")
+    s = _Spread(plan, image, host_list, top, retry, log, states, boots)
+    s.mixed = mixed
     # Until _merge: a run in progress, whose owner a later fslab checks (run/salvage.py).
     runner.write_manifest(top, {"fslab_run": runner.RUN_FORMAT, "run_id": plan.run_id, "status": "running",
                                 "started": runner.now(), "pid": os.getpid(), "owner": owner.owner(),
-                                "backend": "libvirt", "plan": plan.to_json()})
-    s = _Spread(plan, image, host_list, top, retry, log, states)
-    s.mixed = mixed
+                                "backend": "libvirt", "plan": s.plan.to_json(),
+                                "spread": {"hosts": [h.label for h in host_list]}})
     slots = sum(h.slots for h in host_list)
-    log(f"fslab: {len(s.vms)} VMs ({', '.join(v.plan.run_id for v in s.vms)}) over {len(host_list)} hosts "
-        f"({', '.join(h.label for h in host_list)}), {'one VM' if slots == len(host_list) else 'slots'} per host "
-        f"at a time{', retrying on another host' if retry else ''}")
+    log(f"fslab: {len(s.vms)} boot(s) of every filesystem ({', '.join(f.name for f in plan.filesystems)}) over "
+        f"{len(host_list)} hosts ({', '.join(h.label for h in host_list)}), "
+        f"{'one boot' if slots == len(host_list) else 'slots'} per host at a time"
+        f"{', retrying on another host' if retry else ''}")
     threads = [threading.Thread(target=s.worker, args=(hs,), name=f"fslab-{hs.host.label}", daemon=True)
                for hs in s.hosts for _ in range(hs.host.slots)]
     for t in threads:
@@ -275,65 +290,25 @@ def run(plan: Plan, image: images.Image, host_list: list[hosts.Host], results_ro
 
 
 def _merge(s: _Spread) -> runner.Outcome:
-    """The top run directory of every VM's: records with their host, raw/ linked, one manifest."""
-    records: list[dict[str, Any]] = []
-    manifest: dict[str, Any] | None = None
-    summary = []
-    for vm in s.vms:
-        d = s.top / "vms" / vm.plan.run_id
-        m = json.loads((d / "manifest.json").read_text()) if (d / "manifest.json").is_file() else {}
-        if m.get("backend"):
-            manifest = manifest or m
-        last = vm.attempts[-1] if vm.attempts else {}
-        host_error = vm.outcome.reason if vm.outcome and vm.outcome.host_failed else None
-        if (d / "results.jsonl").is_file():
-            for r in read_jsonl(d / "results.jsonl"):
-                if host_error and not r.get("ok"):
-                    r["error"] = host_error
-                records.append({**r, "host": last.get("host")})
-        link_tree(d / "raw", s.top / "raw")
-        summary.append({"vm": vm.plan.run_id, "host": last.get("host"), "status": m.get("status"),
-                        "reason": m.get("reason"), "run_id": f"{s.plan.run_id}/vms/{vm.plan.run_id}",
-                        "timings": m.get("timings"), "libvirt": {k: (m.get("libvirt") or {}).get(k)
-                                                                 for k in ("uri", "daemon", "hypervisor")},
-                        "host_info": m.get("host"), "attempts": vm.attempts})
-    write_jsonl(s.top / "results.jsonl", records)
-    ok = [v for v in summary if v["status"] == "ok"]
-    status = "ok" if len(ok) == len(summary) else "failed"
+    """The top run directory of every boot's (boots.merge): records with their boot and host,
+    raw/ linked, one manifest with the boots' hosts and attempts and the hosts' states."""
+    where = {i + 1: (vm.attempts[-1].get("host") if vm.attempts else None) for i, vm in enumerate(s.vms)}
+    host_errors = {i + 1: vm.outcome.reason for i, vm in enumerate(s.vms) if vm.outcome and vm.outcome.host_failed}
+    accel = next((h.choice.used for h in s.hosts if h.choice), "unknown")
+    records = boots_mod.merge(s.top, s.plan, len(s.vms), accel=accel, hosts=where, host_errors=host_errors)
+    out = json.loads((s.top / "manifest.json").read_text())
+    for b in out["boots"]:
+        b["attempts"] = s.vms[int(b["boot"]) - 1].attempts
+    ok = [b for b in out["boots"] if b["status"] == "ok"]
+    status = "ok" if len(ok) == len(s.vms) else "failed"
     failed_hosts = [h for h in s.hosts if h.status != "ok"]
-    reason = f"{len(ok)} of {len(summary)} VMs ok"
+    reason = f"{len(ok)} of {len(s.vms)} boots ok"
     if failed_hosts:
         reason += "; host " + "; host ".join(f"{h.host.label} failed: {h.error}" for h in failed_hosts)
-    out = dict(manifest or {"fslab_run": runner.RUN_FORMAT, "backend": "libvirt"})
-    out.update(run_id=s.plan.run_id, plan=s.plan.to_json(), status=status, reason=reason, vms=summary,
-               hosts=[{"uri": h.host.label, "status": h.status, "error": h.error, "vms": h.vms,
-                       "accel": h.choice.used if h.choice else None, "facts": h.facts} for h in s.hosts],
-               records=len(records), records_ok=sum(1 for r in records if r.get("ok")))
+    out.update(status=status, reason=reason, backend="libvirt", spread={"hosts": [h.host.label for h in s.hosts]},
+               hosts=[{"uri": h.host.label, "status": h.status, "error": h.error, "boots": h.vms,
+                       "accel": h.choice.used if h.choice else None, "facts": h.facts} for h in s.hosts])
     if s.mixed:  # allowed with --mix-hosts: the analysis ranks each host on its own
         out["mixed_hosts"] = s.mixed
     (s.top / "manifest.json").write_text(json.dumps(out, indent=2) + "\n")
     return runner.Outcome(s.top, status, reason, records)
-
-
-def merge_found(top: Path, plan: Plan, status: str, reason: str, not_run: NoResult) -> runner.Outcome:
-    """The top run directory from what its VM directories hold, without the run's own state (a
-    run salvaged after its fslab died, run/salvage.py): each VM's records with the host named in
-    its manifest; a VM that never started gets failed records saying why (`not_run`)."""
-    records: list[dict[str, Any]] = []
-    summary = []
-    manifest: dict[str, Any] = json.loads((top / "manifest.json").read_text())
-    for p in split(plan):
-        d = top / "vms" / p.run_id
-        m = json.loads((d / "manifest.json").read_text()) if (d / "manifest.json").is_file() else {}
-        host = (m.get("libvirt") or {}).get("uri")
-        recs = read_jsonl(d / "results.jsonl") if (d / "results.jsonl").is_file() else \
-            records_for_run(d, p, str(manifest.get("accel", "unknown")), no_result=not_run)
-        records += [{**r, "host": host} for r in recs]
-        link_tree(d / "raw", top / "raw")
-        summary.append({"vm": p.run_id, "host": host, "status": m.get("status", "not started"),
-                        "reason": m.get("reason"), "run_id": f"{plan.run_id}/vms/{p.run_id}"})
-    write_jsonl(top / "results.jsonl", records)
-    manifest.update(status=status, reason=reason, vms=summary, records=len(records),
-                    records_ok=sum(1 for r in records if r.get("ok")))
-    (top / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    return runner.Outcome(top, status, reason, records)

@@ -1,8 +1,9 @@
-"""`fslab reproduce RESULTS_DIR`: run a recorded plan again, on the very same image, and compare.
+"""`fslab reproduce RESULTS_DIR|REF`: run a recorded plan again, on the very same image, and compare.
 
 The run's manifest.json holds the whole plan and the image digest. The image is found in the
-store by that digest, or imported from a bundle (`--bundle`), or rebuilt when this checkout's
-inputs are the ones recorded. Before any boot, what would change the measurement is compared
+store by that digest, or imported from a bundle (`--bundle`), or pulled by digest from where
+`fslab results push` recorded it (a REF: harness/run/run_registry.py), or rebuilt when this
+checkout's inputs are the ones recorded. Before any boot, what would change the measurement is compared
 with the record; a difference there refuses the reproduction, listing every one:
 
     refused:  QEMU version, accelerator actually used, the measured settings of the VM and of the
@@ -26,7 +27,7 @@ from harness.errors import FslabError
 from harness.hostinfo import accel
 from harness.hostinfo import facts as provenance
 from harness.image import build as image_build
-from harness.image import kernels
+from harness.image import image_registry, kernels, oci
 from harness.image import store as images
 from harness.plan import disk, vm_settings
 from harness.plan.document import Plan
@@ -55,10 +56,15 @@ def read_run(run_dir: Path) -> dict[str, Any]:
     return m
 
 
-def find_image(recorded: dict[str, Any], bundle: Path | None, log) -> images.Image:
-    """The image with the recorded digest: from the store, a bundle, or rebuilt from this checkout."""
+def find_image(recorded: dict[str, Any], bundle: Path | None, log, image_ref: oci.Ref | None = None) -> images.Image:
+    """The image with the recorded digest: from the store, a bundle, a registry (by digest), or
+    rebuilt from this checkout."""
     want, name = recorded["image"]["digest"], recorded["image"]["name"]
     image = images.find_by_digest(want)
+    if image is None and image_ref is not None:
+        pulled = image_registry.pull(image_ref, name, want_digest=want)
+        log(f"fslab: pulled image {pulled.image.digest} from {pulled.ref} -> {pulled.image.dir}")
+        image = pulled.image
     if image is None and bundle is not None:
         from harness.image import bundle as bundles
 
@@ -160,12 +166,12 @@ def new_plan(recorded: dict[str, Any]) -> Plan:
     return replace(p, run_id=resolve.new_run_id(p.vm.name))
 
 
-def prepare(run_dir: Path, bundle: Path | None, results_root: Path, log) -> tuple[dict, Plan, images.Image,
-                                                                                    accel.Choice, Verdict]:
+def prepare(run_dir: Path, bundle: Path | None, results_root: Path, log, image_ref: oci.Ref | None = None
+            ) -> tuple[dict, Plan, images.Image, accel.Choice, Verdict]:
     """Everything before the boot: the record, the new plan, the image, the accelerator, the verdict."""
     recorded = read_run(run_dir)
     p = new_plan(recorded)
-    image = find_image(recorded, bundle, log)
+    image = find_image(recorded, bundle, log, image_ref)
     resolve.check_image_support(p, image.name, images.supported_filesystems(image))
     image = kernels.with_kernel(image, p.vm.kernel, [f.to_json() for f in p.filesystems], {d.bus for d in p.disks},
                                 log=log)

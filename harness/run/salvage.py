@@ -14,8 +14,9 @@ run` into the same results directory, or `fslab recover RUN`. Salvaging a run di
 5. removes the scratch disks and overlay (unless the run was started with --keep-scratch).
 
 A --boots run salvages each boot that was running, then merges the boots as `fslab run --boots`
-does (boots that never started get failed records); a run over several hosts salvages each VM
-and merges them the same way. A lock file keeps two fslab commands from salvaging one run at once.
+does (boots that never started get failed records); a run spread over several hosts is one in
+boots too, each boot's records with the host its manifest names. A lock file keeps two fslab
+commands from salvaging one run at once.
 """
 
 from __future__ import annotations
@@ -154,16 +155,11 @@ def salvage(run_dir: Path, log: Log, force: bool = False) -> runner.Outcome | No
             for d in sorted((run_dir / "boots").iterdir()):
                 if is_stale(d) or (force and (_manifest(d) or {}).get("status") == "running"):
                     _salvage_vm(d, _manifest(d) or {}, reason, log)
-            boots.merge(run_dir, plan, plan.repeat.boots, not_run=not_run, accel=str(m.get("accel", "unknown")))
+            # a run spread over hosts: each boot's records say the host its manifest names
+            boots.merge(run_dir, plan, plan.repeat.boots, not_run=not_run, accel=str(m.get("accel", "unknown")),
+                        hosts={} if m.get("spread") else None)
             boots.finish_manifest(run_dir, "interrupted", reason)
             out = _outcome(run_dir)
-        elif (run_dir / "vms").is_dir():
-            from harness.run import over_hosts as spread
-
-            for d in sorted((run_dir / "vms").iterdir()):
-                if is_stale(d) or (force and (_manifest(d) or {}).get("status") == "running"):
-                    _salvage_vm(d, _manifest(d) or {}, reason, log)
-            out = spread.merge_found(run_dir, plan, "interrupted", reason, not_run)
         else:
             out = _salvage_vm(run_dir, m, reason, log, plan)
         ok = sum(1 for r in out.records if r.get("ok"))
@@ -253,10 +249,12 @@ def _fetch_remote(m: dict[str, Any], paths: RunPaths, log: Log) -> list[str]:
         return []
     remote = Path(lv["host_scratch"])
     try:
-        for name, local in (("results.tar", paths.results_stream), ("progress.jsonl", paths.progress),
-                            ("console.log", paths.console)):
+        files = [(str(remote / name), local) for name, local in (("results.tar", paths.results_stream),
+                                                                 ("progress.jsonl", paths.progress),
+                                                                 ("console.log", paths.console))]
+        for _, local in files:
             local.parent.mkdir(parents=True, exist_ok=True)
-            hosts.fetch_tail(host, str(remote / name), local)
+        hosts.fetch_tails(host, files)
         if not m.get("keep_scratch"):
             hosts.run(host, ["rm", "-rf", str(remote)], timeout=120)
         return [f"fetched the guest's stream from {host.label}:{remote}"]

@@ -15,9 +15,12 @@ ssh program).
 
 from __future__ import annotations
 
+import atexit
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -33,14 +36,52 @@ __all__ = ["DEFAULT_REMOTE_SCRATCH", "DEFAULT_URI", "Host", "parse"]
 
 _REMOTE_STORE = '"${XDG_CACHE_HOME:-$HOME/.cache}/fslab/images"'
 
+# -- one ssh connection per host -------------------------------------------------------------------
+# Every ssh fslab runs to a host goes through one master connection (ControlMaster), so a run logs
+# in once per host, not three times per VM every 10 s (sshd, PAM, logind and journald working on
+# the host being measured). The sockets live in one private directory per fslab process under
+# /tmp: a socket's path must fit in 108 bytes, which a run's own directory often does not. At
+# exit the masters are told to end and the directory goes; a killed fslab's masters end by
+# themselves after CONTROL_PERSIST_S idle seconds.
+
+_control: dict[str, Any] = {"dir": None, "used": {}}
+_control_lock = threading.Lock()
+
+
+def ssh_argv(host: Host) -> tuple[list[str], str]:
+    """(ssh program and options, [user@]host) for fslab's own ssh to `host`, multiplexed."""
+    with _control_lock:
+        if _control["dir"] is None:
+            _control["dir"] = tempfile.mkdtemp(prefix="fslab-ssh-", dir="/tmp")
+            atexit.register(close_connections)
+        ssh, opts, dest = host.ssh_options(_control["dir"])
+        _control["used"][(ssh, *opts, dest)] = (ssh, opts, dest)
+    return [ssh, *opts], dest
+
+
+def close_connections() -> None:
+    """End every ssh master this process started, and remove their directory."""
+    with _control_lock:
+        used, d = list(_control["used"].values()), _control["dir"]
+        _control["used"], _control["dir"] = {}, None
+    for ssh, opts, dest in used:
+        try:
+            subprocess.run([ssh, *opts, "-O", "exit", dest], capture_output=True, timeout=15,
+                           stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    if d:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 # -- commands and files on a host ------------------------------------------------------------------
 
 def run(host: Host, argv: list[str], timeout: float = 600, check: bool = True,
         input: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     """argv on the host (locally for a local host); HostLost when ssh cannot reach it."""
     if host.remote:
-        ssh, opts, dest = host.ssh_options()
-        full = [ssh, *opts, dest, "--", shlex.join(argv)]
+        ssh, dest = ssh_argv(host)
+        full = [*ssh, dest, "--", shlex.join(argv)]
     else:
         full = argv
     try:
@@ -65,8 +106,8 @@ def output(host: Host, argv: list[str], **kw: Any) -> str:
 
 def put(host: Host, local: Path, remote: str) -> None:
     """Copy one local file to the host, streamed through ssh (same ssh program and options as libvirt's)."""
-    ssh, opts, dest = host.ssh_options()
-    argv = [ssh, *opts, dest, "--", shlex.join(["sh", "-c", 'cat > "$1"', "sh", remote])]
+    ssh, dest = ssh_argv(host)
+    argv = [*ssh, dest, "--", shlex.join(["sh", "-c", 'cat > "$1"', "sh", remote])]
     with open(local, "rb") as f:
         cp = subprocess.run(argv, stdin=f, capture_output=True, text=True)
     if cp.returncode != 0:
@@ -76,13 +117,34 @@ def put(host: Host, local: Path, remote: str) -> None:
 
 def fetch_tail(host: Host, remote: str, local: Path, timeout: float = 120) -> int:
     """Append to `local` whatever the host's file `remote` has beyond it (files only grow)."""
-    offset = local.stat().st_size if local.exists() else 0
-    cp = run(host, ["sh", "-c", f'[ ! -e "$1" ] || tail -c +{offset + 1} "$1"', "sh", remote],
-             timeout=timeout)
-    if cp.stdout:
-        with open(local, "ab") as f:
-            f.write(cp.stdout)
-    return len(cp.stdout)
+    return fetch_tails(host, [(remote, local)], timeout)
+
+
+# For each file: the number of new bytes on a line of its own, then exactly those bytes (a file
+# that grows meanwhile is cut at the size it had; the rest comes next time).
+_TAILS = ('while [ $# -gt 0 ]; do o=$1 f=$2; shift 2; '
+          'if [ -e "$f" ]; then n=$(( $(wc -c < "$f") - o )); [ $n -gt 0 ] || n=0; else n=0; fi; '
+          'echo $n; [ $n -eq 0 ] || tail -c +$((o + 1)) "$f" | head -c $n; done')
+
+
+def fetch_tails(host: Host, files: list[tuple[str, Path]], timeout: float = 120) -> int:
+    """fetch_tail of several files in one command on the host (one transfer per sync tick);
+    the number of bytes that came."""
+    offsets = [local.stat().st_size if local.exists() else 0 for _, local in files]
+    args = [a for (remote, _), off in zip(files, offsets, strict=True) for a in (str(off), remote)]
+    out = run(host, ["sh", "-c", _TAILS, "sh", *args], timeout=timeout).stdout
+    pos = total = 0
+    for _, local in files:
+        end = out.index(b"\n", pos)
+        n = int(out[pos:end])
+        data, pos = out[end + 1:end + 1 + n], end + 1 + n
+        if len(data) != n:
+            raise HostLost(f"host {host.label}: the transfer of {local.name} was cut short")
+        if data:
+            with open(local, "ab") as f:
+                f.write(data)
+        total += n
+    return total
 
 
 def home_path(host: Host, path: str | None, default_expr: str) -> str:

@@ -1,4 +1,5 @@
-"""libvirt through `virsh` (no Python binding): errors in one line, and a running domain.
+"""libvirt through `virsh` (no Python binding): errors in one line, and a running domain. Every
+virsh runs in the C locale (`virsh_env`), since its words are what fslab reads.
 
 `Domain` is the libvirt twin of `machine.Machine`: a context manager whose exit always ends the
 VM, with the same `wait(deadline, tick)`. The domain is transient and created `--autodestroy` by
@@ -9,6 +10,7 @@ the domain's lifecycle events, so the end of the guest is seen without polling t
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -65,11 +67,26 @@ def _socket(text: str) -> str:
     return m.group(1) if m else "libvirt socket"
 
 
+def virsh_env() -> dict[str, str]:
+    """The environment every virsh runs in: fslab's, but in the C locale. fslab reads virsh's words
+    ("error:", "Stopped", "library: libvirt 9.0.0"), and Debian's libvirt installs its translations
+    (libvirt-l10n): under LC_ALL=de_DE.UTF-8 "error:" is "Fehler:" and versions come back empty.
+    LANGUAGE goes too: gettext prefers it over LC_ALL (unless the locale is C, but say it plainly).
+
+    >>> env = virsh_env(); env["LC_ALL"], "LANGUAGE" in env
+    ('C', False)
+    """
+    env = {k: v for k, v in os.environ.items() if k != "LANGUAGE"}
+    env["LC_ALL"] = "C"
+    return env
+
+
 def virsh(uri: str, *args: str, timeout: float = 60, name: str | None = None) -> str:
-    """stdout of `virsh -c URI ARGS`, or the explained error."""
+    """stdout of `virsh -c URI ARGS` (in the C locale), or the explained error."""
     argv = ["virsh", "-q", "-c", uri, *args]
     try:
-        cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                            env=virsh_env())
     except FileNotFoundError:
         raise FslabError("required tool 'virsh' is not installed", hint="apt-get install libvirt-clients") from None
     except subprocess.TimeoutExpired:
@@ -120,7 +137,8 @@ class Domain:
         with open(self.events_path, "wb") as out, open(self.errors_path, "wb") as err:
             try:
                 self.keeper = subprocess.Popen(["virsh", "-c", self.uri, script], stdin=subprocess.DEVNULL,
-                                               stdout=out, stderr=err, preexec_fn=_die_with_parent)
+                                               stdout=out, stderr=err, preexec_fn=_die_with_parent,
+                                               env=virsh_env())
             except FileNotFoundError:
                 raise FslabError("required tool 'virsh' is not installed",
                                  hint="apt-get install libvirt-clients") from None

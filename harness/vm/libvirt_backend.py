@@ -119,11 +119,12 @@ class LibvirtVM:
             return
         self._last_sync = time.monotonic()
         try:
-            for remote, local in ((self.paths.results_stream, self.local.results_stream),
-                                  (self.paths.progress, self.local.progress),
-                                  (self.paths.console, self.local.console)):
+            files = [(str(remote), local) for remote, local in ((self.paths.results_stream, self.local.results_stream),
+                                                                (self.paths.progress, self.local.progress),
+                                                                (self.paths.console, self.local.console))]
+            for _, local in files:
                 local.parent.mkdir(parents=True, exist_ok=True)
-                hosts.fetch_tail(self.host, str(remote), local)
+            hosts.fetch_tails(self.host, files)  # one command, over the host's one ssh connection
             self._sync_failures = 0
         except libvirt.HostLost:
             self._sync_failures += 1

@@ -16,6 +16,7 @@
 # the first one found winning each key, so dsmode is "local" whatever the seed says and the seed
 # supplies the rest (instance-id, local-hostname). Seeds need no change.
 set -eu
+# systemctl --root=/: on the unit files, not through the running manager (see 45-lean-boot.sh).
 
 # Let the build boot's own cloud-init finish before changing its configuration.
 cloud-init status --wait
@@ -38,5 +39,5 @@ CFG
 cloud-init schema --config-file /etc/cloud/cloud.cfg.d/95-fslab-runtime.cfg
 
 for unit in cloud-init.service cloud-config.service cloud-final.service; do
-	systemctl mask "$unit"
+	systemctl --root=/ mask "$unit"
 done

@@ -2,11 +2,12 @@
 # Turn the build VM back into an image: no SSH, no build identity, no build network config,
 # and nothing that waits for a network at boot (fslab VMs run with -nic none).
 set -eu
+# systemctl --root=/: on the unit files, not through the running manager (see 45-lean-boot.sh).
 
 # SSH was only for Packer.
 for unit in ssh.socket ssh.service sshd.socket sshd.service; do
-	if systemctl list-unit-files "$unit" | grep -q "^$unit"; then
-		systemctl disable "$unit"
+	if systemctl --root=/ list-unit-files "$unit" | grep -q "^$unit"; then
+		systemctl --root=/ disable "$unit"
 	fi
 done
 rm -f /etc/ssh/ssh_host_*
@@ -17,9 +18,9 @@ rm -f /etc/network/interfaces.d/50-cloud-init /etc/network/interfaces.d/50-cloud
 rm -f /etc/sysconfig/network-scripts/ifcfg-eth0 /etc/NetworkManager/system-connections/cloud-init-*
 rm -f /var/lib/dhcp/dhclient*.leases
 # Nothing may hold boot waiting for a network that does not exist.
-systemctl mask systemd-networkd-wait-online.service
-if systemctl list-unit-files NetworkManager-wait-online.service | grep -q '^NetworkManager'; then
-	systemctl mask NetworkManager-wait-online.service
+systemctl --root=/ mask systemd-networkd-wait-online.service
+if systemctl --root=/ list-unit-files NetworkManager-wait-online.service | grep -q '^NetworkManager'; then
+	systemctl --root=/ mask NetworkManager-wait-online.service
 fi
 
 # The probe (20-probe-filesystems.sh) imported fslabguest: python3 left its bytecode beside it.
