@@ -28,6 +28,20 @@ QEMU_NS = "http://libvirt.org/schemas/domain/qemu/1.0"
 _BUS = {"virtio-blk": ("virtio", "vd"), "virtio-scsi": ("scsi", "sd")}
 
 
+def _letters(i: int) -> str:
+    """sda..sdz, then sdaa..: the Linux disk names libvirt expects.
+
+    >>> _letters(0), _letters(25), _letters(26), _letters(27)
+    ('a', 'z', 'aa', 'ab')
+    """
+    s = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        s = chr(ord("a") + r) + s
+    return s
+
+
 def domain_type(accel: str) -> str:
     """`<domain type=...>`: kvm with a working KVM, qemu (TCG) otherwise."""
     return "kvm" if accel == "kvm" else "qemu"
@@ -100,7 +114,7 @@ def domain_xml(plan: Plan, paths: RunPaths, accel: str, name: str,
         if d.bus not in _BUS:
             raise ValueError(f"unknown bus {d.bus!r}")
         bus, prefix = _BUS[d.bus]
-        dev = prefix + "abcdefghijklmnopqrstuvwxyz"[used[prefix]]
+        dev = prefix + _letters(used[prefix])
         used[prefix] += 1
         _disk(devices, path, drive.libvirt_driver(d), d.serial, bus, dev)
     if used["sd"]:
