@@ -188,3 +188,14 @@ def test_the_power_loss_vmconfig_covers_every_filesystem_the_suite_can_record():
     recordable = {n for n in filesystems.for_image(cfg.image) if filesystems.get(n).mkfs}
     assert {f.type for f in cfg.filesystems} == recordable
     assert all(f.layout == "log-writes" and len(f.disks) == 2 for f in cfg.filesystems)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, v in variants.VARIANTS.items() if v.mount_options))
+def test_a_variant_keeps_its_mount_options_under_the_vmconfigs(tmp_path, name):
+    """A vmconfig adding options to a variant keeps the variant's own, the variant's first (the
+    newcomer's injected bug of issue 22, a variant losing its options, got through every unit test)."""
+    var = variants.VARIANTS[name]
+    fs = {"name": "f", "type": name, "mount_options": "lazytime"}
+    cfg = load(tmp_path, with_(filesystems=[fs, {"name": "xfs"}]))
+    f = next(x for x in cfg.filesystems if x.name == "f")
+    assert f.mount_options == f"{var.mount_options},lazytime" and f.type == var.base
