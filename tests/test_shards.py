@@ -100,6 +100,10 @@ def test_two_shards_as_separate_processes_merge_into_one_run(setup):
     other = done(shard(tmp, "2/2", "--reps", "2"))
     assert "these are shards of different plans" in refused(str(one), str(other))
     assert "not a shard (run without --shard)" in refused(str(run))
+    old = tmp / "old-shard"  # written before shards were whole boots: one VM per filesystem under vms/
+    old.mkdir()
+    (old / "manifest.json").write_text(json.dumps({**m2, "shard": {**m2["shard"], "vms": ["xfs"], "boots": None}}))
+    assert "a shard from before shards were whole boots" in refused(str(one), str(old))
     m2["host_facts"]["cpus"] = 64  # shard 2 ran on a bigger machine
     (two / "manifest.json").write_text(json.dumps(m2))
     assert "the shards ran on machines that differ" in refused(str(one), str(two)) and "cpus: 1/2 " in \

@@ -153,6 +153,9 @@ def merge(run_dirs: list[Path], results_root: Path, mix_hosts: bool = False,
         m = json.loads(path.read_text())
         if not isinstance(m.get("shard"), dict):
             raise FslabError(f"merge: {d}: not a shard (run without --shard)")
+        if not isinstance(m["shard"].get("boots"), list) or not isinstance(m.get("host_facts"), dict):
+            raise FslabError(f"merge: {d}: a shard from before shards were whole boots (no shard.boots); "
+                             "allowed: shards of this fslab", hint="run that shard again")
         if m.get("status") == "running":
             raise FslabError(f"merge: {d}: the shard is still running (or was left half-done)",
                              hint=f"wait for it, or `fslab recover {d}`")
