@@ -287,6 +287,32 @@ def test_a_stale_run_over_several_hosts_is_merged_from_its_boots(tmp_path):
     assert manifest(top)["spread"] == {"hosts": ["qemu:///system", "qemu+ssh://b/system"]}
 
 
+def test_a_stale_shard_is_merged_from_its_own_boots_only(tmp_path):
+    """A shard (fslab run --shard 1/2 --boots 3: boots 1 and 3) whose fslab died in boot 3: salvage
+    merges boots 1 and 3 with the shard's machine as their host, gives boot 2 (another shard's) no
+    failed records, and keeps the manifest a shard's, so `fslab merge` still takes it."""
+    p = two_fs("top").with_repeat(boots=3)
+    top = tmp_path / "top"
+    (top / "boots").mkdir(parents=True)
+    shard = {"index": 1, "count": 2, "key": "k", "boots": [1, 3]}
+    (top / "manifest.json").write_text(json.dumps({
+        "fslab_run": 1, "run_id": "top", "status": "running", "owner": dead_owner(), "accel": "tcg",
+        "plan": p.to_json(), "shard": shard, "host_facts": {"label": "node7", "accel": "tcg"}}))
+    b1, _, b3 = spread.boot_plans(p, 3)
+    ok = top / "boots" / "b1"
+    ok.mkdir()
+    write_jsonl(ok / "results.jsonl", [{"suite": "s", "case": "c", "fs": fs, "metric": "iops", "value": 1.0,
+                                        "ok": True, "rep": 0} for fs in ("ext4", "xfs")])
+    (ok / "manifest.json").write_text(json.dumps({"status": "ok", "reason": "guest reported success"}))
+    stale_run(top / "boots", b3)
+    assert salvage.salvage(top, lambda m: None) is not None
+    assert [(r["fs"], r["ok"], r["boot"], r["host"]) for r in read_records(top)] == [
+        ("ext4", True, 1, "node7"), ("xfs", True, 1, "node7"), ("ext4", False, 3, "node7"), ("xfs", False, 3, "node7")]
+    m = manifest(top)
+    assert [b["boot"] for b in m["boots"]] == [1, 3] and m["status"] == "interrupted"
+    assert m["shard"] == shard and m["host_facts"]["label"] == "node7"
+
+
 def test_killed_at_the_deadline_says_so_for_the_running_case(tmp_path, monkeypatch):
     """A VM killed at its deadline while a case ran: that case's record says how long it had
     run; the cases after it say they never ran (not "guest stopped before this case")."""

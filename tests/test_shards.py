@@ -25,7 +25,7 @@ def setup(tmp_path) -> Path:
 
 
 def shard(tmp: Path, spec: str, *extra: str) -> subprocess.Popen[str]:
-    """`fslab run vmconfigs/smoke.yaml --shard SPEC` (ext4 and xfs: two boots) in a process of its own."""
+    """`fslab run vmconfigs/smoke.yaml --shard SPEC` (ext4 and xfs in each boot) in a process of its own."""
     return subprocess.Popen([sys.executable, FAKEVM, "fslab", "run", "vmconfigs/smoke.yaml", "--image-dir",
                              str(tmp / "img"), "--accel", "tcg", "--fio-job", str(tmp / "quick.fio"),
                              "--results-dir", str(tmp / "runs"), "--shard", spec, *extra],
@@ -47,29 +47,47 @@ def manifest(d: Path) -> dict:
     return json.loads((d / "manifest.json").read_text())
 
 
+def records(d: Path) -> list[dict]:
+    return [json.loads(line) for line in (d / "results.jsonl").read_text().splitlines()]
+
+
 def test_two_shards_as_separate_processes_merge_into_one_run(setup):
     tmp = setup
     procs = [shard(tmp, "1/2"), shard(tmp, "2/2")]  # at once, as two array tasks
     one, two = (done(p) for p in procs)
     m1, m2 = manifest(one), manifest(two)
-    assert (m1["shard"]["vms"], m2["shard"]["vms"]) == (["ext4"], ["xfs"])  # plan order, every 2nd from the i-th
+    assert (m1["shard"]["boots"], m2["shard"]["boots"]) == ([1], [2])  # K = N = 2 whole boots, one a shard
     assert m1["shard"]["key"] == m2["shard"]["key"] and m1["run_id"] != m2["run_id"]
     assert m1["plan"]["repeat"]["seed"] == m2["plan"]["repeat"]["seed"]  # from the plan, not the run id
-    assert {json.loads(line)["fs"] for line in (one / "results.jsonl").read_text().splitlines()} == {"ext4"}
+    assert m1["plan"]["repeat"]["boots"] == 2 and (one / "boots" / "b1" / "manifest.json").is_file()
+    label = m1["host_facts"]["label"]
+    r1 = records(one)
+    assert {r["fs"] for r in r1} == {"ext4", "xfs"}  # a whole boot: every filesystem
+    assert {(r["boot"], r["host"]) for r in r1} == {(1, label)}
+    assert {r["boot"] for r in records(two)} == {2} and not (two / "boots" / "b1").exists()
+    # a shard's boot 2 numbers its repetitions after boot 1's, as --boots does: none collide
+    assert not {r["rep"] for r in r1} & {r["rep"] for r in records(two)}
     cp = fslab("merge", str(two), str(one), "--results-dir", str(tmp / "merged"))
     assert cp.returncode == 0, cp.stdout + cp.stderr
     run = Path(cp.stdout.strip().splitlines()[-1])
-    assert run.parent == tmp / "merged" and "status: ok (2 shards merged: 2 of 2 VMs ok)" in cp.stdout
+    assert run.parent == tmp / "merged" and "status: ok (2 shards merged: 2 of 2 boots ok)" in cp.stdout
     m = manifest(run)
-    assert [v["vm"] for v in m["vms"]] == ["ext4", "xfs"] and [s["index"] for s in m["shards"]] == [1, 2]
+    assert [(b["boot"], b["host"], b["shard"], b["status"]) for b in m["boots"]] == \
+        [(1, label, "1/2", "ok"), (2, label, "2/2", "ok")]
+    assert [(h["uri"], h["boots"], h["shards"]) for h in m["hosts"]] == [(label, 2, [1, 2])]
+    assert [s["index"] for s in m["shards"]] == [1, 2] and m["plan"]["repeat"]["boots"] == 2
     assert m["merged_from"] == [m1["run_id"], m2["run_id"]] and "mixed_hosts" not in m
-    recs = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    recs = records(run)
     assert {r["fs"] for r in recs} == {"ext4", "xfs"} and all(r["ok"] for r in recs)
-    assert {r["shard"] for r in recs} == {"1/2", "2/2"} and all(r["host"] for r in recs)
-    for fs in ("ext4", "xfs"):
-        assert (run / "vms" / fs / "manifest.json").is_file() and (run / "raw" / fs / "fs.json").is_file()
+    assert {(r["boot"], r["host"]) for r in recs} == {(1, label), (2, label)} and "shard" not in recs[0]
+    for k in (1, 2):
+        assert (run / "boots" / f"b{k}" / "manifest.json").is_file()
+    assert (run / "raw" / "ext4" / "fs.json").is_file()
     cmp = fslab("compare", str(run), "--baseline", "ext4")  # the analysis reads the merged run
     assert cmp.returncode == 0 and "xfs" in cmp.stdout, cmp.stdout + cmp.stderr
+    rep = fslab("report", str(run), "--out", str(tmp / "report"))
+    assert rep.returncode == 0, rep.stdout + rep.stderr
+    assert "n counts the 2 boots" in (tmp / "report" / "summary.md").read_text()  # the boot level, no special case
 
     # --- what merge refuses, each in one line -------------------------------------------------------
     def refused(*args: str) -> str:
@@ -82,22 +100,35 @@ def test_two_shards_as_separate_processes_merge_into_one_run(setup):
     other = done(shard(tmp, "2/2", "--reps", "2"))
     assert "these are shards of different plans" in refused(str(one), str(other))
     assert "not a shard (run without --shard)" in refused(str(run))
+    old = tmp / "old-shard"  # written before shards were whole boots: one VM per filesystem under vms/
+    old.mkdir()
+    (old / "manifest.json").write_text(json.dumps({**m2, "shard": {**m2["shard"], "vms": ["xfs"], "boots": None}}))
+    assert "a shard from before shards were whole boots" in refused(str(one), str(old))
     m2["host_facts"]["cpus"] = 64  # shard 2 ran on a bigger machine
     (two / "manifest.json").write_text(json.dumps(m2))
     assert "the shards ran on machines that differ" in refused(str(one), str(two)) and "cpus: 1/2 " in \
         refused(str(one), str(two))
     cp = fslab("merge", str(one), str(two), "--mix-hosts", "--results-dir", str(tmp / "mixed"))
-    assert cp.returncode == 0 and manifest(Path(cp.stdout.strip().splitlines()[-1]))["mixed_hosts"], cp.stderr
+    assert cp.returncode == 0, cp.stderr
+    mixed = Path(cp.stdout.strip().splitlines()[-1])
+    assert manifest(mixed)["mixed_hosts"]
+    # one machine name, two machines: each shard is a host of its own, so each is ranked on its own
+    hosts = [f"{label} (shard 1/2)", f"{label} (shard 2/2)"]
+    assert [h["uri"] for h in manifest(mixed)["hosts"]] == hosts
+    assert sorted({r["host"] for r in records(mixed)}) == hosts
+    cmp = fslab("compare", str(mixed), "--baseline", "ext4")
+    assert cmp.returncode == 0 and all(f"host={h}" in cmp.stdout for h in hosts), cmp.stdout + cmp.stderr
     assert not (tmp / "refused").exists() or not list((tmp / "refused").iterdir())
 
 
 @pytest.mark.parametrize("spec, message", [
-    ("3/2", "--shard: '3/2' is not allowed; allowed: I/N with 1 <= I <= N"),
-    ("0/2", "--shard: '0/2' is not allowed"),
-    ("1/3", "--shard 1/3: the plan has 2 boots (one per filesystem), fewer than 3 shards; allowed: N from 1 to 2"),
+    (["3/2"], "--shard: '3/2' is not allowed; allowed: I/N with 1 <= I <= N"),
+    (["0/2"], "--shard: '0/2' is not allowed"),
+    (["1/3", "--boots", "2"], "--shard 1/3: --boots 2 is fewer than the 3 shards (a shard is a set of whole boots); "
+                              "allowed: --boots 3 or more, or N from 1 to 2"),
 ])
 def test_a_shard_that_cannot_be_is_one_line(setup, spec, message):
     cp = fslab("run", "vmconfigs/smoke.yaml", "--image-dir", str(setup / "img"), "--accel", "tcg",
-               "--results-dir", str(setup / "runs"), "--shard", spec)
+               "--results-dir", str(setup / "runs"), "--shard", *spec)
     assert cp.returncode == 2, cp.stdout + cp.stderr
     assert message in cp.stderr and not (setup / "runs").exists(), cp.stderr

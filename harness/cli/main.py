@@ -72,8 +72,9 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
                    help="refuse to boot when the fio work may not fit the deadline or the disks at the "
                    "accelerator's slowest plausible rate (by default only when it cannot possibly fit)")
     p.add_argument("--boots", type=int, metavar="K",
-                   help="repeat the whole run in K VM boots (default 1; with several hosts, one per host), one "
-                   "after another or spread over the hosts; the statistics count boots (hosts, with several), not "
+                   help="repeat the whole run in K VM boots (default 1; with several hosts, one per host; with "
+                   "--shard I/N, N), one after another or spread over the hosts or shards; the statistics count boots "
+                   "(hosts, with several), not "
                    "repetitions; each boot's own run directory is kept under boots/")
 
 

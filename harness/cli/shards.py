@@ -19,8 +19,8 @@ from harness.vm import hosts
 
 
 def add_shard_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--shard", metavar="I/N", help="run shard I of N: every N-th of the plan's boots (one per "
-                   "filesystem) from the I-th, on this machine; `fslab merge` pools the N shards into one run")
+    p.add_argument("--shard", metavar="I/N", help="run shard I of N: of the run's K whole boots (--boots K, default "
+                   "N), boot k when (k-1) mod N = I-1, on this machine; `fslab merge` pools the N shards into one run")
 
 
 def add_merge_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -47,18 +47,18 @@ def run(args: argparse.Namespace, p: Plan, host_list: list[hosts.Host], image: i
     from harness.cli import before_boot
 
     index, count = shard_mod.parse(args.shard)
-    if host_list or args.boots != 1 or args.show_command or args.dry_run:
-        raise FslabError("--shard runs on this machine, one boot per filesystem: not with --host, hosts:, --boots, "
-                         "--show-command or --dry-run")
+    if host_list or args.show_command or args.dry_run:
+        raise FslabError("--shard runs whole boots on this machine: not with --host, hosts:, --show-command or "
+                         "--dry-run")
     p = seeded(p, args.seed is not None)
-    shard_mod.part(p, index, count)  # N larger than the boots: refused before anything boots
+    shard_mod.whole(p, index, count, args.boots or 0)  # --boots fewer than N: refused before anything boots
     choice = accel.choose(p.vm.accelerator, image.kernel)
     if choice.warning:
         print(f"fslab: WARNING: {choice.warning}", file=sys.stderr)
     before_boot.fit(p, choice.used, args.strict, args.fio_job)
     before_boot.salvage_stale(results_root)
     with before_boot.sharing_said(f"{args.prog} {args.vmconfig} --shard {args.shard}"):
-        return shard_mod.run(p, image, choice, results_root, index, count)
+        return shard_mod.run(p, image, choice, results_root, index, count, args.boots or 0)
 
 
 def merge(args: argparse.Namespace) -> runner.Outcome:

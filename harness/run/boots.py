@@ -87,7 +87,7 @@ def _not_run(why: str) -> NoResult:
 
 def merge(top: Path, plan: Plan, boots: int, not_run: NoResult | None = None, accel: str = "unknown",
           hosts: dict[int, str | None] | None = None,
-          host_errors: dict[int, str] | None = None) -> list[dict[str, Any]]:
+          host_errors: dict[int, str] | None = None, only: list[int] | None = None) -> list[dict[str, Any]]:
     """Make `top` a run directory of everything under top/boots/; returns the merged records.
 
     A boot that never started has no records, unless `not_run` says why: then each of its cases
@@ -95,11 +95,12 @@ def merge(top: Path, plan: Plan, boots: int, not_run: NoResult | None = None, ac
     Boots spread over hosts (harness/run/over_hosts.py) pass `hosts`: boot -> the host that ran it
     (a boot it leaves out: the libvirt URI its manifest names); each record and each boot's entry
     then says its `host`, and a failed record of a boot whose host failed (`host_errors`) gets
-    that host's error."""
+    that host's error. A shard (harness/run/shards.py) passes `only`: the boots it holds; the
+    others are another shard's."""
     records: list[dict[str, Any]] = []
     summary: list[dict[str, Any]] = []
     manifest: dict[str, Any] | None = None
-    for k in range(1, boots + 1):
+    for k in only if only is not None else range(1, boots + 1):
         d = top / "boots" / f"b{k}"
         if not (d / "manifest.json").is_file():
             if not_run is not None:
@@ -121,8 +122,9 @@ def merge(top: Path, plan: Plan, boots: int, not_run: NoResult | None = None, ac
     before = top / "manifest.json"
     was = json.loads(before.read_text()) if before.is_file() else {}
     out = dict(manifest or was or {"fslab_run": RUN_FORMAT})
-    if "spread" in was:  # a run spread over hosts stays one (salvage reads it)
-        out["spread"] = was["spread"]
+    for key in ("spread", "shard", "host_facts"):  # a spread run or a shard stays one (salvage, merge read it)
+        if key in was:
+            out[key] = was[key]
     out.update(run_id=plan.run_id, plan=plan.to_json(), boots=summary, records=len(records),
                records_ok=sum(1 for r in records if r.get("ok")),
                # until run() says how it ended: an interrupted run is not ok, even if boot 1 was

@@ -155,9 +155,13 @@ def salvage(run_dir: Path, log: Log, force: bool = False) -> runner.Outcome | No
             for d in sorted((run_dir / "boots").iterdir()):
                 if is_stale(d) or (force and (_manifest(d) or {}).get("status") == "running"):
                     _salvage_vm(d, _manifest(d) or {}, reason, log)
-            # a run spread over hosts: each boot's records say the host its manifest names
+            # a run spread over hosts: each boot's records say the host its manifest names; a
+            # shard (harness/run/shards.py) holds its own boots only, all run on its machine
+            shard = m.get("shard") or {}
+            label = (m.get("host_facts") or {}).get("label")
             boots.merge(run_dir, plan, plan.repeat.boots, not_run=not_run, accel=str(m.get("accel", "unknown")),
-                        hosts={} if m.get("spread") else None)
+                        hosts={b: label for b in shard["boots"]} if shard else {} if m.get("spread") else None,
+                        only=shard.get("boots"))
             boots.finish_manifest(run_dir, "interrupted", reason)
             out = _outcome(run_dir)
         else:

@@ -1,17 +1,23 @@
 """`fslab run CONFIG --shard I/N` and `fslab merge RUN...`: a plan's boots spread over another
 engine's jobs (a Slurm job array, a CI matrix), then pooled into one run.
 
-A plan is split as for several hosts (harness/run/over_hosts.py `split`: one VM, one boot, per
-filesystem, with its own disks); shard I of N runs the boots whose position k (0-based, plan
-order) has k mod N = I - 1, one after another on this machine, into one run directory whose
-manifest says `shard`: {index, count, key, vms}, where `key` is the sha256 of the plan without its
-run id (the same config on the same checkout gives the same key on every machine), and `host`:
-the machine facts that change a measurement (over_hosts.FACTS).
+A shard is a set of whole boots, as a host of a run spread over several hosts is given
+(harness/run/over_hosts.py `boot_plans`): the run has K boots (`--boots K`, by default N: one per
+shard), each every filesystem of the plan in its interleaved rounds with its own run id b<k> and
+repetition offset (harness/run/boots.py `boot_plan`), and shard I of N runs the boots k (1..K)
+with (k-1) mod N = I-1, one after another on this machine. K < N is refused. The shard's run
+directory is laid out as a `--boots` run holding only its boots (boots/b<k>/, records with their
+`boot` and `host`: the machine's name); its manifest says `shard`: {index, count, key, boots},
+where `key` is the sha256 of the plan (repeat.boots = K) without its run id (the same config and
+options on the same checkout give the same key on every machine), and `host_facts`: the machine
+facts that change a measurement (over_hosts.FACTS).
 
-`merge` pools shards into a new run: every shard 1..N of one key exactly once, finished, on
-machines whose facts are alike (else refused in one line, unless --mix-hosts: then the records'
-`host` tells them apart and the analysis ranks each machine on its own, as for several hosts).
-Each VM's run directory is kept under vms/ (hard links), records carry `host` and `shard`.
+`merge` pools shards into a new run laid out exactly as a run spread over several hosts in K boots:
+every boot's directory under boots/b<k>/ (hard links), records with their `boot` and `host`, a
+manifest with `boots` (each with its host, shard and attempts) and `hosts` (one per machine), so
+report, compare and claims use the boot and host levels with nothing special. It needs every shard
+1..N of one key exactly once, finished, on machines whose facts are alike (else refused in one
+line, unless --mix-hosts: then the analysis ranks each machine on its own, as for several hosts).
 """
 
 from __future__ import annotations
@@ -21,15 +27,16 @@ import json
 import os
 import re
 import socket
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness.errors import FslabError
+from harness.errors import FslabError, interruption
 from harness.hostinfo import accel
 from harness.hostinfo import facts as provenance
 from harness.image import store as images
 from harness.plan.document import Plan
-from harness.results.jsonl import read_jsonl, write_jsonl
+from harness.run import boots as boots_mod
 from harness.run import over_hosts, runner
 from harness.run.boots import link_tree
 from harness.vm import owner
@@ -56,12 +63,22 @@ def key(plan: Plan) -> str:
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()
 
 
-def part(plan: Plan, index: int, count: int) -> list[Plan]:
-    vms = over_hosts.split(plan)
-    if count > len(vms):
-        raise FslabError(f"--shard {index}/{count}: the plan has {len(vms)} boots (one per filesystem), fewer "
-                         f"than {count} shards; allowed: N from 1 to {len(vms)}")
-    return [p for k, p in enumerate(vms) if k % count == index - 1]
+def whole(plan: Plan, index: int, count: int, boots: int = 0) -> Plan:
+    """The plan of the whole run the shards share: K = `boots` (0: one per shard) boots."""
+    k = boots or count
+    if k < count:
+        raise FslabError(f"--shard {index}/{count}: --boots {k} is fewer than the {count} shards (a shard is a set "
+                         f"of whole boots); allowed: --boots {count} or more, or N from 1 to {k}")
+    return plan.with_repeat(boots=k)
+
+
+def boots_of(index: int, count: int, boots: int) -> list[int]:
+    """The boots (1..K) shard `index` of `count` runs.
+
+    >>> boots_of(2, 3, 7)
+    [2, 5]
+    """
+    return [k for k in range(1, boots + 1) if (k - 1) % count == index - 1]
 
 
 def machine_facts(choice: accel.Choice) -> dict[str, Any]:
@@ -71,39 +88,58 @@ def machine_facts(choice: accel.Choice) -> dict[str, Any]:
 
 
 def run(plan: Plan, image: images.Image, choice: accel.Choice, results_root: Path, index: int, count: int,
-        log: runner.Log = runner._stderr) -> runner.Outcome:
-    """This shard's boots, one after another, into results_root/<run id>/vms/<fs>."""
-    vms = part(plan, index, count)
+        boots: int = 0, log: runner.Log = runner._stderr) -> runner.Outcome:
+    """This shard's boots, one after another, into results_root/<run id>/boots/b<k>."""
+    plan = whole(plan, index, count, boots)
+    k = plan.repeat.boots
+    mine = boots_of(index, count, k)
     top = results_root / plan.run_id
-    runner.make_dirs(top, top / "vms")
-    names = [p.run_id for p in vms]
-    shard = {"index": index, "count": count, "key": key(plan), "vms": names}
+    runner.make_dirs(top, top / "boots")
+    facts = machine_facts(choice)
+    shard = {"index": index, "count": count, "key": key(plan), "boots": mine}
     runner.write_manifest(top, {"fslab_run": runner.RUN_FORMAT, "run_id": plan.run_id, "status": "running",
                                 "started": runner.now(), "pid": os.getpid(), "owner": owner.owner(),
-                                "backend": plan.vm.backend, "plan": plan.to_json(), "shard": shard})
-    log(f"fslab: shard {index}/{count}: {len(vms)} of {len(over_hosts.split(plan))} boots "
-        f"({', '.join(names)})")
-    facts = machine_facts(choice)
-    records: list[dict[str, Any]] = []
-    summary = []
-    first: dict[str, Any] = {}
-    for p in vms:
-        out = runner.run(p, image, choice, top / "vms", log=log, history_dir=results_root)
-        m = json.loads((out.run_dir / "manifest.json").read_text())
-        first = first or m
-        records += [{**r, "host": facts["label"], "shard": f"{index}/{count}"} for r in out.records]
-        link_tree(out.run_dir / "raw", top / "raw")
-        summary.append({"vm": p.run_id, "host": facts["label"], "status": out.status, "reason": out.reason,
-                        "run_id": f"{plan.run_id}/vms/{p.run_id}", "timings": m.get("timings")})
-    write_jsonl(top / "results.jsonl", records)
-    ok = sum(1 for v in summary if v["status"] == "ok")
-    status = "ok" if ok == len(summary) else "failed"
-    reason = f"shard {index}/{count}: {ok} of {len(summary)} VMs ok"
-    m = {k: v for k, v in first.items() if k not in ("timings", "overhead", "done")}
-    m.update(run_id=plan.run_id, plan=plan.to_json(), status=status, reason=reason, shard=shard, vms=summary,
-             host_facts=facts, records=len(records), records_ok=sum(1 for r in records if r.get("ok")))
-    runner.write_manifest(top, m)
+                                "accel": choice.used, "backend": plan.vm.backend, "plan": plan.to_json(),
+                                "shard": shard, "host_facts": facts})
+    log(f"fslab: shard {index}/{count}: boots {', '.join(f'b{b}' for b in mine)} of {k}, on {facts['label']}")
+    plans = over_hosts.boot_plans(plan, k)
+    outcomes: list[runner.Outcome] = []
+    how: str | None = None  # Ctrl-C or SIGTERM
+    try:
+        for b in mine:
+            log(f"fslab: shard {index}/{count}: boot {b} of {k}")
+            outcomes.append(runner.run(plans[b - 1], image, choice, top / "boots", log=log,
+                                       name=f"fslab-{plan.run_id}-b{b}", history_dir=results_root))
+    except KeyboardInterrupt as e:
+        how = interruption(e)
+        raise
+    finally:  # whatever the finished boots measured is kept
+        records = boots_mod.merge(top, plan, k, accel=choice.used, hosts={b: facts["label"] for b in mine},
+                                  only=mine, not_run=boots_mod._not_run(f"the shard was interrupted ({how})")
+                                  if how else None)
+        if how:
+            boots_mod.finish_manifest(top, "interrupted", f"shard {index}/{count} interrupted by {how} in boot "
+                                      f"{len(outcomes) + 1} of its {len(mine)}")
+    ok = sum(1 for o in outcomes if o.status == "ok")
+    status = "ok" if ok == len(mine) else "failed"
+    reason = f"shard {index}/{count}: {ok} of its {len(mine)} boots ok"
+    boots_mod.finish_manifest(top, status, reason)
     return runner.Outcome(top, status, reason, records)
+
+
+def _labels(shards: list[tuple[Path, dict[str, Any]]]) -> dict[int, str]:
+    """Shard index -> the host its records name: the machine's name, unless shards on machines of
+    one name differ in their facts (then each such shard is a host of its own)."""
+    by: dict[str, list[dict[str, Any]]] = {}
+    for _, m in shards:
+        by.setdefault(str(m["host_facts"].get("label")), []).append(m)
+    out = {}
+    for label, ms in by.items():
+        alike = not over_hosts.unlike({str(m["shard"]["index"]): m["host_facts"] for m in ms})
+        for m in ms:
+            i = m["shard"]["index"]
+            out[i] = label if alike else f"{label} (shard {i}/{m['shard']['count']})"
+    return out
 
 
 def merge(run_dirs: list[Path], results_root: Path, mix_hosts: bool = False,
@@ -117,6 +153,9 @@ def merge(run_dirs: list[Path], results_root: Path, mix_hosts: bool = False,
         m = json.loads(path.read_text())
         if not isinstance(m.get("shard"), dict):
             raise FslabError(f"merge: {d}: not a shard (run without --shard)")
+        if not isinstance(m["shard"].get("boots"), list) or not isinstance(m.get("host_facts"), dict):
+            raise FslabError(f"merge: {d}: a shard from before shards were whole boots (no shard.boots); "
+                             "allowed: shards of this fslab", hint="run that shard again")
         if m.get("status") == "running":
             raise FslabError(f"merge: {d}: the shard is still running (or was left half-done)",
                              hint=f"wait for it, or `fslab recover {d}`")
@@ -144,27 +183,40 @@ def merge(run_dirs: list[Path], results_root: Path, mix_hosts: bool = False,
     plan = Plan.from_json(shards[0][1]["plan"], f"{shards[0][0]}/manifest.json plan")
     from harness.config import resolve
 
-    run_id = resolve.new_run_id(plan.vm.name)
-    top = results_root / run_id
-    runner.make_dirs(top, top / "vms")
-    records: list[dict[str, Any]] = []
-    vms: list[dict[str, Any]] = []
+    plan = replace(plan, run_id=resolve.new_run_id(plan.vm.name))
+    k = plan.repeat.boots
+    top = results_root / plan.run_id
+    runner.make_dirs(top, top / "boots")
+    labels = _labels(shards)
+    where: dict[int, str | None] = {}
+    of: dict[int, str] = {}  # boot -> its shard, "I/N"
     for d, m in shards:
-        for vm in m.get("vms") or []:
-            link_tree(d / "vms" / vm["vm"], top / "vms" / vm["vm"])
-            vms.append({**vm, "run_id": f"{run_id}/vms/{vm['vm']}", "shard": f"{m['shard']['index']}/{count}"})
-        link_tree(d / "raw", top / "raw")
-        records += read_jsonl(d / "results.jsonl")
-    write_jsonl(top / "results.jsonl", records)
-    ok = sum(1 for v in vms if v["status"] == "ok")
-    status = "ok" if ok == len(vms) else "failed"
-    reason = f"{count} shards merged: {ok} of {len(vms)} VMs ok"
-    out = {k: v for k, v in shards[0][1].items() if k not in ("shard", "host_facts", "vms")}
-    out.update(run_id=run_id, plan=plan.to_json(), status=status, reason=reason, vms=vms,
-               shards=[{"index": m["shard"]["index"], "count": count, "run_id": m["run_id"], "run_dir": str(d),
-                        "status": m.get("status"), "host_facts": m["host_facts"]} for d, m in shards],
-               merged_from=[m["run_id"] for _, m in shards], records=len(records),
-               records_ok=sum(1 for r in records if r.get("ok")))
+        i = m["shard"]["index"]
+        for b in boots_of(i, count, k):
+            link_tree(d / "boots" / f"b{b}", top / "boots" / f"b{b}")
+            where[b], of[b] = labels[i], f"{i}/{count}"
+    records = boots_mod.merge(top, plan, k, accel=str(shards[0][1].get("accel", "unknown")), hosts=where,
+                              not_run=lambda fs, case, rep: "not run: its shard ended before this boot")
+    out = json.loads((top / "manifest.json").read_text())
+    for b in out["boots"]:
+        b.update(shard=of[b["boot"]], attempts=[{"host": b["host"], "status": b["status"], "reason": b["reason"],
+                                                 "host_failed": False}])
+    ok = sum(1 for b in out["boots"] if b["status"] == "ok")
+    status = "ok" if ok == k else "failed"
+    reason = f"{count} shards merged: {ok} of {k} boots ok"
+    hosts_out: dict[str, dict[str, Any]] = {}
+    for _, m in shards:
+        label = labels[m["shard"]["index"]]
+        h = hosts_out.setdefault(label, {"uri": label, "status": "ok", "error": None, "boots": 0,
+                                         "accel": m["host_facts"].get("accel"), "facts": m["host_facts"],
+                                         "shards": []})
+        h["boots"] += len(m["shard"]["boots"])
+        h["shards"].append(m["shard"]["index"])
+    out.update(status=status, reason=reason, hosts=list(hosts_out.values()),
+               shards=[{"index": m["shard"]["index"], "count": count, "boots": m["shard"]["boots"],
+                        "run_id": m["run_id"], "run_dir": str(d), "status": m.get("status"),
+                        "host_facts": m["host_facts"]} for d, m in shards],
+               merged_from=[m["run_id"] for _, m in shards])
     if diffs:
         out["mixed_hosts"] = diffs
     runner.write_manifest(top, out)
