@@ -17,8 +17,16 @@
 # supplies the rest (instance-id, local-hostname). Seeds need no change.
 set -eu
 
-# Let the build boot's own cloud-init finish before changing its configuration.
-cloud-init status --wait
+# Let the build boot's own cloud-init finish before changing its configuration. cloud-init 23.4
+# and later (trixie's 25.1) exit 2 for "done, with recoverable errors" (warnings, deprecated
+# keys): shown here, in the build's log, not fatal; an error (1) is.
+rc=0
+cloud-init status --wait || rc=$?
+if [ "$rc" -eq 2 ]; then
+	cloud-init status --long
+elif [ "$rc" -ne 0 ]; then
+	exit "$rc"
+fi
 
 cat >/etc/cloud/cloud.cfg.d/95-fslab-runtime.cfg <<'CFG'
 #cloud-config
