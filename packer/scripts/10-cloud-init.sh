@@ -42,8 +42,16 @@ cloud_config_modules: []
 cloud_final_modules: []
 CFG
 
-# Fail the build here, not at the first run, if cloud-init cannot read the result.
-cloud-init schema --config-file /etc/cloud/cloud.cfg.d/95-fslab-runtime.cfg
+# Fail the build here, not at the first run, if cloud-init cannot read the result: read as
+# cloud-init reads its configuration (`cloud-init schema` checks user-data only since 23.x, and
+# rejects a system configuration's datasource and network keys).
+python3 - /etc/cloud/cloud.cfg.d/95-fslab-runtime.cfg <<'PY'
+import sys
+from cloudinit import util
+cfg = util.read_conf(sys.argv[1])
+if cfg.get("cloud_init_modules") != ["write-files", "runcmd", "scripts-user"]:
+    sys.exit(f"{sys.argv[1]}: cloud-init read {cfg!r}")
+PY
 
 for unit in cloud-init.service cloud-config.service cloud-final.service; do
 	systemctl mask "$unit"
