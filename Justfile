@@ -34,7 +34,7 @@ smoke *args="":
     {{fslab}} image build debian-12
     {{fslab}} run vmconfigs/smoke.yaml {{args}}
 
-# build (or reuse) an image: debian-12 (the default), or debian-12-zfs (ZFS, study S5)
+# build (or reuse) an image: debian-12 (the default), debian-12-zfs (ZFS, study S5) or debian-13 (trixie)
 images name="debian-12" *args="":
     {{fslab}} image build {{name}} {{args}}
 

@@ -145,9 +145,11 @@ def _check_boots(args: argparse.Namespace) -> None:
 
 
 def _check_image(p: Plan) -> None:
-    """The plan's image is one fslab can build (show-config says so too, not only run)."""
+    """The plan's image is one fslab can build, and its catalog has the plan's filesystems (show-config
+    says so too, not only run; a built image is then held to what its build proved)."""
     if p.image not in images.DEFINITIONS:
         raise FslabError(f"{p.vm.source}: image: '{p.image}' is not allowed; allowed: {', '.join(images.DEFINITIONS)}")
+    resolve.check_image_support(p, p.image, images.supported_filesystems(p.image))
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -411,8 +413,11 @@ def cmd_list(args: argparse.Namespace) -> int:
             for prof, desc in s.profiles.items():
                 print(f"  {prof}: {desc}")
     else:
-        for name in filesystems.names():
-            print(f"{name:<10} {filesystems.get(name).description}")
+        for name in filesystems.names():  # each with the images that make it (the catalog's)
+            made_by = ", ".join(filesystems.images_with(name)) or "any image (no disk)"
+            print(f"{name:<10} {filesystems.get(name).description} [{made_by}]")
+        for name, why in sorted(filesystems.ABSENT.items()):
+            print(f"{name:<10} not offered: {why}")
     return 0
 
 

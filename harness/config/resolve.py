@@ -180,10 +180,12 @@ def aa_config(cfg: VMConfig) -> VMConfig:
 def check_image_support(plan: Plan, image_name: str, supported: list[str]) -> None:
     """Refuse, before any boot, a filesystem the image (or its kernel family) cannot make."""
     ram_only = {n for n in filesystems.names() if not filesystems.get(n).needs_disk}  # tmpfs: any kernel
-    missing = [f"{f.name} ({f.type})" for f in plan.filesystems if f.type not in supported and f.type not in ram_only]
-    if missing:
+    lacking = [f for f in plan.filesystems if f.type not in supported and f.type not in ram_only]
+    if lacking:
+        elsewhere = {f.type: filesystems.images_with(f.type) for f in lacking}
+        hints = [f"{t} is made by image {', '.join(imgs)} (set `image: {imgs[0]}`)"
+                 for t, imgs in sorted(elsewhere.items()) if imgs]
         raise FslabError(
-            f"{plan.vm.source}: filesystems: image {image_name} cannot make {', '.join(missing)}; "
-            f"it makes: {', '.join(sorted(supported))}",
-            hint="zfs is made by image debian-12-zfs (set `image: debian-12-zfs`)" if "zfs" in " ".join(missing)
-            else None)
+            f"{plan.vm.source}: filesystems: image {image_name} cannot make "
+            f"{', '.join(f'{f.name} ({f.type})' for f in lacking)}; it makes: {', '.join(sorted(supported))}",
+            hint="; ".join(hints) or None)

@@ -137,10 +137,16 @@ def _known_types() -> list[str]:
     return filesystems.names() + sorted(variants.VARIANTS)
 
 
+def _unknown_type(shown: str, name: str) -> str:
+    """The error for a filesystem type fslab cannot make, with why when the catalog knows."""
+    why = f" ({filesystems.ABSENT[name]})" if name in filesystems.ABSENT else ""
+    return f"{shown} is not a known filesystem or variant{why}; allowed: {', '.join(_known_types())}"
+
+
 def _fstype(v: Any) -> str:
     s = _text(v)
     if s not in filesystems.CATALOG and s not in variants.VARIANTS:
-        raise _Bad(f"{v!r} is not a known filesystem or variant; allowed: {', '.join(_known_types())}")
+        raise _Bad(_unknown_type(repr(v), s))
     return s
 
 
@@ -308,8 +314,7 @@ def _filesystem(src: str, i: int, fdata: Any, disks: list[Disk], used: dict[str,
         raise FslabError(f"{src}: {where}.name: '{name}' is used twice")
     tname = f["type"] or name
     if tname not in filesystems.CATALOG and tname not in variants.VARIANTS:
-        raise FslabError(f"{src}: {where}.type: '{tname}' is not a known filesystem or variant; "
-                         f"allowed: {', '.join(_known_types())}")
+        raise FslabError(f"{src}: {where}.type: {_unknown_type(repr(tname), tname)}")
     var = variants.VARIANTS.get(tname)
     fstype = var.base if var else tname
     fsdef = filesystems.CATALOG[fstype]

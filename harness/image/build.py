@@ -231,7 +231,7 @@ def _build_in(work: Path, src: Path, name: str, digest: str, files: dict[str, st
     lock = pkglock.read(src / "images" / name / LOCK)
     pkglock.check_current(lock, package_sums(name, src))
     spec = ext4image.Ext4Spec.derived(params["root_size"], ROOT_LABEL, digest, lock.source_date_epoch)
-    mirror = debian_mirror()
+    mirror = debian_mirror(params["suite"])
 
     base = _bootstrap(work, src, name, lock, params, mirror, log)
     seconds["bootstrap"] = round(time.monotonic() - started, 1)

@@ -25,7 +25,6 @@ from harness.image import pkglock
 from harness.image import tree as image_tree
 from harness.image.build import Log, build_into, check_buildable, entry_lock
 from harness.image.store import (
-    DEBIAN_SUITE,
     IMAGE_FILES,
     LISTING,
     MANIFEST,
@@ -57,7 +56,7 @@ def lock(name: str, log: Log = print) -> Path:
     proc.which("mmdebstrap", "mmdebstrap")
     d = definition(name)
     lists = package_sums(name)
-    mirror, epoch = debian_mirror(), int(time.time())
+    mirror, epoch = debian_mirror(d.suite), int(time.time())
     store_dir().mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".lock-{name}-", dir=store_dir()) as tmp:
         argv = [str(REPO / "images" / d.image_dirs[0] / "bootstrap.sh")]
@@ -65,7 +64,7 @@ def lock(name: str, log: Log = print) -> Path:
             argv += ["--variant", str(REPO / "images" / name)]
         env = {k: v for k, v in os.environ.items() if k == "PATH" or k.lower().endswith("_proxy")}
         env.update(LC_ALL="C", TZ="UTC", HOME="/root", SOURCE_DATE_EPOCH=str(epoch),
-                   FSLAB_DEBIAN_MIRROR=mirror, FSLAB_DEBIAN_SUITE=DEBIAN_SUITE,
+                   FSLAB_DEBIAN_MIRROR=mirror, FSLAB_DEBIAN_SUITE=d.suite,
                    FSLAB_EXTRA_PACKAGES=",".join(catalog.packages(name)))  # the catalog's (image/fs_needs.py)
         log(f"image {name}: resolving {', '.join(lists)} on {mirror} (a full bootstrap) ...")
         try:
@@ -79,7 +78,7 @@ def lock(name: str, log: Log = print) -> Path:
         installed = pkglock.parse_installed((Path(tmp) / "out" / "packages.installed").read_text())
     path = lock_path(name)
     old = pkglock.read(path).packages if path.is_file() else {}
-    path.write_text(pkglock.render(name, installed, lists, mirror, DEBIAN_SUITE, epoch))
+    path.write_text(pkglock.render(name, installed, lists, mirror, d.suite, epoch))
     changed = sorted(p for p in set(old) | set(installed) if old.get(p) != installed.get(p))
     log(f"image {name}: {len(installed)} packages locked in {path.relative_to(REPO)}"
         + (f"; changed: {', '.join(changed[:20])}" if old and changed else ""))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,9 +44,8 @@ IMAGE_FILES = ("disk.qcow2", "vmlinuz", "initrd.img")
 # time out and panic ("IO-APIC + timer doesn't work!", seen here at load 10): a virtual machine's
 # timer is known good, the usual setting of cloud images.
 KERNEL_CMDLINE = "root=LABEL=fslab-root ro console=ttyS0,115200 net.ifnames=0 quiet fsck.mode=skip no_timer_check"
-DEBIAN_SUITE = "bookworm"
+DEBIAN_SUITE = "bookworm"  # the suite of debian-12 and its variants (each Debian image names its own)
 ROOT_SIZE = "4G"
-
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,7 @@ class Definition:
     offline: bool  # buildable without internet (from the Debian mirror this host uses)
     base: str | None = None  # the image this one extends
     template: str | None = None  # packer/<template>.pkr.hcl; default: the base's, else the name
+    suite: str = DEBIAN_SUITE  # the Debian suite it is bootstrapped from (its base's, for a variant)
 
     @property
     def template_name(self) -> str:
@@ -74,15 +75,23 @@ class Definition:
         return (self.base, self.name) if self.base else (self.name,)
 
 
-_DEBIAN_OS = (("family", "debian"), ("id", "debian"), ("version", "12"))
+def _debian_os(version: str) -> tuple[tuple[str, str], ...]:
+    return (("family", "debian"), ("id", "debian"), ("version", version))
+
+
 DEFINITIONS = {
     # What each can make comes from the catalog (harness/plan/filesystems.py): Debian's kernel has
     # every filesystem as a module; a RHEL-family kernel builds only ext4 (whose driver also mounts
     # ext2 and ext3) and xfs.
-    "debian-12": Definition("debian-12", _DEBIAN_OS, filesystems.for_image("debian-12"), True),
+    "debian-12": Definition("debian-12", _debian_os("12"), filesystems.for_image("debian-12"), True),
     # Study S5: OpenZFS from contrib (zfs-dkms, built natively for the image kernel at bootstrap).
-    "debian-12-zfs": Definition("debian-12-zfs", _DEBIAN_OS, filesystems.for_image("debian-12-zfs"), True,
+    "debian-12-zfs": Definition("debian-12-zfs", _debian_os("12"), filesystems.for_image("debian-12-zfs"), True,
                                 base="debian-12"),
+    # Debian 13 (trixie, Linux 6.12): the same build as debian-12 (images/debian-13's bootstrap.sh and
+    # boot files are symbolic links to debian-12's, and the Packer template is debian-12's), from
+    # its own suite, package list and lock.
+    "debian-13": Definition("debian-13", _debian_os("13"), filesystems.for_image("debian-13"), True,
+                            template="debian-12", suite="trixie"),
     "centos-stream-9": Definition(
         "centos-stream-9", (("family", "rhel"), ("id", "centos"), ("version", "9")),
         filesystems.for_image("centos-stream-9", rhel=True), False
@@ -236,7 +245,7 @@ def build_params(name: str, root: Path = REPO) -> dict[str, str]:
     probe = hashlib.sha256(catalog.probe_json(name, rhel=not d.offline).encode()).hexdigest()
     if not d.offline:
         return {"kernel_cmdline": KERNEL_CMDLINE, "probe_catalog": probe}
-    return {"suite": DEBIAN_SUITE, "root_size": ROOT_SIZE, "kernel_cmdline": KERNEL_CMDLINE, "probe_catalog": probe}
+    return {"suite": d.suite, "root_size": ROOT_SIZE, "kernel_cmdline": KERNEL_CMDLINE, "probe_catalog": probe}
 
 
 def package_sums(name: str, root: Path = REPO) -> dict[str, str]:
@@ -248,13 +257,27 @@ def package_sums(name: str, root: Path = REPO) -> dict[str, str]:
     return sums
 
 
-def debian_mirror(root: Path = REPO) -> str:
-    """$FSLAB_DEBIAN_MIRROR, else the mirror this host's apt uses (as bootstrap.sh finds it)."""
+def debian_mirror(suite: str = DEBIAN_SUITE, root: Path = REPO) -> str:
+    """$FSLAB_DEBIAN_MIRROR, else the mirror this host's apt uses for `suite` (as bootstrap.sh finds
+    it), else the one it uses for another suite fslab builds: one Debian archive serves every
+    suite, so a bookworm host builds debian-13 from its bookworm mirror."""
     if os.environ.get("FSLAB_DEBIAN_MIRROR"):
         return os.environ["FSLAB_DEBIAN_MIRROR"]
     script = root / "images" / "debian-12" / "bootstrap.sh"
-    env = {**os.environ, "FSLAB_DEBIAN_SUITE": DEBIAN_SUITE}
-    return proc.output(["bash", str(script), "--print-mirror"], env=env)
+
+    def host_mirror(each: str) -> subprocess.CompletedProcess:
+        return proc.run(["bash", str(script), "--print-mirror"], env={**os.environ, "FSLAB_DEBIAN_SUITE": each},
+                        check=False)
+
+    own = host_mirror(suite)
+    if own.returncode == 0:
+        return own.stdout.strip()
+    for other in sorted({d.suite for d in DEFINITIONS.values() if d.offline} - {suite}):
+        cp = host_mirror(other)
+        if cp.returncode == 0:
+            return cp.stdout.strip()
+    raise FslabError(f"no Debian mirror for suite {suite}: {(own.stdout + own.stderr).strip()}",
+                     hint="set FSLAB_DEBIAN_MIRROR, e.g. http://deb.debian.org/debian")
 
 
 def inputs(name: str, root: Path = REPO) -> tuple[dict[str, str], dict[str, str]]:

@@ -147,7 +147,25 @@ CATALOG: dict[str, FsType] = {fs.name: fs for fs in (
 )}
 
 # Images and what they add: an image can make the filesystems of its own and of its bases.
-IMAGE_BASES = {"debian-12": (), "debian-12-zfs": ("debian-12",), "centos-stream-9": ()}
+#
+# debian-13 (trixie, Linux 6.12) makes what debian-12 makes. Read from Debian's kernel
+# configuration (linux-config-6.12 6.12.117-1, config.amd64_none_amd64) and trixie's archive:
+# - reiserfs: CONFIG_REISERFS_FS=m and reiserfsprogs 1:3.6.27-9. Deprecated since Linux 5.18 and
+#   removed in 6.13, so 6.12 (trixie) is the last Debian kernel with it: an image of a later
+#   release must leave it out.
+# - jfs, nilfs2, f2fs, btrfs, xfs: =m, with jfsutils 1.1.15, nilfs-tools 2.2.11, f2fs-tools 1.16.0,
+#   btrfs-progs 6.14, xfsprogs 6.13; ext2 and ext3 are mounted by the ext4 driver (=m), as in 6.1.
+# - bcachefs: not offered (ABSENT).
+# - zfs: only debian-12-zfs builds its module (there is no debian-13-zfs).
+# What a built image really makes is what its build proved (its manifest's "filesystems").
+IMAGE_BASES = {"debian-12": (), "debian-12-zfs": ("debian-12",), "debian-13": ("debian-12",), "centos-stream-9": ()}
+
+# Filesystems no image offers, with why (said when a vmconfig asks for one).
+ABSENT = {
+    "bcachefs": "no image makes it: Linux has had its driver since 6.7 (experimental) and Debian 13's 6.12 "
+                "builds it (CONFIG_BCACHEFS_FS=m), but neither bookworm nor trixie has bcachefs-tools "
+                "(mkfs.bcachefs): Debian orphaned the package in 2024 over its Rust dependencies",
+}
 
 
 def get(name: str) -> FsType:
@@ -172,6 +190,15 @@ def for_image(image: str, rhel: bool = False) -> tuple[str, ...]:
         return tuple(n for n in names() if CATALOG[n].rhel)
     images = (image, *IMAGE_BASES.get(image, ()))
     return tuple(n for n in names() if CATALOG[n].needs_disk and CATALOG[n].image in images)
+
+
+def images_with(name: str) -> list[str]:
+    """The Debian images whose catalog has filesystem `name`.
+
+    >>> images_with("zfs"), images_with("reiserfs")
+    (['debian-12-zfs'], ['debian-12', 'debian-12-zfs', 'debian-13'])
+    """
+    return [image for image in IMAGE_BASES if name in for_image(image)]
 
 
 def packages(image: str) -> tuple[str, ...]:

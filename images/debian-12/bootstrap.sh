@@ -178,8 +178,9 @@ cat >"$rootfs/etc/cloud/cloud.cfg.d/90-fslab.cfg" <<'EOF'
 #cloud-config
 # fslab: the only config source is the NoCloud seed (a "cidata" ISO) the harness attaches.
 datasource_list: [NoCloud, None]
-# No default user ("debian"): the build logs in as root with a key from its seed.
-users: {}
+# No default user ("debian"): the build logs in as root with a key from its seed. A list (a dict
+# is deprecated since cloud-init 22.2, and trixie's 25.1 says so).
+users: []
 # Only the modules fslab seeds use; the rest (locale, apt, grub, ntp, ...) would only slow a
 # TCG boot down or fail without network. packer/scripts/10-cloud-init.sh trims these further
 # for run time.

@@ -18,8 +18,16 @@
 set -eu
 # systemctl --root=/: on the unit files, not through the running manager (see 45-lean-boot.sh).
 
-# Let the build boot's own cloud-init finish before changing its configuration.
-cloud-init status --wait
+# Let the build boot's own cloud-init finish before changing its configuration. cloud-init 23.4
+# and later (trixie's 25.1) exit 2 for "done, with recoverable errors" (warnings, deprecated
+# keys): shown here, in the build's log, not fatal; an error (1) is.
+rc=0
+cloud-init status --wait || rc=$?
+if [ "$rc" -eq 2 ]; then
+	cloud-init status --long
+elif [ "$rc" -ne 0 ]; then
+	exit "$rc"
+fi
 
 cat >/etc/cloud/cloud.cfg.d/95-fslab-runtime.cfg <<'CFG'
 #cloud-config
@@ -35,8 +43,16 @@ cloud_config_modules: []
 cloud_final_modules: []
 CFG
 
-# Fail the build here, not at the first run, if cloud-init cannot read the result.
-cloud-init schema --config-file /etc/cloud/cloud.cfg.d/95-fslab-runtime.cfg
+# Fail the build here, not at the first run, if cloud-init cannot read the result: read as
+# cloud-init reads its configuration (`cloud-init schema` checks user-data only since 23.x, and
+# rejects a system configuration's datasource and network keys).
+python3 - /etc/cloud/cloud.cfg.d/95-fslab-runtime.cfg <<'PY'
+import sys
+from cloudinit import util
+cfg = util.read_conf(sys.argv[1])
+if cfg.get("cloud_init_modules") != ["write-files", "runcmd", "scripts-user"]:
+    sys.exit(f"{sys.argv[1]}: cloud-init read {cfg!r}")
+PY
 
 for unit in cloud-init.service cloud-config.service cloud-final.service; do
 	systemctl --root=/ mask "$unit"

@@ -1,0 +1,1 @@
+../debian-12/bootstrap.sh
