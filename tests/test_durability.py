@@ -59,18 +59,23 @@ def test_the_table_sums_workloads_and_leaves_the_control_apart(tmp_path):
     label_runs([run])
     ext4, ext2, nilfs2 = durability.collect(run)
     assert (ext4.fs, ext4.points, ext4.unmountable_pct, ext4.repair_pct) == ("ext4", 40, 0.0, 0.0)
-    assert ext4.broken() == (0, 9) and ext4.broken(fsynced_only=False) == (2, 12)  # replace-nofsync apart
+    assert ext4.broken() == (0, 9) and ext4.broken(durability.LABELS) == (2, 12)  # replace-nofsync apart
+    assert ext4.broken(("fs-heuristic",)) == (2, 3) and ext4.label("replace-nofsync") == "fs-heuristic"
     assert ext4.control == "yes" and ext4.cases == ["maildir", "replace-nofsync"]
     assert (ext2.points, ext2.unmountable_pct, ext2.repair_pct, ext2.broken()) == (40, 5.0, 37.5, (1, 9))
     assert nilfs2.control.startswith("failed: step run failed") and "is too small" in nilfs2.failed[0]
     head, rows = durability.table([ext4, ext2, nilfs2])
-    assert head[:5] == ["fs", "points checked", "unmountable", "needing repair", "fsynced promises broken"]
-    assert head[-4:] == ["replace-nofsync broken", "unsynced lost / present", "control detected loss", "failed cases"]
+    assert head[:6] == ["fs", "points checked", "unmountable", "needing repair", "linux-convention promises broken",
+                        "fs-heuristic promises broken"]
+    assert head[-4:] == ["replace-nofsync (fs-heuristic) broken", "unsynced lost / present", "control detected loss",
+                         "failed cases"]
     row = dict(zip(head, rows[1], strict=True))
-    assert row["needing repair"] == "37.5 %" and row["maildir-delivery broken"] == "1 of 3"
+    assert row["needing repair"] == "37.5 %" and row["maildir-delivery (linux-convention) broken"] == "1 of 3"
+    assert row["linux-convention promises broken"] == "1 of 9" and row["fs-heuristic promises broken"] == "0 of 3"
     assert row["unsynced lost / present"] == "2 / 4"
     row = dict(zip(head, rows[2], strict=True))
-    assert row["maildir-delivery broken"] == "-" and row["points checked"] == "0" and row["needing repair"] == "-"
+    assert row["maildir-delivery (linux-convention) broken"] == "-" and row["points checked"] == "0"
+    assert row["needing repair"] == "-"
 
 
 def test_a_control_that_saw_nothing_makes_the_zeros_mean_nothing(tmp_path):

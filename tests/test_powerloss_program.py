@@ -469,7 +469,7 @@ def test_each_promise_names_the_syncs_the_workload_really_did(tmp_path, monkeypa
             for path in paths.split(", "):
                 assert (call, path.rstrip("/") or ".") in did, (p["id"], p["after"], did)
         if p["kind"] == "replace-nofsync":  # really without the temp file's fsync
-            assert not any(path.endswith(".tmp") for _, path in did) and p["posix"] is False
+            assert not any(path.endswith(".tmp") for _, path in did) and p["backed_by"] == "fs-heuristic"
 
 
 def test_mix_writes_unsynced_data_and_reports_it_without_breaking_promises(tmp_path):

@@ -8,7 +8,9 @@ Per filesystem (variant) of a power-loss run, summed over its workload cases and
   repair = points whose read-only checker was not clean / points where a checker ran (after the
   mount's journal replay; a filesystem without a checker says so instead of 0);
 - promises broken by kind, as broken / checked (a promise counts once however many crash points
-  break it); "fsynced promises broken" leaves out the kinds POSIX does not promise (UNPROMISED);
+  break it), and split by what backs each kind (the program's BACKED_BY: posix, linux-convention,
+  fs-heuristic): a filesystem that breaks a POSIX promise has a bug, one that breaks an
+  fs-heuristic promise does what nothing documented asks;
 - unsynced writes lost and present (informational: nothing promised them);
 - whether the positive control (case `control`, one flushed write dropped) broke its promise:
   "control detected loss: yes / no". Where it did not, the filesystem's zeros mean nothing, and
@@ -29,12 +31,12 @@ from html import escape
 from harness.analysis import ranking
 from harness.analysis.number_format import fmt
 from harness.analysis.runs import Run, measured
+from harness.suites import power_loss
 
 SUITE = "power-loss"
 CONTROL = "control"  # harness/suites/power_loss.py's positive control
-# Kinds whose promise POSIX does not make (fslab_powerloss.py `posix: false`): rename over a file
-# whose data was never fsynced; applications expect it, the table shows it apart.
-UNPROMISED = ("replace-nofsync",)
+LABELS: tuple[str, ...] = tuple(power_loss.program().LABELS)  # what backs a promise, strongest first
+DOCUMENTED = ("posix", "linux-convention")  # the labels a filesystem documents it keeps
 FIGURE = "power-loss-durability"  # harness/analysis/figures.py
 
 
@@ -50,6 +52,7 @@ class FsDurability:
     repair: int = 0
     no_checker: int = 0
     kinds: dict[str, list[int]] = field(default_factory=dict)  # kind -> [made, checked, broken]
+    labels: dict[str, str] = field(default_factory=dict)  # kind -> what backs it (posix, ...)
     unsynced_lost: int = 0
     unsynced_present: int = 0
     no_checker_why: str = ""  # the program's note: "no checker for nilfs2", "checker missing from the image: X"
@@ -65,9 +68,13 @@ class FsDurability:
         ran = self.points - self.no_checker
         return 100 * self.repair / ran if ran else None
 
-    def broken(self, fsynced_only: bool = True) -> tuple[int, int]:
-        """(broken, checked) over the kinds, the unpromised ones left out by default."""
-        ks = [v for k, v in self.kinds.items() if not (fsynced_only and k in UNPROMISED)]
+    def label(self, kind: str) -> str:
+        """What backs `kind`: its records' `backed_by`, or the program's table for older runs."""
+        return self.labels.get(kind) or power_loss.program().BACKED_BY.get(kind, "unlabelled")
+
+    def broken(self, labels: tuple[str, ...] = DOCUMENTED) -> tuple[int, int]:
+        """(broken, checked) over the kinds backed by one of `labels` (default: the documented ones)."""
+        ks = [v for k, v in self.kinds.items() if self.label(k) in labels]
         return sum(v[2] for v in ks), sum(v[1] for v in ks)
 
 
@@ -112,6 +119,10 @@ def collect(run: Run) -> list[FsDurability]:
         if kind is not None and metric in ("promises_made", "promises_checked", "promises_broken"):
             slot = ("promises_made", "promises_checked", "promises_broken").index(metric)
             d.kinds.setdefault(str(kind), [0, 0, 0])[slot] += _num(r)
+            if r.get("backed_by"):
+                d.labels[str(kind)] = str(r["backed_by"])
+            continue
+        if r.get("backed_by") is not None:  # the per-label lines: derived here from the kinds
             continue
         if metric == "points_without_checker" and r.get("note") and not d.no_checker_why:
             d.no_checker_why = str(r["note"])
@@ -162,19 +173,32 @@ def _repair(d: FsDurability) -> str:
     return _pct(d.repair_pct) + (f" ({d.no_checker} points without checker)" if d.no_checker else "")
 
 
+def _label_of(ds: list[FsDurability], kind: str) -> str:
+    return next((d.label(kind) for d in ds if kind in d.kinds), "unlabelled")
+
+
 def _kinds(ds: list[FsDurability]) -> list[str]:
-    return sorted({k for d in ds for k in d.kinds}, key=lambda k: (k in UNPROMISED, k))
+    order = {lab: i for i, lab in enumerate(LABELS)}
+    return sorted({k for d in ds for k in d.kinds}, key=lambda k: (order.get(_label_of(ds, k), len(order)), k))
+
+
+def _labels(ds: list[FsDurability]) -> list[str]:
+    have = {d.label(k) for d in ds for k in d.kinds}
+    return [lab for lab in LABELS if lab in have] + sorted(have - set(LABELS))
 
 
 def table(ds: list[FsDurability]) -> tuple[list[str], list[list[str]]]:
-    """The durability table: one row per filesystem; per kind "broken/checked"."""
-    kinds = _kinds(ds)
-    head = ["fs", "points checked", "unmountable", "needing repair", "fsynced promises broken",
-            *(f"{k} broken" for k in kinds), "unsynced lost / present", "control detected loss", "failed cases"]
+    """The durability table: one row per filesystem; broken promises by what backs them (posix,
+    linux-convention, fs-heuristic), then per kind "broken of checked"."""
+    kinds, labels = _kinds(ds), _labels(ds)
+    head = ["fs", "points checked", "unmountable", "needing repair", *(f"{lab} promises broken" for lab in labels),
+            *(f"{k} ({_label_of(ds, k)}) broken" for k in kinds), "unsynced lost / present", "control detected loss",
+            "failed cases"]
     rows = []
     for d in ds:
-        b, c = d.broken()
-        rows.append([d.fs, str(d.points), _pct(d.unmountable_pct), _repair(d), f"{b} of {c}",
+        by_label = [d.broken((lab,)) for lab in labels]
+        rows.append([d.fs, str(d.points), _pct(d.unmountable_pct), _repair(d),
+                     *(f"{b} of {c}" if c or b else "-" for b, c in by_label),
                      *(f"{d.kinds[k][2]} of {d.kinds[k][1]}" if k in d.kinds else "-" for k in kinds),
                      f"{d.unsynced_lost} / {d.unsynced_present}", d.control, "; ".join(d.failed) or "-"])
     return head, rows
@@ -198,7 +222,7 @@ def beside_speed(runs: list[Run], ds: list[FsDurability]) -> tuple[list[str], li
         scores.append((f"{suite} ({r.label})", s.per_fs, [fs for _, fs in order]))
     by_fs = {d.fs: d for d in ds}
     names = [fs for _, per, _ in scores for fs in per if fs in by_fs]
-    head = ["fs", *(f"speed: {name} score (rank)" for name, _, _ in scores), "fsynced promises broken",
+    head = ["fs", *(f"speed: {name} score (rank)" for name, _, _ in scores), "documented promises broken",
             "unmountable", "needing repair", "control detected loss"]
     rows = []
     for fs in dict.fromkeys(names):
@@ -214,8 +238,12 @@ LEAD = ("Each case recorded every write the filesystem made from mkfs on (dm-log
         "disk at every crash point (each flush or FUA: what a disk with a volatile cache holds when the power "
         "goes then), mounted it (journal replay), checked every promise the workload had been told was durable, "
         "and ran the filesystem's own checker read-only. Unmountable and needing repair are shares of the "
-        "crash points checked; a promise counts once however many points break it. Sums over the workload "
-        "cases; the positive control apart. A broken promise is a finding: its evidence is under "
+        "crash points checked; a promise counts once however many points break it. Broken promises are split "
+        "by what backs them: posix (a file's data after its own fsync or fdatasync), linux-convention (a name "
+        "made, removed or renamed, durable once its directory was fsynced: fsync(2), not POSIX) and "
+        "fs-heuristic (rename over a file whose data was never fsynced: what ext4's auto_da_alloc does, no "
+        "filesystem documents it). Sums over the workload cases; the positive control apart. A broken promise "
+        "is a finding: its evidence is under "
         "raw/<fs>/<case>/run/evidence/.")
 
 

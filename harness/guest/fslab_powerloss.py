@@ -112,6 +112,7 @@ from fslabguest.powerloss.check import check_all
 from fslabguest.powerloss.devmapper import check_free_device, check_write_cache, clean_stale
 from fslabguest.powerloss.log import MKFS_MARK, parse_log
 from fslabguest.powerloss.points import crash_points, log_summary, select_points
+from fslabguest.powerloss.promises import BACKED_BY, LABELS  # noqa: F401  (the host's labels: suites/power_loss.py)
 from fslabguest.powerloss.record import record
 from fslabguest.powerloss.replay import FAULTS
 from fslabguest.powerloss.report import report

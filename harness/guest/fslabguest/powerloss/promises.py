@@ -35,6 +35,23 @@ def file_state(data: bytes, kind: str = "file") -> dict:
     return {"type": kind, "size": len(data), "sha256": _sha(data), "head": data[:HEAD].hex()}
 
 
+# What backs each kind of promise (the weakest link the workload relies on), one label each:
+# - posix: POSIX itself. fsync/fdatasync of a file makes its data (and, for fdatasync, the size an
+#   append needs) durable; the file already had a durable name before.
+# - linux-convention: fsync(2) of Linux: "Calling fsync() does not necessarily ensure that the entry
+#   in the directory containing the file has also reached disk. For that an explicit fsync() on a
+#   file descriptor for the directory is also needed." A name made, removed or renamed is durable
+#   once its directory was fsynced: what every Linux filesystem documents, POSIX does not say.
+# - fs-heuristic: what some filesystems do beyond any documented promise because applications
+#   expect it (ext4's auto_da_alloc: rename over a file whose data was never fsynced).
+BACKED_BY = {
+    "append-fdatasync": "posix", "overwrite-fsync": "posix",
+    "create-fsync": "linux-convention", "mkdir-fsync": "linux-convention", "unlink-fsync": "linux-convention",
+    "rename-fsync": "linux-convention", "maildir-delivery": "linux-convention", "replace-fsync": "linux-convention",
+    "replace-nofsync": "fs-heuristic",
+}
+LABELS = ("posix", "linux-convention", "fs-heuristic")  # strongest first
+
 ABSENT: dict = {"type": "absent"}
 DIR: dict = {"type": "dir"}
 EXISTS: dict = {"type": "exists"}  # any regular file: a write that was never synced may leave anything
@@ -153,10 +170,12 @@ class Acks:
         self.ops.append(rec)
         self._write(rec)
 
-    def promise(self, kind: str, after: str, holds: str, effects: list[tuple[str, dict]], posix: bool = True) -> str:
+    def promise(self, kind: str, after: str, holds: str, effects: list[tuple[str, dict]]) -> str:
+        """Record a promise of `kind` (BACKED_BY says what backs it) and mark it in the log."""
+        backed_by = BACKED_BY[kind]
         pid = f"p{len(self.promises) + 1}"
         self.mark(pid)
-        rec = {"rec": "promise", "id": pid, "kind": kind, "after": after, "holds": holds, "posix": posix,
+        rec = {"rec": "promise", "id": pid, "kind": kind, "after": after, "holds": holds, "backed_by": backed_by,
                "ops": len(self.ops), "effects": [{"path": p, "state": s} for p, s in effects]}
         self.promises.append(rec)
         self._write(rec)

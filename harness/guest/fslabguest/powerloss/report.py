@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from fslabguest.powerloss.promises import Acks
+from fslabguest.powerloss.promises import BACKED_BY, LABELS, Acks
 
 
 def pct(part: int, whole: int) -> float | None:
@@ -42,9 +42,16 @@ def report(acks: Acks, tot: dict, emit: Callable) -> None:
     emit("promises_checked", len(tot["checked"]))
     emit("promises_broken", len(tot["broken"]))
     for kind in sorted({p["kind"] for p in acks.promises}):
-        emit("promises_made", sum(p["kind"] == kind for p in acks.promises), kind=kind)
-        emit("promises_checked", sum(k == kind for k in tot["checked"].values()), kind=kind)
-        emit("promises_broken", sum(k == kind for k in tot["broken"].values()), kind=kind)
+        label = BACKED_BY[kind]
+        emit("promises_made", sum(p["kind"] == kind for p in acks.promises), kind=kind, backed_by=label)
+        emit("promises_checked", sum(k == kind for k in tot["checked"].values()), kind=kind, backed_by=label)
+        emit("promises_broken", sum(k == kind for k in tot["broken"].values()), kind=kind, backed_by=label)
+    for label in LABELS:  # the same split by what backs the promise (promises.py BACKED_BY)
+        made = sum(BACKED_BY[p["kind"]] == label for p in acks.promises)
+        if made:
+            emit("promises_made", made, backed_by=label)
+            emit("promises_checked", sum(BACKED_BY[k] == label for k in tot["checked"].values()), backed_by=label)
+            emit("promises_broken", sum(BACKED_BY[k] == label for k in tot["broken"].values()), backed_by=label)
     emit("promise_checks", tot["checks"])
     emit("promise_checks_broken", tot["checks_broken"])
     emit("promise_checks_unmountable", tot["unreachable"])

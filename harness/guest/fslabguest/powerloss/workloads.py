@@ -135,7 +135,7 @@ class Tree:
                              f"{rel} holds version {len(versions) - 1} ({len(data)} bytes), and while the next replace "
                              f"runs it holds that or the next, never an empty or partial file: what applications "
                              f"expect of rename-over, which POSIX does not promise without fsync of {tmp}",
-                             [(rel, st)], posix=False)
+                             [(rel, st)])
 
     def unsynced(self, rel: str, data: bytes) -> None:
         self.ack.op(f"write {rel} (never synced)", (rel, file_state(data), EXISTS), unsynced=True)
