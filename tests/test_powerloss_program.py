@@ -118,6 +118,32 @@ def test_parse_a_hand_built_log(tmp_path):
     assert e[6].mark == "dm-log-writes-end" and log.marks() == {"mkfs": 2, "dm-log-writes-end": 6}
 
 
+def test_a_plain_write_over_an_earlier_fua_write_before_the_next_flush_is_detected_and_said(tmp_path):
+    b = LogBuilder()
+    b.write(0, sec("m"))
+    b.flush()
+    b.mark("mkfs")
+    b.fua(10, sec("f", 4))  # entry 3: sectors 10-13
+    b.write(13, sec("p", 2))  # entry 4: 13-14, overlaps the FUA at sector 13, logged at the flush below
+    b.write(20, sec("q"))  # entry 5: elsewhere
+    b.flush()  # entry 6
+    b.fua(30, sec("g"))  # entry 7
+    b.flush()  # entry 8
+    b.write(30, sec("h"))  # entry 9: the same sector, but after a flush: ordered, no overlap
+    b.mark("dm-log-writes-end")
+    raw = b.build()
+    log = pl.log.parse_log(open(_file(tmp_path, raw), "rb"), len(raw))
+    assert pl.points.fua_overlaps(log) == [{"fua": 3, "plain": 4, "flush": 6, "offset": 13 * 512}]
+    points = pl.points.crash_points(log)
+    assert pl.points.log_summary(log, points, points)["fua_overlaps"] == pl.points.fua_overlaps(log)
+    b2 = LogBuilder()
+    b2.fua(10, sec("f"))
+    b2.write(11, sec("p"))  # adjacent, not overlapping
+    b2.flush()
+    raw2 = b2.build()
+    assert pl.points.fua_overlaps(pl.log.parse_log(open(_file(tmp_path, raw2, "log2"), "rb"), len(raw2))) == []
+
+
 def test_parse_a_4k_log(tmp_path):
     b = LogBuilder(4096)
     b.write(2, bytes(range(256)) * 16)
@@ -573,8 +599,12 @@ def test_verify_catches_a_truncated_append(tmp_path):
     root, acks, _, _ = run_wl(tmp_path, "append", 6, 10)
     journal = root / "append" / "journal"
     data = journal.read_bytes()
-    journal.write_bytes(data + b"garbage after the last record is allowed")
-    assert final_check(root, acks)["broken"] == []
+    garbage = b"garbage after the last record, where no append was running"
+    journal.write_bytes(data + garbage)  # nothing in flight at the end: exactly the records written
+    assert failures(final_check(root, acks)) == [
+        ("append-fdatasync", "append/journal",
+         f"long ({len(data) + len(garbage)} bytes where {len(data)} were written: {len(garbage)} bytes after "
+         f"the last record)")]
     journal.write_bytes(data[:-1])
     assert failures(final_check(root, acks)) == [
         ("append-fdatasync", "append/journal", f"short ({len(data) - 1} of {len(data)} bytes)")]
@@ -586,6 +616,47 @@ def test_verify_catches_a_truncated_append(tmp_path):
     assert pl.promises.verify(str(root), acks.ops, acks.promises, due)["broken"] == []
     journal.write_bytes(data[:need - 1])
     assert pl.promises.verify(str(root), acks.ops, acks.promises, due)["broken"] == [first["id"]]
+    # while the next append may be running, up to its end is allowed (its record half written), not more
+    nxt = acks.promises[due]["effects"][0]["state"]["size"]
+    journal.write_bytes(data[:nxt])
+    assert pl.promises.verify(str(root), acks.ops, acks.promises, due)["broken"] == []
+    journal.write_bytes(data[:need] + bytes(nxt - need))  # its size grew, its data not yet there
+    assert pl.promises.verify(str(root), acks.ops, acks.promises, due)["broken"] == []
+    journal.write_bytes(data[:nxt] + b"x")
+    assert pl.promises.verify(str(root), acks.ops, acks.promises, due)["broken"] == [first["id"]]
+
+
+@pytest.mark.parametrize("dst_existed", [True, False])
+def test_a_half_done_rename_that_loses_the_data_breaks_the_sources_promise(tmp_path, dst_existed):
+    st, A, B = pl.promises.file_state, pl.promises.blob("a", 3000), pl.promises.blob("b", 2000)
+    dst = "b" if dst_existed else "c"
+    ops = [{"seq": 1, "op": "create a", "unsynced": False, "effects": [{"path": "a", "state": st(A)}]},
+           {"seq": 2, "op": "create b", "unsynced": False, "effects": [{"path": "b", "state": st(B)}]},
+           {"seq": 3, "op": f"rename a {dst}", "unsynced": False,
+            "effects": [{"path": "a", "state": pl.promises.ABSENT}, {"path": dst, "state": st(A)}]}]
+    promises = [{"id": "p1", "kind": "create-fsync", "ops": 1, "effects": [{"path": "a", "state": st(A)}]},
+                {"id": "p2", "kind": "create-fsync", "ops": 2, "effects": [{"path": "b", "state": st(B)}]},
+                {"id": "p3", "kind": "rename-fsync", "ops": 3,
+                 "effects": [{"path": "a", "state": pl.promises.ABSENT}, {"path": dst, "state": st(A)}]}]
+
+    def at_due_2(a: bytes | None, d: bytes | None) -> dict:
+        for path, content in (("a", a), (dst, d)) + ((("b", B),) if dst == "c" else ()):
+            if content is None:
+                (tmp_path / path).unlink(missing_ok=True)
+            else:
+                (tmp_path / path).write_bytes(content)
+        return pl.promises.verify(str(tmp_path), ops, promises, 2)  # the rename may be running
+
+    old_dst = B if dst_existed else None
+    assert at_due_2(A, old_dst)["broken"] == []  # not done
+    assert at_due_2(None, A)["broken"] == []  # done
+    assert at_due_2(A, A)["broken"] == []  # both names: nothing lost
+    res = at_due_2(None, old_dst)  # the source gone, the destination as before: the data lost
+    assert res["broken"] == ["p1"]
+    (bad,) = [r for r in res["results"] if not r["ok"]]
+    assert bad["path"] == f"a -> {dst}" and bad["kind"] == "create-fsync"
+    assert bad["verdict"] == f"half-done rename a {dst}: a gone, {dst} as before it (the data lost)"
+    assert pl.promises.verify(str(tmp_path), ops, promises, 3)["broken"] == ["p3"]  # once due: plainly broken
 
 
 def test_a_torn_overwrite_is_accepted_only_while_it_may_be_running(tmp_path):

@@ -117,6 +117,9 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
         emit(f"log_{k}", summary[k])
     emit("log_bytes", log.used, "B")
     emit("log_write_bytes", summary["write_bytes"], "B")
+    emit("log_fua_overlaps", len(summary["fua_overlaps"]),
+         **({"note": "a plain write overlaps an earlier FUA write before the next flush: the log's order may "
+                     "differ from the device's there (log.json fua_overlaps)"} if summary["fua_overlaps"] else {}))
     emit("points_total", len(points))
     emit("promise_points_unchecked", skipped)
     size = dm.device_bytes(cfg.data)
