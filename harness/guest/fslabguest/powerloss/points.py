@@ -111,7 +111,8 @@ def fua_overlaps(log: Log) -> list[dict]:
     FLUSH that logged it (None: the log's end) and the first byte offset they share.
 
     >>> from fslabguest.powerloss.log import Entry
-    >>> es = [Entry(0, FUA, 0, 4096, 0), Entry(1, 0, 2048, 4096, 0), Entry(2, 0, 8192, 512, 0), Entry(3, FLUSH, 0, 0, 0)]
+    >>> es = [Entry(0, FUA, 0, 4096, 0), Entry(1, 0, 2048, 4096, 0), Entry(2, 0, 8192, 512, 0),
+    ...       Entry(3, FLUSH, 0, 0, 0)]
     >>> fua_overlaps(Log(512, es, 0))
     [{'fua': 0, 'plain': 1, 'flush': 3, 'offset': 2048}]
     """

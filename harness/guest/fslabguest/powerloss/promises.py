@@ -248,9 +248,9 @@ def atomic_checks(ops: list[dict], promises: list[dict], due: int, finished: boo
             continue
         paths = []
         for eff in op["effects"]:
-            path, pr = eff["path"], latest.get(eff["path"])
-            base = pr["ops"] if pr else 0
-            before = [next(e["state"] for e in pr["effects"] if e["path"] == path)] if pr else [ABSENT]
+            path, last = eff["path"], latest.get(eff["path"])
+            base = last["ops"] if last else 0
+            before = [next(e["state"] for e in last["effects"] if e["path"] == path)] if last else [ABSENT]
             after: list[dict] = []
             for other in ops[base:s_next]:
                 for e in other["effects"]:
@@ -258,7 +258,7 @@ def atomic_checks(ops: list[dict], promises: list[dict], due: int, finished: boo
                         (before if other["seq"] < op["seq"] else after).append(e.get("inflight", e["state"]))
             after.insert(0, eff.get("inflight", eff["state"]))
             paths.append({"path": path, "source": eff["state"]["type"] == "absent", "before": before,
-                          "after": after, "promise": pr})
+                          "after": after, "promise": last})
         owner = next((p["promise"] for p in paths if p["source"] and p["promise"]), None) or next(
             (p["promise"] for p in paths if p["promise"]), None)
         if owner is not None:  # nothing promised about any of its paths: nothing to break
