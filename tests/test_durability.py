@@ -18,7 +18,10 @@ KINDS = {"maildir": ["maildir-delivery", "mkdir-fsync"], "replace-nofsync": ["re
 
 
 def pl_records(fs: str, case: str, points: int, unmountable: int, repair: int, broken: dict[str, int],
-               control: tuple[int, int] | None = None, no_checker: int = 0, rep: int = 0) -> list[dict]:
+               control: tuple[int, int] | None = None, no_checker: int = 0, rep: int = 0,
+               verdicts: tuple[int, int] | None = None) -> list[dict]:
+    """... verdicts: (fixed by preen, checker failed) as the program counts them since it tells the
+    checker's verdicts apart (None: a run from before, with only points_needing_repair)."""
     """The metric lines of one fslab-powerloss run, as records (step run)."""
     f: dict[str, Any] = {"step": "run", "workload": "replace-fsync" if case == "control" else case, "seed": rep,
                          "ops": 3}
@@ -26,13 +29,20 @@ def pl_records(fs: str, case: str, points: int, unmountable: int, repair: int, b
     def rec(metric: str, value: float | None, unit: str = "", **kw: Any) -> dict:
         return synthetic.record("power-loss", case, fs, metric, value, unit, rep, **f, **kw)
 
+    if verdicts is not None:
+        preen, failed = verdicts
+        judged = points - unmountable - no_checker - failed
+        out0 = [rec("points_clean", judged - preen - repair), rec("points_preen_fixed", preen),
+                rec("points_checker_failed", failed)]
+    else:
+        out0 = []
     kinds = KINDS.get(case, ["replace-fsync", "mkdir-fsync"])
     out = [rec("points_checked", points), rec("points_unmountable", unmountable), rec("points_needing_repair", repair),
            rec("points_without_checker", no_checker),
            rec("points_unmountable_pct", round(100 * unmountable / points, 2), "%"),
            rec("points_needing_repair_pct", round(100 * repair / (points - no_checker), 2) if points > no_checker
                else None, "%"),
-           rec("promises_broken", sum(broken.values())), rec("unsynced_lost", 1), rec("unsynced_present", 2)]
+           rec("promises_broken", sum(broken.values())), rec("unsynced_lost", 1), rec("unsynced_present", 2), *out0]
     for k in kinds:
         out += [rec("promises_made", 3, kind=k), rec("promises_checked", 3, kind=k),
                 rec("promises_broken", broken.get(k, 0), kind=k)]
@@ -65,8 +75,8 @@ def test_the_table_sums_workloads_and_leaves_the_control_apart(tmp_path):
     assert (ext2.points, ext2.unmountable_pct, ext2.repair_pct, ext2.broken()) == (40, 5.0, 37.5, (1, 9))
     assert nilfs2.control.startswith("failed: step run failed") and "is too small" in nilfs2.failed[0]
     head, rows = durability.table([ext4, ext2, nilfs2])
-    assert head[:6] == ["fs", "points checked", "unmountable", "needing repair", "linux-convention promises broken",
-                        "fs-heuristic promises broken"]
+    assert head[:7] == ["fs", "points checked", "unmountable", "fixed by preen", "needing repair",
+                        "linux-convention promises broken", "fs-heuristic promises broken"]
     assert head[-4:] == ["replace-nofsync (fs-heuristic) broken", "unsynced lost / present", "control detected loss",
                          "failed cases"]
     row = dict(zip(head, rows[1], strict=True))
@@ -126,7 +136,7 @@ def test_fslab_report_places_the_section_with_the_answer(tmp_path):
     assert html.index('id="score"') < html.index('id="durability"') < html.index('id="figures"')
     assert "Checker sensitivity" in html and (run_dir / "report/figures/power-loss-durability.svg").is_file()
     md = (run_dir / "report" / "summary.md").read_text()
-    assert "## Durability at power loss" in md and "| ext2 | 40 | 5 % | 37.5 % | 1 of 9 |" in md
+    assert "## Durability at power loss" in md and "| ext2 | 40 | 5 % | 0 % | 37.5 % | 1 of 9 |" in md
 
 
 def test_a_filesystem_without_checker_says_why_instead_of_zero(tmp_path):
@@ -139,3 +149,16 @@ def test_a_filesystem_without_checker_says_why_instead_of_zero(tmp_path):
     (d,) = durability.collect(run)
     head, rows = durability.table([d])
     assert d.repair_pct is None and dict(zip(head, rows[0], strict=True))["needing repair"] == "no checker for nilfs2"
+
+
+def test_checker_verdicts_are_counted_apart(tmp_path):
+    """Fixed by preen, needing repair and checker failed are three columns/counts: a checker that
+    failed is in no share, a preen-fixable point is not damage."""
+    recs = pl_records("ext2", "maildir", 20, 2, 3, {}, verdicts=(5, 4))  # 14 judged: 6 clean, 5 preen, 3 repair
+    run = load_run(synthetic.make_run(tmp_path / "v", "power-loss", recs))
+    label_runs([run])
+    (d,) = durability.collect(run)
+    assert (d.clean, d.preen, d.repair, d.checker_failed, d.judged) == (6, 5, 3, 4, 14)
+    head, rows = durability.table([d])
+    row = dict(zip(head, rows[0], strict=True))
+    assert row["fixed by preen"] == "35.71 %" and row["needing repair"] == "21.43 % (checker failed at 4)"

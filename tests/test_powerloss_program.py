@@ -28,7 +28,7 @@ import pytest
 from harness.guest_programs import GUEST_DIR, guest_module, program_path
 
 PROGRAM = program_path("powerloss")
-PARTS = ("log", "points", "replay", "promises", "workloads", "devmapper", "record", "check", "report")
+PARTS = ("log", "points", "replay", "promises", "workloads", "devmapper", "record", "checkers", "check", "report")
 
 pl = guest_module("fslabguest.powerloss")  # the program's package; each part becomes pl.<part>
 for _part in PARTS:
@@ -724,8 +724,10 @@ def fake_mount_tree(image: bytes, mnt: Path) -> bool:
 class FakeSystem:
     """device-mapper, mount, umount, losetup and the checker, acting on the data file."""
 
-    def __init__(self, data: Path, fail_mount_at: frozenset[int] | set[int] = frozenset()):
+    def __init__(self, data: Path, fail_mount_at: frozenset[int] | set[int] = frozenset(),
+                 checker_rc: int | None = None):
         self.data, self.fail_mount_at, self.mounts, self.calls = data, fail_mount_at, 0, list[Any]()
+        self.checker_rc = checker_rc  # every checker run exits with this (None: it checks the image)
 
     def install(self, monkeypatch) -> None:
         monkeypatch.setattr(pl.devmapper, "dm_create", self.dm_create)
@@ -752,6 +754,8 @@ class FakeSystem:
         return 0, ""
 
     def checker(self, argv):
+        if self.checker_rc is not None:
+            return self.checker_rc, "fsck.fake: cannot read the superblock\n"
         image = Path(argv[-1]).read_bytes()
         bad = [s for s in range(1, len(image) // SLOT) if image[s * SLOT:s * SLOT + 4] == b"FAKE"
                and not image[s * SLOT + 512:s * SLOT + 1024].strip(b"\0")]
@@ -785,7 +789,7 @@ NOTES: dict = {}  # the notes of the last fake_case's metric lines
 
 
 def fake_case(tmp_path, monkeypatch, fault=None, fail_mount_at=frozenset(), check=("fsck.fake", "{dev}"),
-              log=fake_log):
+              log=fake_log, checker_rc=None):
     a, b, c = pl.promises.blob("a", 2048), pl.promises.blob("b", 1536), pl.promises.blob("c", 512)
     logp = _file(tmp_path, log(a, b, c).build())
     data = tmp_path / "data.img"
@@ -802,7 +806,7 @@ def fake_case(tmp_path, monkeypatch, fault=None, fail_mount_at=frozenset(), chec
     cfg = Namespace(data=str(data), log=str(logp), max_points=0, fault=fault, fstype="fakefs", mount_options="",
                     mnt=str(mnt), check=list(check) if check else None, fs_type="fakefs", fs_name="fake",
                     cow_file=str(tmp_path / "cow"), workload="hand-made", seed=0, ops=2, mkfs=["mkfs.fake"])
-    fake = FakeSystem(data, fail_mount_at)
+    fake = FakeSystem(data, fail_mount_at, checker_rc)
     fake.install(monkeypatch)
     metrics = []
     tot = pl.check.check_all(cfg, acks, str(out),
@@ -860,6 +864,55 @@ def test_check_loop_goes_on_after_a_mount_failure_and_without_a_checker(tmp_path
     assert all(p["check"] == {"ran": False, "note": "checker missing from the image: fsck.missing"} for p in points)
     assert m[("points_without_checker", None)] == 4
     assert notes[("points_without_checker", None)] == "checker missing from the image: fsck.missing"
+
+
+def test_a_checker_that_fails_is_counted_apart_not_as_damage(tmp_path, monkeypatch):
+    """A checker exiting 8 (fsck(8): operational error) or timing out says nothing about the
+    filesystem: "checker failed", neither clean nor needing repair, and no share from it."""
+    monkeypatch.setattr(pl.checkers, "TOOLS", {**pl.checkers.TOOLS, "fsck.fake": (pl.checkers.TOOLS["e2fsck"][0], None)})
+    monkeypatch.setattr(pl.checkers, "FSCK8_SUMS", pl.checkers.FSCK8_SUMS | {"fsck.fake"})
+    points, m, out, _ = fake_case(tmp_path, monkeypatch, checker_rc=8)
+    assert [p["check"]["verdict"] for p in points] == ["checker failed"] * 4
+    assert points[0]["check"]["why"] == "fsck.fake exit 8: operational error" and not points[0]["check"]["clean"]
+    assert m[("points_checker_failed", None)] == 4 and m[("points_needing_repair", None)] == 0
+    assert m[("points_clean", None)] == 0 and m[("points_needing_repair_pct", None)] is None
+    assert "[verdict: checker failed: fsck.fake exit 8" in (out / "checker" / "point-0.txt").read_text()
+
+
+@pytest.mark.parametrize("argv, rc, output, verdict", [
+    (["e2fsck", "-f", "-n", "d"], 0, "", "clean"),
+    (["e2fsck", "-f", "-n", "d"], 4, "Free blocks count wrong", "needs repair"),
+    (["e2fsck", "-f", "-n", "d"], 8, "", "checker failed"),
+    (["e2fsck", "-f", "-n", "d"], 12, "", "checker failed"),  # 8 | 4: fsck(8)'s codes add up
+    (["xfs_repair", "-n", "d"], 1, "", "needs repair"),
+    (["xfs_repair", "-n", "d"], 2, "", "needs repair"),
+    (["xfs_repair", "-n", "d"], 124, "timed out", "checker failed"),
+    (["btrfs", "check", "--readonly", "d"], 1, "ERROR: errors found in fs roots", "needs repair"),
+    (["btrfs", "check", "--readonly", "d"], 1, "ERROR: cannot open file system", "checker failed"),
+    (["fsck.f2fs", "--dry-run", "d"], 4, "", "needs repair"),
+    (["fsck.f2fs", "--dry-run", "d"], 255, "", "checker failed"),
+    (["fsck.jfs", "-n", "d"], 4, "", "needs repair"),
+    (["fsck.jfs", "-n", "d"], 8, "", "checker failed"),
+    (["reiserfsck", "--check", "--yes", "d"], 6, "", "needs repair"),
+    (["reiserfsck", "--check", "--yes", "d"], 4, "", "needs repair"),
+    (["reiserfsck", "--check", "--yes", "d"], 8, "", "checker failed"),
+    (["reiserfsck", "--check", "--yes", "d"], 3, "", "checker failed"),  # not one of its codes
+    (["fsck.missing", "d"], 127, "", "checker failed")])
+def test_checker_verdicts_come_from_each_tools_documented_exit_codes(argv, rc, output, verdict):
+    assert pl.checkers.classify(argv, rc, output)[0] == verdict
+
+
+def test_only_e2fsck_has_a_preen_and_its_exit_codes_say_what_a_boot_would_do():
+    assert pl.checkers.preen_argv(["e2fsck", "-f", "-n", "{dev}"]) == ["e2fsck", "-f", "-p", "{dev}"]
+    assert all(pl.checkers.preen_argv([t]) is None for t in ("xfs_repair", "btrfs", "fsck.jfs", "reiserfsck"))
+    assert [pl.checkers.classify_preen(rc)[0] for rc in (1, 2, 4, 5, 8, 124)] == [
+        "fixed by preen", "fixed by preen", "needs repair", "needs repair", "checker failed", "checker failed"]
+
+
+def test_the_catalogs_checkers_all_have_documented_exit_codes():
+    from harness.plan import filesystems
+    tools = {pl.checkers.tool_of(list(fs.check)) for fs in filesystems.CATALOG.values() if fs.check}
+    assert tools and tools <= set(pl.checkers.TOOLS), tools - set(pl.checkers.TOOLS)
 
 
 def test_check_loop_says_when_a_filesystem_has_no_checker(tmp_path, monkeypatch):

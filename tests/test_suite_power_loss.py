@@ -127,6 +127,7 @@ def test_the_log_writes_layout_and_the_new_variants():
 
 def test_loss_metrics_are_lower_is_better():
     for m, u in (("promises_broken", ""), ("points_unmountable", ""), ("points_needing_repair_pct", "%"),
+                 ("points_not_clean_pct", "%"), ("points_preen_fixed", ""),
                  ("points_unmountable_pct", "%"), ("unsynced_lost", "")):
         assert stats.higher_is_better(m, u) is False, m
     assert stats.higher_is_better("points_checked") is None and stats.higher_is_better("promises_made") is None
@@ -168,6 +169,7 @@ for m, v in (("points_checked", 10), ("points_unmountable", 0), ("points_needing
     emit(m, v)
 emit("points_unmountable_pct", 0.0, "%")
 emit("points_needing_repair_pct", 20.0, "%")
+emit("points_not_clean_pct", 20.0, "%")
 emit("promises_made", 4, kind="create-fsync")
 emit("promises_checked", 4, kind="create-fsync")
 emit("promises_broken", broken, kind="create-fsync")

@@ -4,9 +4,12 @@ placed with the answer; and, when a report holds runs of both kinds, durability 
 Per filesystem (variant) of a power-loss run, summed over its workload cases and repetitions
 (the positive control apart), from the metric lines of fslab-powerloss
 (harness/guest/fslab_powerloss.py):
-- crash points checked; % unmountable = points that did not mount / points checked; % needing
-  repair = points whose read-only checker was not clean / points where a checker ran (after the
-  mount's journal replay; a filesystem without a checker says so instead of 0);
+- crash points checked (of all the crash points the log held); % unmountable = points that did
+  not mount / points checked; the checker's verdicts at the points that mounted (after the mount's
+  journal replay), from each tool's documented exit codes (the program's checkers.py): clean, fixed
+  by the boot's automatic preen (e2fsck -p), needing repair by a human, and checker failed
+  (operational error, timeout), counted apart; % needing repair = needing repair / verdicts (the
+  checker did not fail); a filesystem without a checker says so instead of 0;
 - promises broken by kind, as broken / checked (a promise counts once however many crash points
   break it), and split by what backs each kind (the program's BACKED_BY: posix, linux-convention,
   fs-heuristic): a filesystem that breaks a POSIX promise has a bug, one that breaks an
@@ -49,7 +52,11 @@ class FsDurability:
     cases: list[str] = field(default_factory=list)
     points: int = 0
     unmountable: int = 0
-    repair: int = 0
+    repair: int = 0  # needs repair by a human
+    preen: int = 0  # fixed by the automatic preen
+    clean: int = 0
+    checker_failed: int = 0
+    verdicts: bool = False  # the run counts the checker's verdicts apart (points_clean, ...)
     no_checker: int = 0
     kinds: dict[str, list[int]] = field(default_factory=dict)  # kind -> [made, checked, broken]
     labels: dict[str, str] = field(default_factory=dict)  # kind -> what backs it (posix, ...)
@@ -64,9 +71,20 @@ class FsDurability:
         return 100 * self.unmountable / self.points if self.points else None
 
     @property
+    def judged(self) -> int:
+        """Points with a checker verdict: mounted, the checker ran and did not fail (runs before the
+        verdicts were told apart: every point where a checker ran)."""
+        if self.verdicts:
+            return self.clean + self.preen + self.repair
+        return self.points - self.no_checker
+
+    @property
     def repair_pct(self) -> float | None:
-        ran = self.points - self.no_checker
-        return 100 * self.repair / ran if ran else None
+        return 100 * self.repair / self.judged if self.judged else None
+
+    @property
+    def preen_pct(self) -> float | None:
+        return 100 * self.preen / self.judged if self.judged else None
 
     def label(self, kind: str) -> str:
         """What backs `kind`: its records' `backed_by`, or the program's table for older runs."""
@@ -124,9 +142,12 @@ def collect(run: Run) -> list[FsDurability]:
             continue
         if r.get("backed_by") is not None:  # the per-label lines: derived here from the kinds
             continue
+        if metric == "points_clean":
+            d.verdicts = True
         if metric == "points_without_checker" and r.get("note") and not d.no_checker_why:
             d.no_checker_why = str(r["note"])
         attr = {"points_checked": "points", "points_unmountable": "unmountable", "points_needing_repair": "repair",
+                "points_preen_fixed": "preen", "points_clean": "clean", "points_checker_failed": "checker_failed",
                 "points_without_checker": "no_checker", "unsynced_lost": "unsynced_lost",
                 "unsynced_present": "unsynced_present"}.get(metric)
         if attr is not None:
@@ -166,11 +187,18 @@ def _pct(x: float | None) -> str:
 
 
 def _repair(d: FsDurability) -> str:
-    """The share needing repair; where points were checked but no checker ran, why (the catalog has
-    none, or the image lacks it)."""
+    """The share needing repair by a human; where points were checked but no checker ran, why (the
+    catalog has none, or the image lacks it); the points where the checker failed, said."""
     if d.points and d.points == d.no_checker:
         return d.no_checker_why or "no checker ran"
-    return _pct(d.repair_pct) + (f" ({d.no_checker} points without checker)" if d.no_checker else "")
+    return (_pct(d.repair_pct) + (f" ({d.no_checker} points without checker)" if d.no_checker else "")
+            + (f" (checker failed at {d.checker_failed})" if d.checker_failed else ""))
+
+
+def _preen(d: FsDurability) -> str:
+    if d.points and d.points == d.no_checker:
+        return "-"
+    return _pct(d.preen_pct)
 
 
 def _label_of(ds: list[FsDurability], kind: str) -> str:
@@ -191,13 +219,14 @@ def table(ds: list[FsDurability]) -> tuple[list[str], list[list[str]]]:
     """The durability table: one row per filesystem; broken promises by what backs them (posix,
     linux-convention, fs-heuristic), then per kind "broken of checked"."""
     kinds, labels = _kinds(ds), _labels(ds)
-    head = ["fs", "points checked", "unmountable", "needing repair", *(f"{lab} promises broken" for lab in labels),
+    head = ["fs", "points checked", "unmountable", "fixed by preen", "needing repair",
+            *(f"{lab} promises broken" for lab in labels),
             *(f"{k} ({_label_of(ds, k)}) broken" for k in kinds), "unsynced lost / present", "control detected loss",
             "failed cases"]
     rows = []
     for d in ds:
         by_label = [d.broken((lab,)) for lab in labels]
-        rows.append([d.fs, str(d.points), _pct(d.unmountable_pct), _repair(d),
+        rows.append([d.fs, str(d.points), _pct(d.unmountable_pct), _preen(d), _repair(d),
                      *(f"{b} of {c}" if c or b else "-" for b, c in by_label),
                      *(f"{d.kinds[k][2]} of {d.kinds[k][1]}" if k in d.kinds else "-" for k in kinds),
                      f"{d.unsynced_lost} / {d.unsynced_present}", d.control, "; ".join(d.failed) or "-"])
@@ -237,8 +266,11 @@ def beside_speed(runs: list[Run], ds: list[FsDurability]) -> tuple[list[str], li
 LEAD = ("Each case recorded every write the filesystem made from mkfs on (dm-log-writes), then rebuilt its "
         "disk at every crash point (each flush or FUA: what a disk with a volatile cache holds when the power "
         "goes then), mounted it (journal replay), checked every promise the workload had been told was durable, "
-        "and ran the filesystem's own checker read-only. Unmountable and needing repair are shares of the "
-        "crash points checked; a promise counts once however many points break it. Broken promises are split "
+        "and ran the filesystem's own checker read-only. Unmountable is a share of the crash points checked; "
+        "fixed by preen (what the boot's automatic fsck -p repairs by itself: e2fsck only) and needing repair "
+        "(by a human) are shares of the points that mounted where the checker gave a verdict, from each "
+        "checker's documented exit codes; a checker that failed (operational error, timeout) is counted apart; "
+        "a promise counts once however many points break it. Broken promises are split "
         "by what backs them: posix (a file's data after its own fsync or fdatasync), linux-convention (a name "
         "made, removed or renamed, durable once its directory was fsynced: fsync(2), not POSIX) and "
         "fs-heuristic (rename over a file whose data was never fsynced: what ext4's auto_da_alloc does, no "

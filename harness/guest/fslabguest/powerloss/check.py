@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 
 from fslabguest.powerloss import PowerlossError
+from fslabguest.powerloss import checkers
 from fslabguest.powerloss import devmapper as dm
 from fslabguest.powerloss.log import END_MARK, Log, parse_log
 from fslabguest.powerloss.points import Point, crash_points, log_summary, promise_marks, select_points
@@ -69,10 +70,20 @@ def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str,
         else:
             argv = substitute(cfg.check, snap, cfg.mnt, cfg.fs_name, "check")
             crc, check_text = dm.run_checker(argv)
-            check = {"ran": True, "argv": argv, "rc": crc, "clean": crc == 0,
+            verdict, why = checkers.classify(argv, crc, check_text)
+            check = {"ran": True, "argv": argv, "rc": crc, "verdict": verdict, "why": why,
                      "on": "after the mount's journal replay" if rec["mounted"] else "the crash image (mount failed)"}
             if crc != 0:
                 check["lines"] = _lines(check_text)
+            preen = checkers.preen_argv(cfg.check)
+            if verdict == checkers.REPAIR and preen:  # would the boot's automatic preen repair it? (snapshot)
+                pargv = substitute(preen, snap, cfg.mnt, cfg.fs_name, "check")
+                prc, ptext = dm.run_checker(pargv)
+                verdict, pwhy = checkers.classify_preen(prc)
+                check.update(verdict=verdict, why=f"{why}; {pwhy}",
+                             preen={"argv": pargv, "rc": prc, "lines": _lines(ptext)})
+                check_text += f"\n$ {' '.join(pargv)}\n{ptext}[exit code {prc}]\n"
+            check["clean"] = verdict == checkers.CLEAN
         rec["check"] = check
     finally:
         dm.dm_remove(dm.SNAP)
@@ -131,8 +142,9 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
         f.truncate(size)
     cow_dev = dm.must(["losetup", "--find", "--show", cfg.cow_file], "losetup").strip()
     kmsg = dm.Kmsg()
-    tot: dict = {"points": 0, "unmountable": 0, "repair": 0, "no_checker": 0, "checks": 0, "checks_broken": 0,
-           "unreachable": 0, "present": 0, "lost": 0}
+    tot: dict = {"points": 0, "unmountable": 0, "no_checker": 0, "checks": 0, "checks_broken": 0,
+                 "unreachable": 0, "present": 0, "lost": 0, "unmountable_not_clean": 0,
+                 "verdicts": dict.fromkeys(checkers.VERDICTS, 0)}
     checked: dict[str, str] = {}
     evidence: dict[str, dict] = {}
     t0 = time.monotonic()
@@ -154,14 +166,18 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
                     pf.flush()
                     tot["points"] += 1
                     tot["unmountable"] += not rec["mounted"]
-                    tot["repair"] += rec["check"]["ran"] and not rec["check"]["clean"]
+                    if rec["check"]["ran"] and rec["mounted"]:  # verdicts where the kernel replayed the journal
+                        tot["verdicts"][rec["check"]["verdict"]] += 1
+                    elif rec["check"]["ran"]:  # on a crash image no mount replayed: counted apart
+                        tot["unmountable_not_clean"] += not rec["check"]["clean"]
                     tot["no_checker"] += not rec["check"]["ran"]
                     if not rec["check"]["ran"]:  # why: none in the catalog, or missing from the image
                         tot.setdefault("no_checker_why", rec["check"]["note"])
                     if rec["check"]["ran"] and not rec["check"]["clean"]:
                         with open(os.path.join(out, "checker", f"point-{pt.index}.txt"), "w") as f:
                             c = rec["check"]
-                            f.write(f"$ {' '.join(c['argv'])}\n{check_text}[exit code {c['rc']}]\n")
+                            f.write(f"$ {' '.join(c['argv'])}\n{check_text}[exit code {c['rc']}]\n"
+                                    f"[verdict: {c['verdict']}: {c['why']}]\n")
                     if not rec["mounted"]:
                         tot["unreachable"] += pt.due
                         continue

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from fslabguest.powerloss.checkers import CLEAN, FAILED, PREEN, REPAIR
 from fslabguest.powerloss.promises import BACKED_BY, LABELS, Acks
 
 
@@ -17,21 +18,33 @@ def pct(part: int, whole: int) -> float | None:
 
 
 def report(acks: Acks, tot: dict, emit: Callable) -> None:
-    """The metric lines of a finished run (each a record on the host). The two percentages are
-    derived here, once: of the points checked, those that did not mount; of the points where a
-    checker ran, those it did not find clean. The control's lines say whether its dropped write
+    """The metric lines of a finished run (each a record on the host). The checker's verdicts
+    (checkers.py: clean, fixed by preen, needs repair, checker failed) are counted at the points
+    that mounted (the kernel replayed the journal first); at a point that did not mount the checker
+    saw an image no mount replayed, counted apart (points_unmountable_checker_not_clean). The
+    percentages are derived here, once: of the points checked, those that did not mount; of the
+    mounted points with a verdict (the checker did not fail), those needing repair by a human, and
+    those not clean (preen or human). The control's lines say whether its dropped write
     was in any crash state checked (fault_replayed) and whether its promise broke
     (fault_promise_broken): 1 is what a working checker must show."""
-    checked_by_fsck = tot["points"] - tot["no_checker"]
+    v = tot["verdicts"]
+    judged = v[CLEAN] + v[PREEN] + v[REPAIR]  # mounted points where a checker ran and did not fail
     emit("points_checked", tot["points"])
     emit("points_unmountable", tot["unmountable"])
-    emit("points_needing_repair", tot["repair"])
+    emit("points_clean", v[CLEAN])
+    emit("points_preen_fixed", v[PREEN])
+    emit("points_needing_repair", v[REPAIR])
+    emit("points_checker_failed", v[FAILED])
+    emit("points_unmountable_checker_not_clean", tot["unmountable_not_clean"])
     emit("points_without_checker", tot["no_checker"], **({"note": tot["no_checker_why"]} if tot["no_checker"] else {}))
     emit("points_unmountable_pct", pct(tot["unmountable"], tot["points"]), "%",
          derived="100 * points_unmountable / points_checked")
-    emit("points_needing_repair_pct", pct(tot["repair"], checked_by_fsck), "%",
-         derived="100 * points_needing_repair / (points_checked - points_without_checker)",
-         **({} if checked_by_fsck else {"note": "no checker ran"}))
+    note = {} if judged else {"note": "no checker verdict at a mounted point"}
+    emit("points_needing_repair_pct", pct(v[REPAIR], judged), "%",
+         derived="100 * points_needing_repair / (points_clean + points_preen_fixed + points_needing_repair)", **note)
+    emit("points_not_clean_pct", pct(v[PREEN] + v[REPAIR], judged), "%",
+         derived="100 * (points_preen_fixed + points_needing_repair) / (points_clean + points_preen_fixed + "
+                 "points_needing_repair)", **note)
     if "fault" in tot:
         f = tot["fault"]
         emit("fault_replayed", int(f["replayed"]), promise=f["promise"],
