@@ -869,7 +869,8 @@ def test_check_loop_goes_on_after_a_mount_failure_and_without_a_checker(tmp_path
 def test_a_checker_that_fails_is_counted_apart_not_as_damage(tmp_path, monkeypatch):
     """A checker exiting 8 (fsck(8): operational error) or timing out says nothing about the
     filesystem: "checker failed", neither clean nor needing repair, and no share from it."""
-    monkeypatch.setattr(pl.checkers, "TOOLS", {**pl.checkers.TOOLS, "fsck.fake": (pl.checkers.TOOLS["e2fsck"][0], None)})
+    e2fsck_codes = pl.checkers.TOOLS["e2fsck"][0]
+    monkeypatch.setattr(pl.checkers, "TOOLS", {**pl.checkers.TOOLS, "fsck.fake": (e2fsck_codes, None)})
     monkeypatch.setattr(pl.checkers, "FSCK8_SUMS", pl.checkers.FSCK8_SUMS | {"fsck.fake"})
     points, m, out, _ = fake_case(tmp_path, monkeypatch, checker_rc=8)
     assert [p["check"]["verdict"] for p in points] == ["checker failed"] * 4

@@ -12,8 +12,7 @@ import stat
 import time
 from collections.abc import Callable
 
-from fslabguest.powerloss import PowerlossError
-from fslabguest.powerloss import checkers
+from fslabguest.powerloss import PowerlossError, checkers
 from fslabguest.powerloss import devmapper as dm
 from fslabguest.powerloss.log import END_MARK, Log, parse_log
 from fslabguest.powerloss.points import Point, crash_points, log_summary, promise_marks, select_points
