@@ -19,7 +19,7 @@ KINDS = {"maildir": ["maildir-delivery", "mkdir-fsync"], "replace-nofsync": ["re
 
 def pl_records(fs: str, case: str, points: int, unmountable: int, repair: int, broken: dict[str, int],
                control: tuple[int, int] | None = None, no_checker: int = 0, rep: int = 0,
-               verdicts: tuple[int, int] | None = None) -> list[dict]:
+               verdicts: tuple[int, int] | None = None, total: int | None = None, overlaps: int = 0) -> list[dict]:
     """... verdicts: (fixed by preen, checker failed) as the program counts them since it tells the
     checker's verdicts apart (None: a run from before, with only points_needing_repair)."""
     """The metric lines of one fslab-powerloss run, as records (step run)."""
@@ -37,6 +37,10 @@ def pl_records(fs: str, case: str, points: int, unmountable: int, repair: int, b
     else:
         out0 = []
     kinds = KINDS.get(case, ["replace-fsync", "mkdir-fsync"])
+    if total is not None:  # the sampling lines: points in the log, promise points left out, promises
+        out0 += [rec("points_total", total), rec("promise_points_unchecked", 1 if total > points else 0),
+                 rec("promises_made", 3 * len(kinds)), rec("promises_checked", 3 * len(kinds) - (total > points)),
+                 rec("log_fua_overlaps", overlaps)]
     out = [rec("points_checked", points), rec("points_unmountable", unmountable), rec("points_needing_repair", repair),
            rec("points_without_checker", no_checker),
            rec("points_unmountable_pct", round(100 * unmountable / points, 2), "%"),
@@ -162,3 +166,25 @@ def test_checker_verdicts_are_counted_apart(tmp_path):
     head, rows = durability.table([d])
     row = dict(zip(head, rows[0], strict=True))
     assert row["fixed by preen"] == "35.71 %" and row["needing repair"] == "21.43 % (checker failed at 4)"
+
+
+def test_the_sample_is_said_per_case_and_never_called_every_point(tmp_path):
+    recs = (pl_records("ext4", "maildir", 12, 0, 0, {}, total=30) + pl_records("ext4", "append", 9, 0, 0, {}, total=9)
+            + pl_records("xfs", "maildir", 5, 0, 0, {}, total=5, overlaps=2))
+    run = load_run(synthetic.make_run(tmp_path / "s", "power-loss", recs, profile="quick"))
+    label_runs([run])
+    ext4, xfs = durability.collect(run)
+    assert durability.sampled(ext4) == "21 of 39" and durability.sampled(xfs) == "5 of 5 (every one)"
+    head, rows = durability.sampling_table([ext4, xfs])
+    assert rows[0] == ["ext4", "maildir", "12 of 30", "1", "5 of 6 made", "0"]
+    assert rows[1] == ["ext4", "append", "9 of 9", "0", "6 of 6 made", "0"]
+    (sec,) = durability.sections([run])
+    assert "26 of the 44 crash points in the logs were checked (a sample)" in sec.markdown
+    assert "every crash point" not in sec.markdown
+    assert "A plain write overlapped an earlier FUA write before the next flush in xfs maildir (2)" in sec.markdown
+    one = load_run(synthetic.make_run(tmp_path / "a", "power-loss", pl_records("xfs", "maildir", 5, 0, 0, {}, total=5),
+                                      profile="paper"))
+    label_runs([one])
+    (sec,) = durability.sections([one])
+    assert "every one of the 5 crash points in the logs was checked" in sec.markdown
+    assert "overlapped" not in sec.markdown

@@ -40,7 +40,10 @@ SUITE = "power-loss"
 CONTROL = "control"  # harness/suites/power_loss.py's positive control
 LABELS: tuple[str, ...] = tuple(power_loss.program().LABELS)  # what backs a promise, strongest first
 DOCUMENTED = ("posix", "linux-convention")  # the labels a filesystem documents it keeps
-FIGURE = "power-loss-durability"  # harness/analysis/figures.py
+FIGURE = "power-loss-durability"
+# the lines that say how much of each case was checked (fslab-powerloss), in FsDurability.sampling's order
+SAMPLING = ("points_checked", "points_total", "promise_points_unchecked", "promises_made", "promises_checked",
+            "log_fua_overlaps")  # harness/analysis/figures.py
 
 
 @dataclass
@@ -65,6 +68,10 @@ class FsDurability:
     no_checker_why: str = ""  # the program's note: "no checker for nilfs2", "checker missing from the image: X"
     control: str = "missing"  # yes | no | not run: <why> | failed: <error> | missing
     failed: list[str] = field(default_factory=list)  # "<case>: <error>"
+    # per workload case: [points checked, crash points in its log, promise points left unchecked,
+    # promises made, promises checked, FUA/plain overlaps in its log] (the sample, said)
+    sampling: dict[str, list[int]] = field(default_factory=dict)
+    points_total: int = 0
 
     @property
     def unmountable_pct(self) -> float | None:
@@ -142,6 +149,10 @@ def collect(run: Run) -> list[FsDurability]:
             continue
         if r.get("backed_by") is not None:  # the per-label lines: derived here from the kinds
             continue
+        if kind is None and metric in SAMPLING:
+            d.sampling.setdefault(case, [0] * len(SAMPLING))[SAMPLING.index(metric)] += _num(r)
+            if metric == "points_total":
+                d.points_total += _num(r)
         if metric == "points_clean":
             d.verdicts = True
         if metric == "points_without_checker" and r.get("note") and not d.no_checker_why:
@@ -226,10 +237,35 @@ def table(ds: list[FsDurability]) -> tuple[list[str], list[list[str]]]:
     rows = []
     for d in ds:
         by_label = [d.broken((lab,)) for lab in labels]
-        rows.append([d.fs, str(d.points), _pct(d.unmountable_pct), _preen(d), _repair(d),
+        rows.append([d.fs, sampled(d), _pct(d.unmountable_pct), _preen(d), _repair(d),
                      *(f"{b} of {c}" if c or b else "-" for b, c in by_label),
                      *(f"{d.kinds[k][2]} of {d.kinds[k][1]}" if k in d.kinds else "-" for k in kinds),
                      f"{d.unsynced_lost} / {d.unsynced_present}", d.control, "; ".join(d.failed) or "-"])
+    return head, rows
+
+
+def sampled(d: FsDurability) -> str:
+    """"N of M crash points checked" over the workload cases ("every one" when all were).
+
+    >>> d = FsDurability("r", "ext4", points=12, points_total=30)
+    >>> sampled(d), sampled(FsDurability("r", "xfs", points=5, points_total=5))
+    ('12 of 30', '5 of 5 (every one)')
+    """
+    if not d.points_total:
+        return str(d.points)
+    return f"{d.points} of {d.points_total}" + (" (every one)" if d.points >= d.points_total else "")
+
+
+def sampling_table(ds: list[FsDurability]) -> tuple[list[str], list[list[str]]]:
+    """Per filesystem and workload case: crash points checked of those in its log, the points just
+    after a promise left out, promises checked of those made, and FUA/plain overlaps in its log."""
+    head = ["fs", "case", "crash points checked", "promise points not checked", "promises checked",
+            "FUA/plain overlaps"]
+    rows = []
+    for d in ds:
+        for case, (pts, total, unchecked, made, checked, overlaps) in d.sampling.items():
+            rows.append([d.fs, case, f"{pts} of {total}" if total else str(pts), str(unchecked),
+                         f"{checked} of {made} made", str(overlaps)])
     return head, rows
 
 
@@ -264,8 +300,10 @@ def beside_speed(runs: list[Run], ds: list[FsDurability]) -> tuple[list[str], li
 
 
 LEAD = ("Each case recorded every write the filesystem made from mkfs on (dm-log-writes), then rebuilt its "
-        "disk at every crash point (each flush or FUA: what a disk with a volatile cache holds when the power "
-        "goes then), mounted it (journal replay), checked every promise the workload had been told was durable, "
+        "disk at crash points (each flush or FUA: what a disk with a volatile cache holds when the power "
+        "goes then; all of them, or a sample that keeps the first, the last and those just after a promise, "
+        "as the sampling table says), mounted it (journal replay), checked every promise the workload had been "
+        "told was durable, "
         "and ran the filesystem's own checker read-only. Unmountable is a share of the crash points checked; "
         "fixed by preen (what the boot's automatic fsck -p repairs by itself: e2fsck only) and needing repair "
         "(by a human) are shares of the points that mounted where the checker gave a verdict, from each "
@@ -328,6 +366,23 @@ def sections(runs: list[Run]) -> list:
         head, rows = table(ds)
         html.append(_html_table(head, rows))
         md += _md_table(head, rows) + [""]
+        shead, srows = sampling_table(ds)
+        if srows:
+            total = sum(d.points_total for d in ds)
+            checked = sum(d.points for d in ds if d.points_total)
+            said = (f"every one of the {total} crash points in the logs was checked" if checked >= total else
+                    f"{checked} of the {total} crash points in the logs were checked (a sample)")
+            text = f"Sampling: {said}; per case, with the promises made and checked:"
+            html += [f"<p>{escape(text)}</p>", _html_table(shead, srows)]
+            md += [text, "", *_md_table(shead, srows), ""]
+            overlaps = [f"{r[0]} {r[1]} ({r[5]})" for r in srows if r[5] != "0"]
+            if overlaps:
+                warn = ("A plain write overlapped an earlier FUA write before the next flush in "
+                        f"{', '.join(overlaps)}: there the log's order may not be the device's (dm-log-writes logs a FUA write when it "
+                        "completes, a plain one at the next flush), so crash states after it may differ from what "
+                        "the disk held; the pairs are in the case's log.json (fua_overlaps).")
+                html.append(f'<div class="loud"><ul><li>{escape(warn)}</li></ul></div>')
+                md += [f"- **WARNING**: {warn}", ""]
     html.append(f"<p>Figure {FIGURE} (below, with the figures): promises broken and the shares of crash "
                 "points unmountable and needing repair, per workload.</p>")
     md += [f"Figure: figures/{FIGURE}.png", ""]

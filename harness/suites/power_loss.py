@@ -171,7 +171,8 @@ def check(plan: dict[str, Any]) -> None:
 SUITE = Suite(
     name="power-loss",
     version=1,
-    description="crash consistency: every write logged (dm-log-writes), every crash point replayed, "
+    description="crash consistency: every write logged (dm-log-writes), crash points replayed (every one in "
+                "the paper profile, a stated sample in the others), "
                 "promises checked, the filesystem's own checker run",
     profiles={
         "paper": "6 workloads x 50 durability points, every crash point, + the positive control",
