@@ -378,8 +378,8 @@ def sections(runs: list[Run]) -> list:
             overlaps = [f"{r[0]} {r[1]} ({r[5]})" for r in srows if r[5] != "0"]
             if overlaps:
                 warn = ("A plain write overlapped an earlier FUA write before the next flush in "
-                        f"{', '.join(overlaps)}: there the log's order may not be the device's (dm-log-writes logs a FUA write when it "
-                        "completes, a plain one at the next flush), so crash states after it may differ from what "
+                        f"{', '.join(overlaps)}: there the log's order may not be the device's (dm-log-writes "
+                        "logs a FUA write when it completes, a plain one at the next flush), so crash states after it may differ from what "
                         "the disk held; the pairs are in the case's log.json (fua_overlaps).")
                 html.append(f'<div class="loud"><ul><li>{escape(warn)}</li></ul></div>')
                 md += [f"- **WARNING**: {warn}", ""]
