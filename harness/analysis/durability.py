@@ -380,7 +380,8 @@ def sections(runs: list[Run]) -> list:
                 warn = ("A plain write overlapped an earlier FUA write before the next flush in "
                         f"{', '.join(overlaps)}: there the log's order may not be the device's (dm-log-writes "
                         "logs a FUA write when it completes, a plain one at the next flush), so crash states "
-                        "after it may differ from what the disk held; the pairs are in the case's log.json (fua_overlaps).")
+                        "after it may differ from what the disk held; the pairs are in the case's log.json "
+                        "(fua_overlaps).")
                 html.append(f'<div class="loud"><ul><li>{escape(warn)}</li></ul></div>')
                 md += [f"- **WARNING**: {warn}", ""]
     html.append(f"<p>Figure {FIGURE} (below, with the figures): promises broken and the shares of crash "
