@@ -19,7 +19,8 @@ KINDS = {"maildir": ["maildir-delivery", "mkdir-fsync"], "replace-nofsync": ["re
 
 def pl_records(fs: str, case: str, points: int, unmountable: int, repair: int, broken: dict[str, int],
                control: tuple[int, int] | None = None, no_checker: int = 0, rep: int = 0,
-               verdicts: tuple[int, int] | None = None, total: int | None = None, overlaps: int = 0) -> list[dict]:
+               verdicts: tuple[int, int] | None = None, total: int | None = None, overlaps: int = 0,
+               meta: tuple[int, int] | None = (1, 1)) -> list[dict]:
     """... verdicts: (fixed by preen, checker failed) as the program counts them since it tells the
     checker's verdicts apart (None: a run from before, with only points_needing_repair)."""
     """The metric lines of one fslab-powerloss run, as records (step run)."""
@@ -52,6 +53,10 @@ def pl_records(fs: str, case: str, points: int, unmountable: int, repair: int, b
                 rec("promises_broken", broken.get(k, 0), kind=k)]
     if control is not None:
         out += [rec("fault_replayed", control[0], promise="p2"), rec("fault_promise_broken", control[1], promise="p2")]
+        if meta is not None:  # the metadata control: (made, flagged)
+            out.append(rec("metadata_control_made", meta[0], **({} if meta[0] else {"note": "no checker"})))
+            if meta[0]:
+                out.append(rec("metadata_control_flagged", meta[1], note="e2fsck exit 4: errors left uncorrected"))
     return out
 
 
@@ -81,8 +86,8 @@ def test_the_table_sums_workloads_and_leaves_the_control_apart(tmp_path):
     head, rows = durability.table([ext4, ext2, nilfs2])
     assert head[:7] == ["fs", "points checked", "unmountable", "fixed by preen", "needing repair",
                         "linux-convention promises broken", "fs-heuristic promises broken"]
-    assert head[-4:] == ["replace-nofsync (fs-heuristic) broken", "unsynced lost / present", "control detected loss",
-                         "failed cases"]
+    assert head[-5:] == ["replace-nofsync (fs-heuristic) broken", "unsynced lost / present", "data control",
+                         "metadata control", "failed cases"]
     row = dict(zip(head, rows[1], strict=True))
     assert row["needing repair"] == "37.5 %" and row["maildir-delivery (linux-convention) broken"] == "1 of 3"
     assert row["linux-convention promises broken"] == "1 of 9" and row["fs-heuristic promises broken"] == "0 of 3"
@@ -97,12 +102,30 @@ def test_a_control_that_saw_nothing_makes_the_zeros_mean_nothing(tmp_path):
     label_runs([run])
     (sec,) = durability.sections([run])
     assert "ext4: yes, ext2: no" in sec.html
-    assert "The positive control of ext2 did not show the loss it was given" in sec.html
-    assert "its zeros (promises kept, points clean) mean nothing" in sec.markdown
+    assert "The data control of ext2 did not show the loss it was given" in sec.html
+    assert "its zeros (promises kept) mean nothing" in sec.markdown
     # nilfs2's control failed (its log disk too small): unproven, not "blind"
-    assert "The positive control of nilfs2 could not be made" in sec.markdown
+    assert "The data control of nilfs2 could not be made" in sec.markdown
     assert "the losses it found stand" in sec.html
     assert 'class="loud"' in sec.html and "**WARNING**" in sec.markdown
+    assert "proves that the promise check sees lost data; says nothing of the checker" in sec.markdown
+    assert "proves that the filesystem's checker flags corrupt metadata): ext4: yes, ext2: yes" in sec.markdown
+    assert "The metadata control of" not in sec.markdown  # both flagged their corrupt block
+
+
+@pytest.mark.parametrize("control, meta, warning", [
+    ((0, 1), (1, 1), "The data control of ext2 (not run: its dropped write is in no crash state checked) was not run"),
+    ((1, 1), (0, 0), "The metadata control of ext2 (not made: no checker) did not show that the checker flags "
+                     "corrupt metadata: its clean verdicts prove nothing there"),
+    ((1, 1), (1, 0), "The metadata control of ext2 (no: e2fsck exit 4: errors left uncorrected) did not show"),
+    ((1, 1), None, "The metadata control of ext2 (missing) did not show")])
+def test_a_control_not_made_or_not_run_is_a_loud_warning(tmp_path, control, meta, warning):
+    recs = (pl_records("ext2", "maildir", 20, 0, 0, {}) + pl_records("ext2", "control", 15, 0, 0, {"replace-fsync": 1},
+                                                                      control=control, meta=meta))
+    run = load_run(synthetic.make_run(tmp_path / "c", "power-loss", recs, profile="quick"))
+    label_runs([run])
+    (sec,) = durability.sections([run])
+    assert f"- **WARNING**: {warning}" in sec.markdown, sec.markdown
 
 
 @pytest.mark.parametrize("recs, want", [
@@ -138,7 +161,8 @@ def test_fslab_report_places_the_section_with_the_answer(tmp_path):
     assert cp.returncode == 0, cp.stderr[-2000:]
     html = (run_dir / "report" / "index.html").read_text()
     assert html.index('id="score"') < html.index('id="durability"') < html.index('id="figures"')
-    assert "Checker sensitivity" in html and (run_dir / "report/figures/power-loss-durability.svg").is_file()
+    assert "Data control" in html and "Metadata control" in html
+    assert (run_dir / "report/figures/power-loss-durability.svg").is_file()
     md = (run_dir / "report" / "summary.md").read_text()
     assert "## Durability at power loss" in md and "| ext2 | 40 | 5 % | 0 % | 37.5 % | 1 of 9 |" in md
 

@@ -28,7 +28,8 @@ import pytest
 from harness.guest_programs import GUEST_DIR, guest_module, program_path
 
 PROGRAM = program_path("powerloss")
-PARTS = ("log", "points", "replay", "promises", "workloads", "devmapper", "record", "checkers", "check", "report")
+PARTS = ("log", "points", "replay", "promises", "workloads", "devmapper", "record", "checkers", "controls", "check",
+         "report")
 
 pl = guest_module("fslabguest.powerloss")  # the program's package; each part becomes pl.<part>
 for _part in PARTS:
@@ -914,6 +915,69 @@ def test_the_catalogs_checkers_all_have_documented_exit_codes():
     from harness.plan import filesystems
     tools = {pl.checkers.tool_of(list(fs.check)) for fs in filesystems.CATALOG.values() if fs.check}
     assert tools and tools <= set(pl.checkers.TOOLS), tools - set(pl.checkers.TOOLS)
+
+
+def test_the_metadata_control_picks_rewritten_metadata_blocks_never_file_data_or_the_superblock(tmp_path):
+    ctl = pl.controls
+    bitmap = bytes([0xFF] * 40) + bytes(4096 - 40)  # mostly zeros: metadata-like
+    inode = (b"\x81\xa4" + bytes(126)) * 32  # an inode table block
+    data = pl.promises.blob("file", 4096)  # SHAKE bytes: data-like
+    b = LogBuilder()
+    b.write(0, sec("s", 8))  # mkfs: the superblock block
+    b.flush()
+    b.mark("mkfs")
+    b.write(8, bitmap)  # block 1, three times
+    b.write(16, inode)  # block 2, twice, one of them REQ_META
+    b.write(24, data)  # block 3: file data, once
+    b.write(0, sec("s", 8))  # the superblock again, and again: most written, never chosen
+    b.flush()
+    b.write(8, bitmap)
+    b.add(16, 16, inode)  # METADATA
+    b.write(0, sec("s", 8))
+    b.flush()
+    b.write(8, bitmap)
+    b.write(32, inode)  # block 4: metadata-like, but it holds a file's sector (below)
+    b.flush()
+    b.mark("dm-log-writes-end")
+    raw = b.build()
+    log = pl.log.parse_log(open(_file(tmp_path, raw), "rb"), len(raw))
+    image = {0: sec("s", 8), 4096: bitmap, 8192: inode, 12288: data, 16384: inode[:512] + bytes(3584)}
+    files = {ctl._sector_hash(bytes(512) + b"x")}  # unrelated
+    cands = ctl.candidates(log, lambda off, n: image[off][:n], files, set(), limit=5)
+    assert [(c["offset"], c["writes"], c["metadata_flag"]) for c in cands] == [
+        (8192, 2, True), (4096, 3, False), (16384, 1, False)]
+    files = {ctl._sector_hash(inode[:512])}  # a file holds the inode block's first sector: not metadata
+    assert [c["offset"] for c in ctl.candidates(log, lambda off, n: image[off][:n], files, set())] == [4096]
+    assert ctl.candidates(log, lambda off, n: image[off][:n], set(), {e.index for e in log.entries}) == []
+
+
+def test_the_metadata_control_tries_blocks_until_the_checker_flags_one_and_says_when_it_cannot():
+    ctl, clean = pl.controls, {"ran": True, "verdict": "clean", "why": "e2fsck exit 0"}
+    cands = [{"offset": o, "writes": 3, "metadata_flag": False} for o in (4096, 8192, 12288)]
+    rcs = iter([0, 4])  # the first block not flagged (e.g. a freed block), the second flagged
+    res = ctl.metadata_control(cands, clean, lambda off: (["e2fsck", "-f", "-n", "d"], next(rcs), "Inode bitmap"))
+    assert res["made"] and res["flagged"] and [t["offset"] for t in res["tries"]] == [4096, 8192]
+    assert res["why"] == "e2fsck exit 4: errors left uncorrected (block 2 of 3 candidates, at byte 8192)"
+    res = ctl.metadata_control(cands, clean, lambda off: (["e2fsck", "-f", "-n", "d"], 0, ""))
+    assert res["made"] and not res["flagged"] and res["why"] == "not flagged at any of the 3 blocks tried"
+    res = ctl.metadata_control(cands, clean, lambda off: (["e2fsck", "-f", "-n", "d"], 8, "cannot open"))
+    assert not res["flagged"]  # a checker that failed flagged nothing
+    res = ctl.metadata_control(cands, {"ran": True, "verdict": "needs repair", "why": "e2fsck exit 4"},
+                               lambda off: ([], 0, ""))
+    assert not res["made"] and "was not clean before the corruption" in res["why"]
+    assert ctl.metadata_control(cands, {"ran": False, "note": "no checker for nilfs2"},
+                                lambda off: ([], 0, "")) == {"made": False, "why": "no checker for nilfs2"}
+
+
+def test_the_control_case_says_when_its_metadata_control_could_not_be_made(tmp_path, monkeypatch):
+    _, m, out, _ = fake_case(tmp_path, monkeypatch, fault="drop-flushed-write")
+    assert m[("metadata_control_made", None)] == 0 and ("metadata_control_flagged", None) not in m
+    # the fake checker already flags the last state (the dropped write left an inode without data)
+    assert "the last crash state was not clean before the corruption" in NOTES[("metadata_control_made", None)]
+    assert json.loads((out / "metadata-control.json").read_text())["made"] is False
+    (tmp_path / "plain").mkdir()
+    _, m, _, _ = fake_case(tmp_path / "plain", monkeypatch)  # no control asked: no lines
+    assert ("metadata_control_made", None) not in m
 
 
 def test_check_loop_says_when_a_filesystem_has_no_checker(tmp_path, monkeypatch):

@@ -15,9 +15,11 @@ Per filesystem (variant) of a power-loss run, summed over its workload cases and
   fs-heuristic): a filesystem that breaks a POSIX promise has a bug, one that breaks an
   fs-heuristic promise does what nothing documented asks;
 - unsynced writes lost and present (informational: nothing promised them);
-- whether the positive control (case `control`, one flushed write dropped) broke its promise:
-  "control detected loss: yes / no". Where it did not, the filesystem's zeros mean nothing, and
-  the section says so loudly.
+- the controls of case `control`, each reported for what it proves: the data control (one flushed
+  write of a promised file dropped) broke its promise: the promise check sees lost data; the
+  metadata control (one metadata block inverted) was flagged by the checker: the checker sees
+  corrupt metadata. A control that did not show its loss, could not be made or did not run is a
+  loud warning: the zeros it should vouch for mean nothing.
 A case that failed (an error of fslab) is listed with its one-line error; its points are not in
 the sums.
 
@@ -41,6 +43,10 @@ CONTROL = "control"  # harness/suites/power_loss.py's positive control
 LABELS: tuple[str, ...] = tuple(power_loss.program().LABELS)  # what backs a promise, strongest first
 DOCUMENTED = ("posix", "linux-convention")  # the labels a filesystem documents it keeps
 FIGURE = "power-loss-durability"
+DATA_CONTROL = ("one flushed write of a promised file dropped: proves that the promise check sees lost data; "
+                "says nothing of the checker")
+META_CONTROL = ("one metadata block inverted on the last crash state: proves that the filesystem's checker "
+                "flags corrupt metadata")
 # the lines that say how much of each case was checked (fslab-powerloss), in FsDurability.sampling's order
 SAMPLING = ("points_checked", "points_total", "promise_points_unchecked", "promises_made", "promises_checked",
             "log_fua_overlaps")  # harness/analysis/figures.py
@@ -67,6 +73,7 @@ class FsDurability:
     unsynced_present: int = 0
     no_checker_why: str = ""  # the program's note: "no checker for nilfs2", "checker missing from the image: X"
     control: str = "missing"  # yes | no | not run: <why> | failed: <error> | missing
+    meta_control: str = "missing"  # yes | no: <why> | not made: <why> | failed: <error> | missing
     failed: list[str] = field(default_factory=list)  # "<case>: <error>"
     # per workload case: [points checked, crash points in its log, promise points left unchecked,
     # promises made, promises checked, FUA/plain overlaps in its log] (the sample, said)
@@ -133,7 +140,7 @@ def collect(run: Run) -> list[FsDurability]:
             if msg not in d.failed:
                 d.failed.append(msg)
             if case == CONTROL:
-                d.control = f"failed: {r.get('error')}"
+                d.control = d.meta_control = f"failed: {r.get('error')}"
             continue
         if case == CONTROL:
             controls.setdefault(fs, []).append(r)
@@ -166,6 +173,7 @@ def collect(run: Run) -> list[FsDurability]:
     for fs, recs in controls.items():
         if not out[fs].control.startswith("failed"):
             out[fs].control = control_verdict(recs)
+            out[fs].meta_control = meta_control_verdict(recs)
     return sorted(out.values(), key=lambda d: (order.index(d.fs) if d.fs in order else len(order), d.fs))
 
 
@@ -187,6 +195,31 @@ def control_verdict(recs: list[dict]) -> str:
     if notrun:
         return f"not run: {notrun[0].get('note') or 'its dropped write is in no crash state checked'}"
     return "yes" if all(_num(r) for r in broken) else "no"
+
+
+def meta_control_verdict(recs: list[dict]) -> str:
+    """The metadata control's verdict from its metadata_control_* lines: "yes" when every
+    repetition's checker flagged the inverted block; otherwise why not.
+
+    >>> meta_control_verdict([{"metric": "metadata_control_made", "value": 1},
+    ...                       {"metric": "metadata_control_flagged", "value": 1, "note": "e2fsck exit 4"}])
+    'yes'
+    >>> meta_control_verdict([{"metric": "metadata_control_made", "value": 0, "note": "no checker for nilfs2"}])
+    'not made: no checker for nilfs2'
+    >>> meta_control_verdict([{"metric": "fault_replayed", "value": 1}])
+    'missing'
+    """
+    made = [r for r in recs if r.get("metric") == "metadata_control_made"]
+    flagged = [r for r in recs if r.get("metric") == "metadata_control_flagged"]
+    if not made:
+        return "missing"
+    notmade = [r for r in made if not _num(r)]
+    if notmade:
+        return f"not made: {notmade[0].get('note') or 'no reason recorded'}"
+    missed = [r for r in flagged if not _num(r)]
+    if missed or not flagged:
+        return f"no: {missed[0].get('note') if missed else 'no verdict recorded'}"
+    return "yes"
 
 
 def power_loss_runs(runs: list[Run]) -> list[Run]:
@@ -232,15 +265,16 @@ def table(ds: list[FsDurability]) -> tuple[list[str], list[list[str]]]:
     kinds, labels = _kinds(ds), _labels(ds)
     head = ["fs", "points checked", "unmountable", "fixed by preen", "needing repair",
             *(f"{lab} promises broken" for lab in labels),
-            *(f"{k} ({_label_of(ds, k)}) broken" for k in kinds), "unsynced lost / present", "control detected loss",
-            "failed cases"]
+            *(f"{k} ({_label_of(ds, k)}) broken" for k in kinds), "unsynced lost / present", "data control",
+            "metadata control", "failed cases"]
     rows = []
     for d in ds:
         by_label = [d.broken((lab,)) for lab in labels]
         rows.append([d.fs, sampled(d), _pct(d.unmountable_pct), _preen(d), _repair(d),
                      *(f"{b} of {c}" if c or b else "-" for b, c in by_label),
                      *(f"{d.kinds[k][2]} of {d.kinds[k][1]}" if k in d.kinds else "-" for k in kinds),
-                     f"{d.unsynced_lost} / {d.unsynced_present}", d.control, "; ".join(d.failed) or "-"])
+                     f"{d.unsynced_lost} / {d.unsynced_present}", d.control, d.meta_control,
+                     "; ".join(d.failed) or "-"])
     return head, rows
 
 
@@ -265,13 +299,14 @@ def sampling_table(ds: list[FsDurability]) -> tuple[list[str], list[list[str]]]:
     for d in ds:
         for case, (pts, total, unchecked, made, checked, overlaps) in d.sampling.items():
             rows.append([d.fs, case, f"{pts} of {total}" if total else str(pts), str(unchecked),
-                         f"{checked} of {made} made", str(overlaps)])
+                         f"{checked} of {made} made" if made else "-", str(overlaps)])
     return head, rows
 
 
 def blind(ds: list[FsDurability]) -> list[FsDurability]:
-    """Filesystems whose control did not show its loss (its other zeros then mean nothing)."""
-    return [d for d in ds if d.control != "yes" and not d.control.startswith("not run")]
+    """Filesystems whose data control did not show its loss, could not be made or did not run
+    (their zeros then mean nothing)."""
+    return [d for d in ds if d.control != "yes"]
 
 
 def beside_speed(runs: list[Run], ds: list[FsDurability]) -> tuple[list[str], list[list[str]]] | None:
@@ -288,14 +323,14 @@ def beside_speed(runs: list[Run], ds: list[FsDurability]) -> tuple[list[str], li
     by_fs = {d.fs: d for d in ds}
     names = [fs for _, per, _ in scores for fs in per if fs in by_fs]
     head = ["fs", *(f"speed: {name} score (rank)" for name, _, _ in scores), "documented promises broken",
-            "unmountable", "needing repair", "control detected loss"]
+            "unmountable", "needing repair", "data control", "metadata control"]
     rows = []
     for fs in dict.fromkeys(names):
         d = by_fs[fs]
         cells = [f"{fmt(per[fs])} ({ranked.index(fs) + 1} of {len(ranked)})" if per.get(fs) is not None else "-"
                  for _, per, ranked in scores]
         b, c = d.broken()
-        rows.append([fs, *cells, f"{b} of {c}", _pct(d.unmountable_pct), _repair(d), d.control])
+        rows.append([fs, *cells, f"{b} of {c}", _pct(d.unmountable_pct), _repair(d), d.control, d.meta_control])
     return (head, rows) if rows else None
 
 
@@ -346,20 +381,31 @@ def sections(runs: list[Run]) -> list:
         profile = (run.plan.get("suite") or {}).get("profile")
         title = f"run {run.label}: power-loss ({profile})" if len(runs) > 1 else f"power-loss ({profile})"
         sens = ", ".join(f"{d.fs}: {d.control}" for d in ds)
-        html += [f"<h3>{escape(title)}</h3>", f"<p><b>Checker sensitivity</b> (control detected loss): "
-                 f"{escape(sens)}</p>"]
-        md += [f"### {title}", "", f"**Checker sensitivity** (control detected loss): {sens}", ""]
+        meta = ", ".join(f"{d.fs}: {d.meta_control}" for d in ds)
+        html += [f"<h3>{escape(title)}</h3>", f"<p><b>Data control</b> ({escape(DATA_CONTROL)}): {escape(sens)}</p>",
+                 f"<p><b>Metadata control</b> ({escape(META_CONTROL)}): {escape(meta)}</p>"]
+        md += [f"### {title}", "", f"**Data control** ({DATA_CONTROL}): {sens}", "",
+               f"**Metadata control** ({META_CONTROL}): {meta}", ""]
         bad = blind(ds)
         failed = [d for d in bad if d.control.startswith("failed")]
-        missed = [d for d in bad if d not in failed]
+        notrun = [d for d in bad if d.control.startswith("not run") or d.control == "missing"]
+        missed = [d for d in bad if d not in failed and d not in notrun]
         texts = []
         if missed:
-            texts.append(f"The positive control of {', '.join(d.fs for d in missed)} did not show the loss it was "
-                         "given: the checker is blind there, so its zeros (promises kept, points clean) mean nothing.")
+            texts.append(f"The data control of {', '.join(d.fs for d in missed)} did not show the loss it was "
+                         "given: the promise check is blind there, so its zeros (promises kept) mean nothing.")
         if failed:  # e.g. no flush ever covered a promised file's data (jfs, ext4 barrier=0): nothing to drop
-            texts.append(f"The positive control of {', '.join(d.fs for d in failed)} could not be made (its error is "
-                         "in the table): the checker's sensitivity is unproven there, so its zeros prove nothing; "
-                         "the losses it found stand.")
+            texts.append(f"The data control of {', '.join(d.fs for d in failed)} could not be made (its error is "
+                         "in the table): the promise check's sensitivity is unproven there, so its zeros prove "
+                         "nothing; the losses it found stand.")
+        if notrun:  # its dropped write in no crash state checked (no flush after it), or no control case at all
+            texts.append("The data control of " + ", ".join(f"{d.fs} ({d.control})" for d in notrun) + " was not "
+                         "run: the promise check's sensitivity is unproven there, so its zeros prove nothing.")
+        nometa = [d for d in ds if d.meta_control != "yes" and not d.control.startswith("failed")]
+        if nometa:
+            texts.append("The metadata control of " + ", ".join(f"{d.fs} ({d.meta_control})" for d in nometa)
+                         + " did not show that the checker flags corrupt metadata: its clean verdicts prove nothing "
+                         "there.")
         for text in texts:
             html.append(f'<div class="loud"><ul><li>{escape(text)}</li></ul></div>')
             md += [f"- **WARNING**: {text}", ""]

@@ -12,7 +12,7 @@ import stat
 import time
 from collections.abc import Callable
 
-from fslabguest.powerloss import PowerlossError, checkers
+from fslabguest.powerloss import PowerlossError, checkers, controls
 from fslabguest.powerloss import devmapper as dm
 from fslabguest.powerloss.log import END_MARK, Log, parse_log
 from fslabguest.powerloss.points import Point, crash_points, log_summary, promise_marks, select_points
@@ -161,6 +161,7 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
                     rp.goto(pt)
                     os.fsync(dev.fileno())  # the snapshot reads the disk, not this file's page cache
                     rec, check_text, found = check_point(pt, cfg, acks, cow_dev, sectors, kmsg)
+                    last_rec = rec
                     pf.write(json.dumps(rec, sort_keys=True) + "\n")
                     pf.flush()
                     tot["points"] += 1
@@ -198,6 +199,12 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
                             with open(os.path.join(out, "evidence", f"{pid}.found"), "wb") as f:
                                 f.write(data)
                         _write_json(os.path.join(out, "evidence", f"{pid}.json"), evidence[pid])
+            if cfg.fault and chosen and chosen[-1].final:  # the metadata control, on the last crash state
+                tot["metadata_control"] = _metadata_control(cfg, log, dev.fileno(), rp.drop, last_rec,
+                                                            cow_dev, sectors)
+                _write_json(os.path.join(out, "metadata-control.json"), tot["metadata_control"])
+            elif cfg.fault:
+                tot["metadata_control"] = {"made": False, "why": "the last crash state was not checked"}
     finally:
         dm.run_cmd(["losetup", "--detach", cow_dev], 60)
         os.unlink(cfg.cow_file)
@@ -209,6 +216,53 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
         tot["fault"] = {"replayed": bool(rp is not None and rp.dropped), "promise": fault["promise"],
                         "broken": fault["promise"] in evidence}
     return tot
+
+
+def _on_snapshot(cfg: argparse.Namespace, cow_dev: str, sectors: int, fn: Callable[[str], object]) -> object:
+    """fn(snapshot device) on a fresh copy-on-write snapshot of the data disk, removed after."""
+    snap = dm.dm_create(dm.SNAP, f"0 {sectors} snapshot {cfg.data} {cow_dev} N 8")
+    try:
+        return fn(snap)
+    finally:
+        dm.dm_remove(dm.SNAP)
+        os.truncate(cfg.cow_file, 0)
+        os.truncate(cfg.cow_file, sectors * 512)
+
+
+def _metadata_control(cfg: argparse.Namespace, log: Log, dev_fd: int, dropped: set[int], last_rec: dict,
+                      cow_dev: str, sectors: int) -> dict:
+    """controls.py's metadata control on the last crash state (the data disk holds it now)."""
+    if not cfg.check or shutil.which(cfg.check[0]) is None:
+        return {"made": False, "why": last_rec["check"].get("note") or "no checker"}
+
+    def sectors_of_files(snap: str) -> set[bytes]:
+        rc, _ = dm.mount_fs(cfg.fstype, cfg.mount_options, snap, cfg.mnt)
+        if rc != 0:
+            return set()
+        try:
+            return controls.file_sectors(cfg.mnt)
+        finally:
+            dm.umount_fs(cfg.mnt)
+
+    data = _on_snapshot(cfg, cow_dev, sectors, sectors_of_files)
+    assert isinstance(data, set)
+    cands = controls.candidates(log, lambda off, n: os.pread(dev_fd, n, off), data, dropped)
+
+    def run_check(offset: int) -> tuple[list[str], int, str]:
+        def corrupt_and_check(snap: str) -> tuple[list[str], int, str]:
+            fd = os.open(snap, os.O_RDWR)
+            try:
+                controls.invert(fd, offset)
+            finally:
+                os.close(fd)
+            argv = substitute(cfg.check, snap, cfg.mnt, cfg.fs_name, "check")
+            rc, text = dm.run_checker(argv)
+            return argv, rc, text
+        res = _on_snapshot(cfg, cow_dev, sectors, corrupt_and_check)
+        assert isinstance(res, tuple)
+        return res
+
+    return {**controls.metadata_control(cands, last_rec["check"], run_check), "candidates": cands}
 
 
 def _write_json(path: str, obj: object) -> None:

@@ -26,7 +26,9 @@ def report(acks: Acks, tot: dict, emit: Callable) -> None:
     mounted points with a verdict (the checker did not fail), those needing repair by a human, and
     those not clean (preen or human). The control's lines say whether its dropped write
     was in any crash state checked (fault_replayed) and whether its promise broke
-    (fault_promise_broken): 1 is what a working checker must show."""
+    (fault_promise_broken): 1 is what a working promise check must show. The metadata control's
+    say whether it could be made (metadata_control_made) and whether the filesystem's checker
+    flagged the corrupted block (metadata_control_flagged): 1 is what a working checker must show."""
     v = tot["verdicts"]
     judged = v[CLEAN] + v[PREEN] + v[REPAIR]  # mounted points where a checker ran and did not fail
     emit("points_checked", tot["points"])
@@ -51,6 +53,12 @@ def report(acks: Acks, tot: dict, emit: Callable) -> None:
              **({} if f["replayed"] else {"note": "no crash point checked holds a state after the dropped write "
                                                   "(no flush or FUA came after it)"}))
         emit("fault_promise_broken", int(f["broken"]), promise=f["promise"])
+    if "metadata_control" in tot:  # controls.py: did the checker flag a metadata block inverted on purpose?
+        mc = tot["metadata_control"]
+        emit("metadata_control_made", int(mc["made"]), **({} if mc["made"] else {"note": mc["why"]}))
+        if mc["made"]:
+            emit("metadata_control_flagged", int(mc["flagged"]), note=mc["why"], offset=mc["tries"][-1]["offset"],
+                 tried=len(mc["tries"]))
     emit("promises_made", len(acks.promises))
     emit("promises_checked", len(tot["checked"]))
     emit("promises_broken", len(tot["broken"]))
