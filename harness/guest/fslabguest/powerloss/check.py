@@ -236,6 +236,8 @@ def _metadata_control(cfg: argparse.Namespace, log: Log, dev_fd: int, dropped: s
         return {"made": False, "why": last_rec["check"].get("note") or "no checker"}
 
     def sectors_of_files(snap: str) -> set[bytes]:
+        if cfg.fstype == "btrfs":  # as check_point: btrfs refuses a device older than one it saw
+            dm.run_cmd(["btrfs", "device", "scan", "--forget"], 60)
         rc, _ = dm.mount_fs(cfg.fstype, cfg.mount_options, snap, cfg.mnt)
         if rc != 0:
             return set()
