@@ -212,3 +212,15 @@ def test_the_sample_is_said_per_case_and_never_called_every_point(tmp_path):
     (sec,) = durability.sections([one])
     assert "every one of the 5 crash points in the logs was checked" in sec.markdown
     assert "overlapped" not in sec.markdown
+
+
+def test_a_case_without_a_flush_after_mkfs_is_said_to_be_an_upper_bound_by_construction(tmp_path):
+    """jfs_fsync and ext4 barrier=0 issue no cache flush: the log holds one crash point (mkfs's)."""
+    recs = (pl_records("jfs", "maildir", 1, 0, 0, {"maildir-delivery": 3}, total=1)
+            + pl_records("jfs", "append", 1, 0, 0, {}, total=1) + pl_records("xfs", "maildir", 9, 0, 0, {}, total=9))
+    run = load_run(synthetic.make_run(tmp_path / "j", "power-loss", recs, profile="quick"))
+    label_runs([run])
+    (sec,) = durability.sections([run])
+    assert ("- **WARNING**: No flush or FUA write after mkfs in jfs (maildir, append): under the crash model "
+            "nothing these cases wrote ever became stable") in sec.markdown
+    assert "xfs (" not in sec.markdown.split("No flush or FUA")[1].split("\n")[0]

@@ -401,6 +401,13 @@ def sections(runs: list[Run]) -> list:
         if notrun:  # its dropped write in no crash state checked (no flush after it), or no control case at all
             texts.append("The data control of " + ", ".join(f"{d.fs} ({d.control})" for d in notrun) + " was not "
                          "run: the promise check's sensitivity is unproven there, so its zeros prove nothing.")
+        noflush = [f"{d.fs} ({', '.join(c for c, v in d.sampling.items() if v[1] == 1)})" for d in ds
+                   if any(v[1] == 1 for v in d.sampling.values())]
+        if noflush:  # one crash point: the state mkfs left; jfs_fsync and ext4 barrier=0 issue no cache flush
+            texts.append("No flush or FUA write after mkfs in " + ", ".join(noflush) + ": under the crash model "
+                         "nothing these cases wrote ever became stable, so every promise they broke is the "
+                         "model's upper bound by construction (a real disk's cache writes back within seconds), "
+                         "not a measured loss.")
         nometa = [d for d in ds if d.meta_control != "yes" and not d.control.startswith("failed")]
         if nometa:
             texts.append("The metadata control of " + ", ".join(f"{d.fs} ({d.meta_control})" for d in nometa)
