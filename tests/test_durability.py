@@ -5,6 +5,7 @@ beside speed, the figure, and `fslab report` putting the section after the answe
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -224,3 +225,38 @@ def test_a_case_without_a_flush_after_mkfs_is_said_to_be_an_upper_bound_by_const
     assert ("- **WARNING**: No flush or FUA write after mkfs in jfs (maildir, append): under the crash model "
             "nothing these cases wrote ever became stable") in sec.markdown
     assert "xfs (" not in sec.markdown.split("No flush or FUA")[1].split("\n")[0]
+
+
+def test_each_broken_promise_is_listed_with_its_evidence_and_a_reading(tmp_path):
+    recs = (pl_records("ext2", "churn", 30, 0, 0, {"mkdir-fsync": 1}, total=40)
+            + pl_records("ext2", "replace-nofsync", 20, 0, 0, {"replace-nofsync": 1}, total=20)
+            + pl_records("jfs", "append", 1, 0, 0, {"append-fdatasync": 1}, total=1)
+            + pl_records("f2fs", "append", 9, 0, 0, {"append-fdatasync": 1}, total=9, overlaps=1))
+    run_dir = synthetic.make_run(tmp_path / "e", "power-loss", recs, profile="quick")
+    for fs, case, pid, kind, verdict, expected in (
+            ("ext2", "churn", "p7", "rename-fsync", "a -> b: half-done rename", {"type": "atomic"}),
+            ("ext2", "churn", "p12", "mkdir-fsync", "missing", {"type": "dir"}),
+            ("ext2", "replace-nofsync", "p3", "replace-nofsync", "empty", {"type": "file"}),
+            ("jfs", "append", "p2", "append-fdatasync", "short (0 of 90 bytes)", {"type": "prefix"}),
+            ("f2fs", "append", "p4", "append-fdatasync", "short (10 of 90 bytes)", {"type": "prefix"})):
+        ev = run_dir / "raw" / fs / case / "run" / "evidence"
+        ev.mkdir(parents=True, exist_ok=True)
+        (ev / f"{pid}.json").write_text(json.dumps({
+            "promise": {"id": pid, "kind": kind}, "points_broken": [3, 4],
+            "failure": {"path": "x", "verdict": verdict, "expected": expected}}))
+    run = load_run(run_dir)
+    label_runs([run])
+    head, rows = durability.broken_table(run, durability.collect(run))
+    got = {(r[0], r[2]): dict(zip(head, r, strict=True)) for r in rows}
+    assert list(got) == [("ext2", "p7"), ("ext2", "p12"), ("ext2", "p3"), ("f2fs", "p4"), ("jfs", "p2")]
+    assert got["ext2", "p7"]["reading"] == "finding: a linux-convention promise lost by a half-done rename"
+    assert got["ext2", "p12"]["reading"] == "finding: a linux-convention promise broken"
+    assert got["ext2", "p12"]["evidence"] == "raw/ext2/churn/run/evidence/p12.json"
+    assert got["ext2", "p3"]["reading"] == "expected: fs-heuristic, a promise no filesystem documents"
+    assert got["jfs", "p2"]["reading"].startswith("upper bound by construction: no flush or FUA after mkfs")
+    assert got["f2fs", "p4"]["reading"] == ("finding, unless the log's order misleads: 1 FUA/plain overlap(s) in "
+                                            "this log")
+    assert got["f2fs", "p4"]["kind (backed by)"] == "append-fdatasync (posix)"
+    assert got["f2fs", "p4"]["points broken"] == "2"
+    (sec,) = durability.sections([run])
+    assert "Each broken promise (5), read from its evidence" in sec.markdown

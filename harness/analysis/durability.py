@@ -30,6 +30,7 @@ Filesystems are matched by name (variant name), as a vmconfig names them.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from html import escape
 
@@ -303,6 +304,48 @@ def sampling_table(ds: list[FsDurability]) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
+def explain(d: FsDurability, case: str, ev: dict) -> str:
+    """Why one promise broke, as far as the run itself can tell: expected (nothing documented
+    promises it), the crash model's upper bound (no flush after mkfs), possibly the log's order
+    (a FUA/plain overlap), or a finding (a documented promise broken where the log is sound)."""
+    kind = str((ev.get("promise") or {}).get("kind") or "")
+    label = str((ev.get("promise") or {}).get("backed_by") or d.label(kind))
+    sample = d.sampling.get(case) or [0] * len(SAMPLING)
+    if label not in DOCUMENTED:
+        return f"expected: {label}, a promise no filesystem documents"
+    if sample[1] == 1:
+        return "upper bound by construction: no flush or FUA after mkfs, nothing it wrote became stable"
+    if sample[5]:
+        return f"finding, unless the log's order misleads: {sample[5]} FUA/plain overlap(s) in this log"
+    if ((ev.get("failure") or {}).get("expected") or {}).get("type") == "atomic":
+        return f"finding: a {label} promise lost by a half-done rename"
+    return f"finding: a {label} promise broken"
+
+
+def broken_table(run: Run, ds: list[FsDurability]) -> tuple[list[str], list[list[str]]]:
+    """Every broken promise of the workload cases, from its evidence file
+    (raw/<fs>/<case>/run/evidence/<promise>.json): kind and label, what was found, at how many
+    points, and `explain`'s reading of it."""
+    head = ["fs", "case", "promise", "kind (backed by)", "found", "points broken", "reading", "evidence"]
+    rows = []
+    for d in ds:
+        for case in d.sampling:
+            evdir = run.dir / "raw" / d.fs / case / "run" / "evidence"
+            for path in sorted(evdir.glob("p*.json"), key=lambda p: int(p.stem[1:]) if p.stem[1:].isdigit() else 0):
+                try:
+                    ev = json.loads(path.read_text())
+                except (OSError, ValueError):
+                    continue
+                pr, fail = ev.get("promise") or {}, ev.get("failure") or {}
+                kind = str(pr.get("kind") or "?")
+                rows.append([d.fs, case, str(pr.get("id") or path.stem),
+                             f"{kind} ({pr.get('backed_by') or d.label(kind)})",
+                             f"{fail.get('path', '?')}: {fail.get('verdict', '?')}",
+                             str(len(ev.get("points_broken") or [])), explain(d, case, ev),
+                             str(path.relative_to(run.dir))])
+    return head, rows
+
+
 def blind(ds: list[FsDurability]) -> list[FsDurability]:
     """Filesystems whose data control did not show its loss, could not be made or did not run
     (their zeros then mean nothing)."""
@@ -419,6 +462,13 @@ def sections(runs: list[Run]) -> list:
         head, rows = table(ds)
         html.append(_html_table(head, rows))
         md += _md_table(head, rows) + [""]
+        bhead, brows = broken_table(run, ds)
+        if brows:
+            text = (f"Each broken promise ({len(brows)}), read from its evidence: expected where nothing documented "
+                    "promises it, an upper bound where the filesystem issued no flush, a finding otherwise (the "
+                    "evidence file holds the crash point, the checker's output and what was found):")
+            html += [f"<p>{escape(text)}</p>", _html_table(bhead, brows)]
+            md += [text, "", *_md_table(bhead, brows), ""]
         shead, srows = sampling_table(ds)
         if srows:
             total = sum(d.points_total for d in ds)
