@@ -75,8 +75,8 @@ def test_2_no_p_from_zero_spread(tmp_path):
 
 
 def pl_run(tmp_path: Path, values: dict[str, list[float]]) -> cl.Run:
-    """A SYNTHETIC power-loss run: {fs: [points_needing_repair_pct per workload]}, one repetition."""
-    recs = [record("power-loss", wl, fs, "points_needing_repair_pct", v, "%", 0, accel="kvm", step="run")
+    """A SYNTHETIC power-loss run: {fs: [points_not_clean_pct per workload]}, one repetition."""
+    recs = [record("power-loss", wl, fs, "points_not_clean_pct", v, "%", 0, accel="kvm", step="run")
             for fs, vals in values.items() for wl, v in zip(power_loss_claims.WORKLOADS, vals, strict=True)]
     return load_run(make_run(tmp_path / "pl", "power-loss", recs, profile="quick", accel="kvm"))
 

@@ -5,6 +5,7 @@ beside speed, the figure, and `fslab report` putting the section after the answe
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -18,7 +19,11 @@ KINDS = {"maildir": ["maildir-delivery", "mkdir-fsync"], "replace-nofsync": ["re
 
 
 def pl_records(fs: str, case: str, points: int, unmountable: int, repair: int, broken: dict[str, int],
-               control: tuple[int, int] | None = None, no_checker: int = 0, rep: int = 0) -> list[dict]:
+               control: tuple[int, int] | None = None, no_checker: int = 0, rep: int = 0,
+               verdicts: tuple[int, int] | None = None, total: int | None = None, overlaps: int = 0,
+               meta: tuple[int, int] | None = (1, 1)) -> list[dict]:
+    """... verdicts: (fixed by preen, checker failed) as the program counts them since it tells the
+    checker's verdicts apart (None: a run from before, with only points_needing_repair)."""
     """The metric lines of one fslab-powerloss run, as records (step run)."""
     f: dict[str, Any] = {"step": "run", "workload": "replace-fsync" if case == "control" else case, "seed": rep,
                          "ops": 3}
@@ -26,18 +31,33 @@ def pl_records(fs: str, case: str, points: int, unmountable: int, repair: int, b
     def rec(metric: str, value: float | None, unit: str = "", **kw: Any) -> dict:
         return synthetic.record("power-loss", case, fs, metric, value, unit, rep, **f, **kw)
 
+    if verdicts is not None:
+        preen, failed = verdicts
+        judged = points - unmountable - no_checker - failed
+        out0 = [rec("points_clean", judged - preen - repair), rec("points_preen_fixed", preen),
+                rec("points_checker_failed", failed)]
+    else:
+        out0 = []
     kinds = KINDS.get(case, ["replace-fsync", "mkdir-fsync"])
+    if total is not None:  # the sampling lines: points in the log, promise points left out, promises
+        out0 += [rec("points_total", total), rec("promise_points_unchecked", 1 if total > points else 0),
+                 rec("promises_made", 3 * len(kinds)), rec("promises_checked", 3 * len(kinds) - (total > points)),
+                 rec("log_fua_overlaps", overlaps)]
     out = [rec("points_checked", points), rec("points_unmountable", unmountable), rec("points_needing_repair", repair),
            rec("points_without_checker", no_checker),
            rec("points_unmountable_pct", round(100 * unmountable / points, 2), "%"),
            rec("points_needing_repair_pct", round(100 * repair / (points - no_checker), 2) if points > no_checker
                else None, "%"),
-           rec("promises_broken", sum(broken.values())), rec("unsynced_lost", 1), rec("unsynced_present", 2)]
+           rec("promises_broken", sum(broken.values())), rec("unsynced_lost", 1), rec("unsynced_present", 2), *out0]
     for k in kinds:
         out += [rec("promises_made", 3, kind=k), rec("promises_checked", 3, kind=k),
                 rec("promises_broken", broken.get(k, 0), kind=k)]
     if control is not None:
         out += [rec("fault_replayed", control[0], promise="p2"), rec("fault_promise_broken", control[1], promise="p2")]
+        if meta is not None:  # the metadata control: (made, flagged)
+            out.append(rec("metadata_control_made", meta[0], **({} if meta[0] else {"note": "no checker"})))
+            if meta[0]:
+                out.append(rec("metadata_control_flagged", meta[1], note="e2fsck exit 4: errors left uncorrected"))
     return out
 
 
@@ -59,18 +79,23 @@ def test_the_table_sums_workloads_and_leaves_the_control_apart(tmp_path):
     label_runs([run])
     ext4, ext2, nilfs2 = durability.collect(run)
     assert (ext4.fs, ext4.points, ext4.unmountable_pct, ext4.repair_pct) == ("ext4", 40, 0.0, 0.0)
-    assert ext4.broken() == (0, 9) and ext4.broken(fsynced_only=False) == (2, 12)  # replace-nofsync apart
+    assert ext4.broken() == (0, 9) and ext4.broken(durability.LABELS) == (2, 12)  # replace-nofsync apart
+    assert ext4.broken(("fs-heuristic",)) == (2, 3) and ext4.label("replace-nofsync") == "fs-heuristic"
     assert ext4.control == "yes" and ext4.cases == ["maildir", "replace-nofsync"]
     assert (ext2.points, ext2.unmountable_pct, ext2.repair_pct, ext2.broken()) == (40, 5.0, 37.5, (1, 9))
     assert nilfs2.control.startswith("failed: step run failed") and "is too small" in nilfs2.failed[0]
     head, rows = durability.table([ext4, ext2, nilfs2])
-    assert head[:5] == ["fs", "points checked", "unmountable", "needing repair", "fsynced promises broken"]
-    assert head[-4:] == ["replace-nofsync broken", "unsynced lost / present", "control detected loss", "failed cases"]
+    assert head[:7] == ["fs", "points checked", "unmountable", "fixed by preen", "needing repair",
+                        "linux-convention promises broken", "fs-heuristic promises broken"]
+    assert head[-5:] == ["replace-nofsync (fs-heuristic) broken", "unsynced lost / present", "data control",
+                         "metadata control", "failed cases"]
     row = dict(zip(head, rows[1], strict=True))
-    assert row["needing repair"] == "37.5 %" and row["maildir-delivery broken"] == "1 of 3"
+    assert row["needing repair"] == "37.5 %" and row["maildir-delivery (linux-convention) broken"] == "1 of 3"
+    assert row["linux-convention promises broken"] == "1 of 9" and row["fs-heuristic promises broken"] == "0 of 3"
     assert row["unsynced lost / present"] == "2 / 4"
     row = dict(zip(head, rows[2], strict=True))
-    assert row["maildir-delivery broken"] == "-" and row["points checked"] == "0" and row["needing repair"] == "-"
+    assert row["maildir-delivery (linux-convention) broken"] == "-" and row["points checked"] == "0"
+    assert row["needing repair"] == "-"
 
 
 def test_a_control_that_saw_nothing_makes_the_zeros_mean_nothing(tmp_path):
@@ -78,12 +103,30 @@ def test_a_control_that_saw_nothing_makes_the_zeros_mean_nothing(tmp_path):
     label_runs([run])
     (sec,) = durability.sections([run])
     assert "ext4: yes, ext2: no" in sec.html
-    assert "The positive control of ext2 did not show the loss it was given" in sec.html
-    assert "its zeros (promises kept, points clean) mean nothing" in sec.markdown
+    assert "The data control of ext2 did not show the loss it was given" in sec.html
+    assert "its zeros (promises kept) mean nothing" in sec.markdown
     # nilfs2's control failed (its log disk too small): unproven, not "blind"
-    assert "The positive control of nilfs2 could not be made" in sec.markdown
+    assert "The data control of nilfs2 could not be made" in sec.markdown
     assert "the losses it found stand" in sec.html
     assert 'class="loud"' in sec.html and "**WARNING**" in sec.markdown
+    assert "proves that the promise check sees lost data; says nothing of the checker" in sec.markdown
+    assert "proves that the filesystem's checker flags corrupt metadata): ext4: yes, ext2: yes" in sec.markdown
+    assert "The metadata control of" not in sec.markdown  # both flagged their corrupt block
+
+
+@pytest.mark.parametrize("control, meta, warning", [
+    ((0, 1), (1, 1), "The data control of ext2 (not run: its dropped write is in no crash state checked) was not run"),
+    ((1, 1), (0, 0), "The metadata control of ext2 (not made: no checker) did not show that the checker flags "
+                     "corrupt metadata: its clean verdicts prove nothing there"),
+    ((1, 1), (1, 0), "The metadata control of ext2 (no: e2fsck exit 4: errors left uncorrected) did not show"),
+    ((1, 1), None, "The metadata control of ext2 (missing) did not show")])
+def test_a_control_not_made_or_not_run_is_a_loud_warning(tmp_path, control, meta, warning):
+    recs = (pl_records("ext2", "maildir", 20, 0, 0, {}) + pl_records("ext2", "control", 15, 0, 0, {"replace-fsync": 1},
+                                                                      control=control, meta=meta))
+    run = load_run(synthetic.make_run(tmp_path / "c", "power-loss", recs, profile="quick"))
+    label_runs([run])
+    (sec,) = durability.sections([run])
+    assert f"- **WARNING**: {warning}" in sec.markdown, sec.markdown
 
 
 @pytest.mark.parametrize("recs, want", [
@@ -119,9 +162,10 @@ def test_fslab_report_places_the_section_with_the_answer(tmp_path):
     assert cp.returncode == 0, cp.stderr[-2000:]
     html = (run_dir / "report" / "index.html").read_text()
     assert html.index('id="score"') < html.index('id="durability"') < html.index('id="figures"')
-    assert "Checker sensitivity" in html and (run_dir / "report/figures/power-loss-durability.svg").is_file()
+    assert "Data control" in html and "Metadata control" in html
+    assert (run_dir / "report/figures/power-loss-durability.svg").is_file()
     md = (run_dir / "report" / "summary.md").read_text()
-    assert "## Durability at power loss" in md and "| ext2 | 40 | 5 % | 37.5 % | 1 of 9 |" in md
+    assert "## Durability at power loss" in md and "| ext2 | 40 | 5 % | 0 % | 37.5 % | 1 of 9 |" in md
 
 
 def test_a_filesystem_without_checker_says_why_instead_of_zero(tmp_path):
@@ -134,3 +178,85 @@ def test_a_filesystem_without_checker_says_why_instead_of_zero(tmp_path):
     (d,) = durability.collect(run)
     head, rows = durability.table([d])
     assert d.repair_pct is None and dict(zip(head, rows[0], strict=True))["needing repair"] == "no checker for nilfs2"
+
+
+def test_checker_verdicts_are_counted_apart(tmp_path):
+    """Fixed by preen, needing repair and checker failed are three columns/counts: a checker that
+    failed is in no share, a preen-fixable point is not damage."""
+    recs = pl_records("ext2", "maildir", 20, 2, 3, {}, verdicts=(5, 4))  # 14 judged: 6 clean, 5 preen, 3 repair
+    run = load_run(synthetic.make_run(tmp_path / "v", "power-loss", recs))
+    label_runs([run])
+    (d,) = durability.collect(run)
+    assert (d.clean, d.preen, d.repair, d.checker_failed, d.judged) == (6, 5, 3, 4, 14)
+    head, rows = durability.table([d])
+    row = dict(zip(head, rows[0], strict=True))
+    assert row["fixed by preen"] == "35.71 %" and row["needing repair"] == "21.43 % (checker failed at 4)"
+
+
+def test_the_sample_is_said_per_case_and_never_called_every_point(tmp_path):
+    recs = (pl_records("ext4", "maildir", 12, 0, 0, {}, total=30) + pl_records("ext4", "append", 9, 0, 0, {}, total=9)
+            + pl_records("xfs", "maildir", 5, 0, 0, {}, total=5, overlaps=2))
+    run = load_run(synthetic.make_run(tmp_path / "s", "power-loss", recs, profile="quick"))
+    label_runs([run])
+    ext4, xfs = durability.collect(run)
+    assert durability.sampled(ext4) == "21 of 39" and durability.sampled(xfs) == "5 of 5 (every one)"
+    head, rows = durability.sampling_table([ext4, xfs])
+    assert rows[0] == ["ext4", "maildir", "12 of 30", "1", "5 of 6 made", "0"]
+    assert rows[1] == ["ext4", "append", "9 of 9", "0", "6 of 6 made", "0"]
+    (sec,) = durability.sections([run])
+    assert "26 of the 44 crash points in the logs were checked (a sample)" in sec.markdown
+    assert "every crash point" not in sec.markdown
+    assert "A plain write overlapped an earlier FUA write before the next flush in xfs maildir (2)" in sec.markdown
+    one = load_run(synthetic.make_run(tmp_path / "a", "power-loss", pl_records("xfs", "maildir", 5, 0, 0, {}, total=5),
+                                      profile="paper"))
+    label_runs([one])
+    (sec,) = durability.sections([one])
+    assert "every one of the 5 crash points in the logs was checked" in sec.markdown
+    assert "overlapped" not in sec.markdown
+
+
+def test_a_case_without_a_flush_after_mkfs_is_said_to_be_an_upper_bound_by_construction(tmp_path):
+    """jfs_fsync and ext4 barrier=0 issue no cache flush: the log holds one crash point (mkfs's)."""
+    recs = (pl_records("jfs", "maildir", 1, 0, 0, {"maildir-delivery": 3}, total=1)
+            + pl_records("jfs", "append", 1, 0, 0, {}, total=1) + pl_records("xfs", "maildir", 9, 0, 0, {}, total=9))
+    run = load_run(synthetic.make_run(tmp_path / "j", "power-loss", recs, profile="quick"))
+    label_runs([run])
+    (sec,) = durability.sections([run])
+    assert ("- **WARNING**: No flush or FUA write after mkfs in jfs (maildir, append): under the crash model "
+            "nothing these cases wrote ever became stable") in sec.markdown
+    assert "xfs (" not in sec.markdown.split("No flush or FUA")[1].split("\n")[0]
+
+
+def test_each_broken_promise_is_listed_with_its_evidence_and_a_reading(tmp_path):
+    recs = (pl_records("ext2", "churn", 30, 0, 0, {"mkdir-fsync": 1}, total=40)
+            + pl_records("ext2", "replace-nofsync", 20, 0, 0, {"replace-nofsync": 1}, total=20)
+            + pl_records("jfs", "append", 1, 0, 0, {"append-fdatasync": 1}, total=1)
+            + pl_records("f2fs", "append", 9, 0, 0, {"append-fdatasync": 1}, total=9, overlaps=1))
+    run_dir = synthetic.make_run(tmp_path / "e", "power-loss", recs, profile="quick")
+    for fs, case, pid, kind, verdict, expected in (
+            ("ext2", "churn", "p7", "rename-fsync", "a -> b: half-done rename", {"type": "atomic"}),
+            ("ext2", "churn", "p12", "mkdir-fsync", "missing", {"type": "dir"}),
+            ("ext2", "replace-nofsync", "p3", "replace-nofsync", "empty", {"type": "file"}),
+            ("jfs", "append", "p2", "append-fdatasync", "short (0 of 90 bytes)", {"type": "prefix"}),
+            ("f2fs", "append", "p4", "append-fdatasync", "short (10 of 90 bytes)", {"type": "prefix"})):
+        ev = run_dir / "raw" / fs / case / "run" / "evidence"
+        ev.mkdir(parents=True, exist_ok=True)
+        (ev / f"{pid}.json").write_text(json.dumps({
+            "promise": {"id": pid, "kind": kind}, "points_broken": [3, 4],
+            "failure": {"path": "x", "verdict": verdict, "expected": expected}}))
+    run = load_run(run_dir)
+    label_runs([run])
+    head, rows = durability.broken_table(run, durability.collect(run))
+    got = {(r[0], r[2]): dict(zip(head, r, strict=True)) for r in rows}
+    assert list(got) == [("ext2", "p7"), ("ext2", "p12"), ("ext2", "p3"), ("f2fs", "p4"), ("jfs", "p2")]
+    assert got["ext2", "p7"]["reading"] == "finding: a linux-convention promise lost by a half-done rename"
+    assert got["ext2", "p12"]["reading"] == "finding: a linux-convention promise broken"
+    assert got["ext2", "p12"]["evidence"] == "raw/ext2/churn/run/evidence/p12.json"
+    assert got["ext2", "p3"]["reading"] == "expected: fs-heuristic, a promise no filesystem documents"
+    assert got["jfs", "p2"]["reading"].startswith("upper bound by construction: no flush or FUA after mkfs")
+    assert got["f2fs", "p4"]["reading"] == ("finding, unless the log's order misleads: 1 FUA/plain overlap(s) in "
+                                            "this log")
+    assert got["f2fs", "p4"]["kind (backed by)"] == "append-fdatasync (posix)"
+    assert got["f2fs", "p4"]["points broken"] == "2"
+    (sec,) = durability.sections([run])
+    assert "Each broken promise (5), read from its evidence" in sec.markdown

@@ -28,7 +28,8 @@ import pytest
 from harness.guest_programs import GUEST_DIR, guest_module, program_path
 
 PROGRAM = program_path("powerloss")
-PARTS = ("log", "points", "replay", "promises", "workloads", "devmapper", "record", "check", "report")
+PARTS = ("log", "points", "replay", "promises", "workloads", "devmapper", "record", "checkers", "controls", "check",
+         "report")
 
 pl = guest_module("fslabguest.powerloss")  # the program's package; each part becomes pl.<part>
 for _part in PARTS:
@@ -116,6 +117,32 @@ def test_parse_a_hand_built_log(tmp_path):
     assert e[5].data_at == e[4].data_at + 512  # a discard carries no data in the log
     assert pl.log.flag_names(e[5].flags) == "FLUSH|FUA|METADATA" and raw[e[5].data_at:e[5].data_at + 512] == sec("c")
     assert e[6].mark == "dm-log-writes-end" and log.marks() == {"mkfs": 2, "dm-log-writes-end": 6}
+
+
+def test_a_plain_write_over_an_earlier_fua_write_before_the_next_flush_is_detected_and_said(tmp_path):
+    b = LogBuilder()
+    b.write(0, sec("m"))
+    b.flush()
+    b.mark("mkfs")
+    b.fua(10, sec("f", 4))  # entry 3: sectors 10-13
+    b.write(13, sec("p", 2))  # entry 4: 13-14, overlaps the FUA at sector 13, logged at the flush below
+    b.write(20, sec("q"))  # entry 5: elsewhere
+    b.flush()  # entry 6
+    b.fua(30, sec("g"))  # entry 7
+    b.flush()  # entry 8
+    b.write(30, sec("h"))  # entry 9: the same sector, but after a flush: ordered, no overlap
+    b.mark("dm-log-writes-end")
+    raw = b.build()
+    log = pl.log.parse_log(open(_file(tmp_path, raw), "rb"), len(raw))
+    assert pl.points.fua_overlaps(log) == [{"fua": 3, "plain": 4, "flush": 6, "offset": 13 * 512}]
+    points = pl.points.crash_points(log)
+    assert pl.points.log_summary(log, points, points)["fua_overlaps"] == pl.points.fua_overlaps(log)
+    b2 = LogBuilder()
+    b2.fua(10, sec("f"))
+    b2.write(11, sec("p"))  # adjacent, not overlapping
+    b2.flush()
+    raw2 = b2.build()
+    assert pl.points.fua_overlaps(pl.log.parse_log(open(_file(tmp_path, raw2, "log2"), "rb"), len(raw2))) == []
 
 
 def test_parse_a_4k_log(tmp_path):
@@ -469,7 +496,7 @@ def test_each_promise_names_the_syncs_the_workload_really_did(tmp_path, monkeypa
             for path in paths.split(", "):
                 assert (call, path.rstrip("/") or ".") in did, (p["id"], p["after"], did)
         if p["kind"] == "replace-nofsync":  # really without the temp file's fsync
-            assert not any(path.endswith(".tmp") for _, path in did) and p["posix"] is False
+            assert not any(path.endswith(".tmp") for _, path in did) and p["backed_by"] == "fs-heuristic"
 
 
 def test_mix_writes_unsynced_data_and_reports_it_without_breaking_promises(tmp_path):
@@ -573,8 +600,12 @@ def test_verify_catches_a_truncated_append(tmp_path):
     root, acks, _, _ = run_wl(tmp_path, "append", 6, 10)
     journal = root / "append" / "journal"
     data = journal.read_bytes()
-    journal.write_bytes(data + b"garbage after the last record is allowed")
-    assert final_check(root, acks)["broken"] == []
+    garbage = b"garbage after the last record, where no append was running"
+    journal.write_bytes(data + garbage)  # nothing in flight at the end: exactly the records written
+    assert failures(final_check(root, acks)) == [
+        ("append-fdatasync", "append/journal",
+         f"long ({len(data) + len(garbage)} bytes where {len(data)} were written: {len(garbage)} bytes after "
+         f"the last record)")]
     journal.write_bytes(data[:-1])
     assert failures(final_check(root, acks)) == [
         ("append-fdatasync", "append/journal", f"short ({len(data) - 1} of {len(data)} bytes)")]
@@ -586,6 +617,47 @@ def test_verify_catches_a_truncated_append(tmp_path):
     assert pl.promises.verify(str(root), acks.ops, acks.promises, due)["broken"] == []
     journal.write_bytes(data[:need - 1])
     assert pl.promises.verify(str(root), acks.ops, acks.promises, due)["broken"] == [first["id"]]
+    # while the next append may be running, up to its end is allowed (its record half written), not more
+    nxt = acks.promises[due]["effects"][0]["state"]["size"]
+    journal.write_bytes(data[:nxt])
+    assert pl.promises.verify(str(root), acks.ops, acks.promises, due)["broken"] == []
+    journal.write_bytes(data[:need] + bytes(nxt - need))  # its size grew, its data not yet there
+    assert pl.promises.verify(str(root), acks.ops, acks.promises, due)["broken"] == []
+    journal.write_bytes(data[:nxt] + b"x")
+    assert pl.promises.verify(str(root), acks.ops, acks.promises, due)["broken"] == [first["id"]]
+
+
+@pytest.mark.parametrize("dst_existed", [True, False])
+def test_a_half_done_rename_that_loses_the_data_breaks_the_sources_promise(tmp_path, dst_existed):
+    st, A, B = pl.promises.file_state, pl.promises.blob("a", 3000), pl.promises.blob("b", 2000)
+    dst = "b" if dst_existed else "c"
+    ops = [{"seq": 1, "op": "create a", "unsynced": False, "effects": [{"path": "a", "state": st(A)}]},
+           {"seq": 2, "op": "create b", "unsynced": False, "effects": [{"path": "b", "state": st(B)}]},
+           {"seq": 3, "op": f"rename a {dst}", "unsynced": False,
+            "effects": [{"path": "a", "state": pl.promises.ABSENT}, {"path": dst, "state": st(A)}]}]
+    promises = [{"id": "p1", "kind": "create-fsync", "ops": 1, "effects": [{"path": "a", "state": st(A)}]},
+                {"id": "p2", "kind": "create-fsync", "ops": 2, "effects": [{"path": "b", "state": st(B)}]},
+                {"id": "p3", "kind": "rename-fsync", "ops": 3,
+                 "effects": [{"path": "a", "state": pl.promises.ABSENT}, {"path": dst, "state": st(A)}]}]
+
+    def at_due_2(a: bytes | None, d: bytes | None) -> dict:
+        for path, content in (("a", a), (dst, d)) + ((("b", B),) if dst == "c" else ()):
+            if content is None:
+                (tmp_path / path).unlink(missing_ok=True)
+            else:
+                (tmp_path / path).write_bytes(content)
+        return pl.promises.verify(str(tmp_path), ops, promises, 2)  # the rename may be running
+
+    old_dst = B if dst_existed else None
+    assert at_due_2(A, old_dst)["broken"] == []  # not done
+    assert at_due_2(None, A)["broken"] == []  # done
+    assert at_due_2(A, A)["broken"] == []  # both names: nothing lost
+    res = at_due_2(None, old_dst)  # the source gone, the destination as before: the data lost
+    assert res["broken"] == ["p1"]
+    (bad,) = [r for r in res["results"] if not r["ok"]]
+    assert bad["path"] == f"a -> {dst}" and bad["kind"] == "create-fsync"
+    assert bad["verdict"] == f"half-done rename a {dst}: a gone, {dst} as before it (the data lost)"
+    assert pl.promises.verify(str(tmp_path), ops, promises, 3)["broken"] == ["p3"]  # once due: plainly broken
 
 
 def test_a_torn_overwrite_is_accepted_only_while_it_may_be_running(tmp_path):
@@ -653,8 +725,10 @@ def fake_mount_tree(image: bytes, mnt: Path) -> bool:
 class FakeSystem:
     """device-mapper, mount, umount, losetup and the checker, acting on the data file."""
 
-    def __init__(self, data: Path, fail_mount_at: frozenset[int] | set[int] = frozenset()):
+    def __init__(self, data: Path, fail_mount_at: frozenset[int] | set[int] = frozenset(),
+                 checker_rc: int | None = None):
         self.data, self.fail_mount_at, self.mounts, self.calls = data, fail_mount_at, 0, list[Any]()
+        self.checker_rc = checker_rc  # every checker run exits with this (None: it checks the image)
 
     def install(self, monkeypatch) -> None:
         monkeypatch.setattr(pl.devmapper, "dm_create", self.dm_create)
@@ -681,6 +755,8 @@ class FakeSystem:
         return 0, ""
 
     def checker(self, argv):
+        if self.checker_rc is not None:
+            return self.checker_rc, "fsck.fake: cannot read the superblock\n"
         image = Path(argv[-1]).read_bytes()
         bad = [s for s in range(1, len(image) // SLOT) if image[s * SLOT:s * SLOT + 4] == b"FAKE"
                and not image[s * SLOT + 512:s * SLOT + 1024].strip(b"\0")]
@@ -714,7 +790,7 @@ NOTES: dict = {}  # the notes of the last fake_case's metric lines
 
 
 def fake_case(tmp_path, monkeypatch, fault=None, fail_mount_at=frozenset(), check=("fsck.fake", "{dev}"),
-              log=fake_log):
+              log=fake_log, checker_rc=None):
     a, b, c = pl.promises.blob("a", 2048), pl.promises.blob("b", 1536), pl.promises.blob("c", 512)
     logp = _file(tmp_path, log(a, b, c).build())
     data = tmp_path / "data.img"
@@ -731,7 +807,7 @@ def fake_case(tmp_path, monkeypatch, fault=None, fail_mount_at=frozenset(), chec
     cfg = Namespace(data=str(data), log=str(logp), max_points=0, fault=fault, fstype="fakefs", mount_options="",
                     mnt=str(mnt), check=list(check) if check else None, fs_type="fakefs", fs_name="fake",
                     cow_file=str(tmp_path / "cow"), workload="hand-made", seed=0, ops=2, mkfs=["mkfs.fake"])
-    fake = FakeSystem(data, fail_mount_at)
+    fake = FakeSystem(data, fail_mount_at, checker_rc)
     fake.install(monkeypatch)
     metrics = []
     tot = pl.check.check_all(cfg, acks, str(out),
@@ -789,6 +865,123 @@ def test_check_loop_goes_on_after_a_mount_failure_and_without_a_checker(tmp_path
     assert all(p["check"] == {"ran": False, "note": "checker missing from the image: fsck.missing"} for p in points)
     assert m[("points_without_checker", None)] == 4
     assert notes[("points_without_checker", None)] == "checker missing from the image: fsck.missing"
+
+
+def test_a_checker_that_fails_is_counted_apart_not_as_damage(tmp_path, monkeypatch):
+    """A checker exiting 8 (fsck(8): operational error) or timing out says nothing about the
+    filesystem: "checker failed", neither clean nor needing repair, and no share from it."""
+    e2fsck_codes = pl.checkers.TOOLS["e2fsck"][0]
+    monkeypatch.setattr(pl.checkers, "TOOLS", {**pl.checkers.TOOLS, "fsck.fake": (e2fsck_codes, None)})
+    monkeypatch.setattr(pl.checkers, "FSCK8_SUMS", pl.checkers.FSCK8_SUMS | {"fsck.fake"})
+    points, m, out, _ = fake_case(tmp_path, monkeypatch, checker_rc=8)
+    assert [p["check"]["verdict"] for p in points] == ["checker failed"] * 4
+    assert points[0]["check"]["why"] == "fsck.fake exit 8: operational error" and not points[0]["check"]["clean"]
+    assert m[("points_checker_failed", None)] == 4 and m[("points_needing_repair", None)] == 0
+    assert m[("points_clean", None)] == 0 and m[("points_needing_repair_pct", None)] is None
+    assert "[verdict: checker failed: fsck.fake exit 8" in (out / "checker" / "point-0.txt").read_text()
+
+
+@pytest.mark.parametrize("argv, rc, output, verdict", [
+    (["e2fsck", "-f", "-n", "d"], 0, "", "clean"),
+    (["e2fsck", "-f", "-n", "d"], 4, "Free blocks count wrong", "needs repair"),
+    (["e2fsck", "-f", "-n", "d"], 8, "", "checker failed"),
+    (["e2fsck", "-f", "-n", "d"], 12, "", "checker failed"),  # 8 | 4: fsck(8)'s codes add up
+    (["xfs_repair", "-n", "d"], 1, "", "needs repair"),
+    (["xfs_repair", "-n", "d"], 2, "", "needs repair"),
+    (["xfs_repair", "-n", "d"], 124, "timed out", "checker failed"),
+    (["btrfs", "check", "--readonly", "d"], 1, "ERROR: errors found in fs roots", "needs repair"),
+    (["btrfs", "check", "--readonly", "d"], 1, "ERROR: cannot open file system", "checker failed"),
+    (["fsck.f2fs", "--dry-run", "d"], 4, "", "needs repair"),
+    (["fsck.f2fs", "--dry-run", "d"], 255, "", "checker failed"),
+    (["fsck.jfs", "-n", "d"], 4, "", "needs repair"),
+    (["fsck.jfs", "-n", "d"], 8, "", "checker failed"),
+    (["reiserfsck", "--check", "--yes", "d"], 6, "", "needs repair"),
+    (["reiserfsck", "--check", "--yes", "d"], 4, "", "needs repair"),
+    (["reiserfsck", "--check", "--yes", "d"], 8, "", "checker failed"),
+    (["reiserfsck", "--check", "--yes", "d"], 3, "", "checker failed"),  # not one of its codes
+    (["fsck.missing", "d"], 127, "", "checker failed")])
+def test_checker_verdicts_come_from_each_tools_documented_exit_codes(argv, rc, output, verdict):
+    assert pl.checkers.classify(argv, rc, output)[0] == verdict
+
+
+def test_only_e2fsck_has_a_preen_and_its_exit_codes_say_what_a_boot_would_do():
+    assert pl.checkers.preen_argv(["e2fsck", "-f", "-n", "{dev}"]) == ["e2fsck", "-f", "-p", "{dev}"]
+    assert all(pl.checkers.preen_argv([t]) is None for t in ("xfs_repair", "btrfs", "fsck.jfs", "reiserfsck"))
+    assert [pl.checkers.classify_preen(rc)[0] for rc in (1, 2, 4, 5, 8, 124)] == [
+        "fixed by preen", "fixed by preen", "needs repair", "needs repair", "checker failed", "checker failed"]
+
+
+def test_the_catalogs_checkers_all_have_documented_exit_codes():
+    from harness.plan import filesystems
+    tools = {pl.checkers.tool_of(list(fs.check)) for fs in filesystems.CATALOG.values() if fs.check}
+    assert tools and tools <= set(pl.checkers.TOOLS), tools - set(pl.checkers.TOOLS)
+
+
+def test_the_metadata_control_picks_rewritten_metadata_blocks_never_file_data_or_the_superblock(tmp_path):
+    ctl = pl.controls
+    bitmap = bytes([0xFF] * 40) + bytes(4096 - 40)  # mostly zeros: metadata-like
+    inode = (b"\x81\xa4" + bytes(126)) * 32  # an inode table block
+    data = pl.promises.blob("file", 4096)  # SHAKE bytes: data-like
+    b = LogBuilder()
+    b.write(0, sec("s", 8))  # mkfs: the superblock block
+    b.flush()
+    b.mark("mkfs")
+    b.write(8, bitmap)  # block 1, three times
+    b.write(16, inode)  # block 2, twice, one of them REQ_META
+    b.write(24, data)  # block 3: file data, once
+    b.write(0, sec("s", 8))  # the superblock again, and again: most written, never chosen
+    b.flush()
+    b.write(8, bitmap)
+    b.add(16, 16, inode)  # METADATA
+    b.write(0, sec("s", 8))
+    b.flush()
+    b.write(8, bitmap)
+    b.write(32, inode)  # block 4: metadata-like, but it holds a file's sector (below)
+    b.flush()
+    b.mark("dm-log-writes-end")
+    raw = b.build()
+    log = pl.log.parse_log(open(_file(tmp_path, raw), "rb"), len(raw))
+    image = {0: sec("s", 8), 4096: bitmap, 8192: inode, 12288: data, 16384: inode[:512] + bytes(3584)}
+    files = {ctl._sector_hash(bytes(512) + b"x")}  # unrelated
+    cands = ctl.candidates(log, lambda off, n: image[off][:n], files, set(), limit=5)
+    assert [(c["offset"], c["writes"], c["metadata_flag"]) for c in cands] == [
+        (8192, 2, True), (4096, 3, False), (16384, 1, False)]
+    files = {ctl._sector_hash(inode[:512])}  # a file holds the inode block's first sector: not metadata
+    assert [c["offset"] for c in ctl.candidates(log, lambda off, n: image[off][:n], files, set())] == [4096]
+    assert ctl.candidates(log, lambda off, n: image[off][:n], set(), {e.index for e in log.entries}) == []
+
+
+def test_the_metadata_control_tries_blocks_until_the_checker_flags_one_and_says_when_it_cannot():
+    ctl, clean = pl.controls, {"ran": True, "verdict": "clean", "why": "e2fsck exit 0"}
+    cands = [{"offset": o, "writes": 3, "metadata_flag": False} for o in (4096, 8192, 12288)]
+    rcs = iter([0, 4])  # the first block not flagged (e.g. a freed block), the second flagged
+    res = ctl.metadata_control(cands, clean, lambda off: (["e2fsck", "-f", "-n", "d"], next(rcs), "Inode bitmap"))
+    assert res["made"] and res["flagged"] and [t["offset"] for t in res["tries"]] == [4096, 8192]
+    assert res["why"] == "e2fsck exit 4: errors left uncorrected (block 2 of 3 candidates, at byte 8192)"
+    res = ctl.metadata_control(cands, clean, lambda off: (["e2fsck", "-f", "-n", "d"], 0, ""))
+    assert res["made"] and not res["flagged"] and res["why"] == "not flagged at any of the 3 blocks tried"
+    res = ctl.metadata_control(cands, clean, lambda off: (["e2fsck", "-f", "-n", "d"], 8, "cannot open"))
+    assert not res["flagged"]  # a checker that failed flagged nothing
+    res = ctl.metadata_control(cands, {"ran": True, "verdict": "needs repair", "why": "e2fsck exit 4"},
+                               lambda off: ([], 0, ""))
+    assert not res["made"] and "was not clean before the corruption" in res["why"]
+    assert ctl.metadata_control(cands, {"ran": False, "note": "no checker for nilfs2"},
+                                lambda off: ([], 0, "")) == {"made": False, "why": "no checker for nilfs2"}
+
+
+def test_the_control_case_runs_the_metadata_control_on_the_last_state_without_the_dropped_write(tmp_path, monkeypatch):
+    _, m, out, _ = fake_case(tmp_path, monkeypatch, fault="drop-flushed-write")
+    meta = json.loads((out / "metadata-control.json").read_text())
+    # rebuilt without the data control's dropped write, the last state is clean (with it, the fake checker
+    # flags the inode the dropped write left without data); the only block that holds no file data is slot
+    # 3's (the never-synced file's, its unlogged rest the fake disk's random bytes): inverted, the fake
+    # checker (which only knows empty inodes) does not flag it, and the control says so
+    assert meta["baseline"]["verdict"] == "clean" and [c["offset"] for c in meta["candidates"]] == [3 * SLOT]
+    assert m[("metadata_control_made", None)] == 1 and m[("metadata_control_flagged", None)] == 0
+    assert NOTES[("metadata_control_flagged", None)] == "not flagged at any of the 1 blocks tried"
+    (tmp_path / "plain").mkdir()
+    _, m, _, _ = fake_case(tmp_path / "plain", monkeypatch)  # no control asked: no lines
+    assert ("metadata_control_made", None) not in m
 
 
 def test_check_loop_says_when_a_filesystem_has_no_checker(tmp_path, monkeypatch):

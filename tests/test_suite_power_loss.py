@@ -127,24 +127,28 @@ def test_the_log_writes_layout_and_the_new_variants():
 
 def test_loss_metrics_are_lower_is_better():
     for m, u in (("promises_broken", ""), ("points_unmountable", ""), ("points_needing_repair_pct", "%"),
+                 ("points_not_clean_pct", "%"), ("points_preen_fixed", ""),
                  ("points_unmountable_pct", "%"), ("unsynced_lost", "")):
         assert stats.higher_is_better(m, u) is False, m
     assert stats.higher_is_better("points_checked") is None and stats.higher_is_better("promises_made") is None
 
 
-def test_the_kinds_posix_does_not_promise_are_the_programs(tmp_path):
-    """durability.UNPROMISED is what the program marks `posix: false`: run every workload (a
-    plain directory is enough; marks go nowhere) and read its acknowledgement log."""
+def test_every_promise_the_workloads_make_says_what_backs_it(tmp_path):
+    """Each kind the program's workloads make has one label in its BACKED_BY, each promise record
+    carries it, and the report's labels are the program's: run every workload (a plain directory is
+    enough; marks go nowhere) and read its acknowledgement log."""
     prog = pl.program()
     promises, workloads = (guest_module(f"fslabguest.powerloss.{m}") for m in ("promises", "workloads"))
-    unpromised = set()
+    seen: dict[str, str] = {}
     for w in prog.WORKLOADS:
         root = tmp_path / w
         root.mkdir()
         acks = promises.Acks(lambda pid: None)
-        workloads.run_workload(w, str(root), 0, 3, acks)
-        unpromised |= {p["kind"] for p in acks.promises if not p["posix"]}
-    assert unpromised == set(durability.UNPROMISED)
+        workloads.run_workload(w, str(root), 0, 15, acks)
+        seen |= {p["kind"]: p["backed_by"] for p in acks.promises}
+    assert seen == prog.BACKED_BY and set(seen.values()) == set(durability.LABELS)
+    assert seen["replace-nofsync"] == "fs-heuristic" and seen["append-fdatasync"] == "posix"
+    assert seen["mkdir-fsync"] == "linux-convention"
 
 
 # --- one case through the real agent, with a stand-in program ------------------------------------
@@ -165,6 +169,7 @@ for m, v in (("points_checked", 10), ("points_unmountable", 0), ("points_needing
     emit(m, v)
 emit("points_unmountable_pct", 0.0, "%")
 emit("points_needing_repair_pct", 20.0, "%")
+emit("points_not_clean_pct", 20.0, "%")
 emit("promises_made", 4, kind="create-fsync")
 emit("promises_checked", 4, kind="create-fsync")
 emit("promises_broken", broken, kind="create-fsync")

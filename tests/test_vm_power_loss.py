@@ -2,9 +2,11 @@
 mounts and checkers in a guest.
 
 1. The smoke profile (tests/vmconfigs/power-loss-smoke.yaml: ext4 and ext2 in one boot; CI): crash
-   points were checked on both; the positive control broke the promise whose write it dropped,
-   and its evidence came back; ext4 kept every fsynced promise of the maildir workload; the
-   checker ran at every point (its exit code recorded); the report has the durability section.
+   points were checked on both; the data control broke the promise whose write it dropped,
+   and its evidence came back; e2fsck flagged the metadata control's inverted block; every
+   promise says what backs it and the checker's verdicts add up; ext4 kept every fsynced promise
+   of the maildir workload; the checker ran at every point (its exit code and verdict recorded);
+   the report has the durability section.
 2. A log disk too small: that filesystem's cases fail with one clear line, the next filesystem
    is recorded as if nothing happened (tests/vmconfigs/power-loss-small-log.yaml).
 """
@@ -32,8 +34,20 @@ def test_power_loss_smoke_on_ext4_and_ext2(image, tmp_path):
         wl, ctl = _values(recs, fs, "maildir"), _values(recs, fs, "control")
         assert wl[("points_checked", None)] > 0 and ctl[("points_checked", None)] > 0, fs
         assert wl[("promises_checked", None)] == wl[("promises_made", None)] > 0, fs  # every promise checked
-        # the positive control: its dropped write was in a crash state checked, and broke its promise
+        # the data control: its dropped write was in a crash state checked, and broke its promise
         assert ctl[("fault_replayed", None)] == 1 and ctl[("fault_promise_broken", None)] == 1, fs
+        # the metadata control: a metadata block inverted on the last crash state, flagged by e2fsck
+        assert ctl[("metadata_control_made", None)] == 1 and ctl[("metadata_control_flagged", None)] == 1, fs
+        meta = json.loads((run_dir / "raw" / fs / "control" / "run" / "metadata-control.json").read_text())
+        assert meta["tries"][-1]["verdict"] == "needs repair" and meta["tries"][-1]["offset"] > 0, meta
+        # every promise labelled by what backs it; the checker's verdicts add up to the mounted points
+        made = {r.get("backed_by"): r["value"] for r in recs if r["fs"] == fs and r["case"] == "maildir"
+                and r["metric"] == "promises_made" and r.get("kind") is None}
+        assert made == {None: wl[("promises_made", None)], "linux-convention": wl[("promises_made", None)]}, made
+        verdicts = sum(wl[(m, None)] for m in ("points_clean", "points_preen_fixed", "points_needing_repair",
+                                                  "points_checker_failed"))
+        assert verdicts == wl[("points_checked", None)] - wl[("points_unmountable", None)], fs
+        assert wl[("points_total", None)] >= wl[("points_checked", None)], fs
         assert ctl[("promises_broken", None)] >= 1, fs
         (dropped,) = [r for r in recs if r["fs"] == fs and r["metric"] == "fault_dropped_entry"]
         ev = json.loads((run_dir / "raw" / fs / "control" / "run" / "evidence" / f"{dropped['promise']}.json")
@@ -46,16 +60,20 @@ def test_power_loss_smoke_on_ext4_and_ext2(image, tmp_path):
                       (run_dir / "raw" / fs / case / "run" / "points.jsonl").read_text().splitlines()]
             assert len(points) == _values(recs, fs, case)[("points_checked", None)]
             assert all(p["check"]["ran"] and isinstance(p["check"]["rc"], int) for p in points), (fs, case)
+            assert all(p["check"]["verdict"] in ("clean", "fixed by preen", "needs repair", "checker failed")
+                       for p in points), (fs, case)
             assert points[0]["check"]["argv"][0] == "e2fsck"
-        summary[fs] = {"points": wl[("points_checked", None)], "control_points": ctl[("points_checked", None)],
-                       "needing_repair": wl[("points_needing_repair", None)],
-                       "broken": wl[("promises_broken", None)]}
+        summary[fs] = {"points": wl[("points_checked", None)], "of": wl[("points_total", None)],
+                       "control_points": ctl[("points_checked", None)],
+                       "preen": wl[("points_preen_fixed", None)], "needing_repair": wl[("points_needing_repair", None)],
+                       "broken": wl[("promises_broken", None)], "meta_control": meta["why"]}
     # ext4 keeps what it promised after fsync (the maildir workload's promises are all fsynced)
     assert _values(recs, "ext4", "maildir")[("promises_broken", None)] == 0
     cp = fslab("report", str(run_dir), timeout=600)
     assert cp.returncode == 0, cp.stderr[-2000:]
     html = (run_dir / "report" / "index.html").read_text()
-    assert "Durability at power loss" in html and "ext4: yes, ext2: yes" in html
+    assert "Durability at power loss" in html and "ext4: yes, ext2: yes" in html and "Metadata control" in html
+    assert "The metadata control of" not in html and "The data control of" not in html  # both controls shown
     assert (run_dir / "report" / "figures" / "power-loss-durability.svg").is_file()
     print(f"\npower-loss smoke: {wall:.0f} s wall; {json.dumps(summary)}")
 

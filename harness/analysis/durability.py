@@ -4,15 +4,22 @@ placed with the answer; and, when a report holds runs of both kinds, durability 
 Per filesystem (variant) of a power-loss run, summed over its workload cases and repetitions
 (the positive control apart), from the metric lines of fslab-powerloss
 (harness/guest/fslab_powerloss.py):
-- crash points checked; % unmountable = points that did not mount / points checked; % needing
-  repair = points whose read-only checker was not clean / points where a checker ran (after the
-  mount's journal replay; a filesystem without a checker says so instead of 0);
+- crash points checked (of all the crash points the log held); % unmountable = points that did
+  not mount / points checked; the checker's verdicts at the points that mounted (after the mount's
+  journal replay), from each tool's documented exit codes (the program's checkers.py): clean, fixed
+  by the boot's automatic preen (e2fsck -p), needing repair by a human, and checker failed
+  (operational error, timeout), counted apart; % needing repair = needing repair / verdicts (the
+  checker did not fail); a filesystem without a checker says so instead of 0;
 - promises broken by kind, as broken / checked (a promise counts once however many crash points
-  break it); "fsynced promises broken" leaves out the kinds POSIX does not promise (UNPROMISED);
+  break it), and split by what backs each kind (the program's BACKED_BY: posix, linux-convention,
+  fs-heuristic): a filesystem that breaks a POSIX promise has a bug, one that breaks an
+  fs-heuristic promise does what nothing documented asks;
 - unsynced writes lost and present (informational: nothing promised them);
-- whether the positive control (case `control`, one flushed write dropped) broke its promise:
-  "control detected loss: yes / no". Where it did not, the filesystem's zeros mean nothing, and
-  the section says so loudly.
+- the controls of case `control`, each reported for what it proves: the data control (one flushed
+  write of a promised file dropped) broke its promise: the promise check sees lost data; the
+  metadata control (one metadata block inverted) was flagged by the checker: the checker sees
+  corrupt metadata. A control that did not show its loss, could not be made or did not run is a
+  loud warning: the zeros it should vouch for mean nothing.
 A case that failed (an error of fslab) is listed with its one-line error; its points are not in
 the sums.
 
@@ -23,19 +30,27 @@ Filesystems are matched by name (variant name), as a vmconfig names them.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from html import escape
 
 from harness.analysis import ranking
 from harness.analysis.number_format import fmt
 from harness.analysis.runs import Run, measured
+from harness.suites import power_loss
 
 SUITE = "power-loss"
 CONTROL = "control"  # harness/suites/power_loss.py's positive control
-# Kinds whose promise POSIX does not make (fslab_powerloss.py `posix: false`): rename over a file
-# whose data was never fsynced; applications expect it, the table shows it apart.
-UNPROMISED = ("replace-nofsync",)
-FIGURE = "power-loss-durability"  # harness/analysis/figures.py
+LABELS: tuple[str, ...] = tuple(power_loss.program().LABELS)  # what backs a promise, strongest first
+DOCUMENTED = ("posix", "linux-convention")  # the labels a filesystem documents it keeps
+FIGURE = "power-loss-durability"
+DATA_CONTROL = ("one flushed write of a promised file dropped: proves that the promise check sees lost data; "
+                "says nothing of the checker")
+META_CONTROL = ("one metadata block inverted on the last crash state: proves that the filesystem's checker "
+                "flags corrupt metadata")
+# the lines that say how much of each case was checked (fslab-powerloss), in FsDurability.sampling's order
+SAMPLING = ("points_checked", "points_total", "promise_points_unchecked", "promises_made", "promises_checked",
+            "log_fua_overlaps")  # harness/analysis/figures.py
 
 
 @dataclass
@@ -47,27 +62,52 @@ class FsDurability:
     cases: list[str] = field(default_factory=list)
     points: int = 0
     unmountable: int = 0
-    repair: int = 0
+    repair: int = 0  # needs repair by a human
+    preen: int = 0  # fixed by the automatic preen
+    clean: int = 0
+    checker_failed: int = 0
+    verdicts: bool = False  # the run counts the checker's verdicts apart (points_clean, ...)
     no_checker: int = 0
     kinds: dict[str, list[int]] = field(default_factory=dict)  # kind -> [made, checked, broken]
+    labels: dict[str, str] = field(default_factory=dict)  # kind -> what backs it (posix, ...)
     unsynced_lost: int = 0
     unsynced_present: int = 0
     no_checker_why: str = ""  # the program's note: "no checker for nilfs2", "checker missing from the image: X"
     control: str = "missing"  # yes | no | not run: <why> | failed: <error> | missing
+    meta_control: str = "missing"  # yes | no: <why> | not made: <why> | failed: <error> | missing
     failed: list[str] = field(default_factory=list)  # "<case>: <error>"
+    # per workload case: [points checked, crash points in its log, promise points left unchecked,
+    # promises made, promises checked, FUA/plain overlaps in its log] (the sample, said)
+    sampling: dict[str, list[int]] = field(default_factory=dict)
+    points_total: int = 0
 
     @property
     def unmountable_pct(self) -> float | None:
         return 100 * self.unmountable / self.points if self.points else None
 
     @property
-    def repair_pct(self) -> float | None:
-        ran = self.points - self.no_checker
-        return 100 * self.repair / ran if ran else None
+    def judged(self) -> int:
+        """Points with a checker verdict: mounted, the checker ran and did not fail (runs before the
+        verdicts were told apart: every point where a checker ran)."""
+        if self.verdicts:
+            return self.clean + self.preen + self.repair
+        return self.points - self.no_checker
 
-    def broken(self, fsynced_only: bool = True) -> tuple[int, int]:
-        """(broken, checked) over the kinds, the unpromised ones left out by default."""
-        ks = [v for k, v in self.kinds.items() if not (fsynced_only and k in UNPROMISED)]
+    @property
+    def repair_pct(self) -> float | None:
+        return 100 * self.repair / self.judged if self.judged else None
+
+    @property
+    def preen_pct(self) -> float | None:
+        return 100 * self.preen / self.judged if self.judged else None
+
+    def label(self, kind: str) -> str:
+        """What backs `kind`: its records' `backed_by`, or the program's table for older runs."""
+        return self.labels.get(kind) or power_loss.program().BACKED_BY.get(kind, "unlabelled")
+
+    def broken(self, labels: tuple[str, ...] = DOCUMENTED) -> tuple[int, int]:
+        """(broken, checked) over the kinds backed by one of `labels` (default: the documented ones)."""
+        ks = [v for k, v in self.kinds.items() if self.label(k) in labels]
         return sum(v[2] for v in ks), sum(v[1] for v in ks)
 
 
@@ -101,7 +141,7 @@ def collect(run: Run) -> list[FsDurability]:
             if msg not in d.failed:
                 d.failed.append(msg)
             if case == CONTROL:
-                d.control = f"failed: {r.get('error')}"
+                d.control = d.meta_control = f"failed: {r.get('error')}"
             continue
         if case == CONTROL:
             controls.setdefault(fs, []).append(r)
@@ -112,10 +152,21 @@ def collect(run: Run) -> list[FsDurability]:
         if kind is not None and metric in ("promises_made", "promises_checked", "promises_broken"):
             slot = ("promises_made", "promises_checked", "promises_broken").index(metric)
             d.kinds.setdefault(str(kind), [0, 0, 0])[slot] += _num(r)
+            if r.get("backed_by"):
+                d.labels[str(kind)] = str(r["backed_by"])
             continue
+        if r.get("backed_by") is not None:  # the per-label lines: derived here from the kinds
+            continue
+        if kind is None and metric in SAMPLING:
+            d.sampling.setdefault(case, [0] * len(SAMPLING))[SAMPLING.index(metric)] += _num(r)
+            if metric == "points_total":
+                d.points_total += _num(r)
+        if metric == "points_clean":
+            d.verdicts = True
         if metric == "points_without_checker" and r.get("note") and not d.no_checker_why:
             d.no_checker_why = str(r["note"])
         attr = {"points_checked": "points", "points_unmountable": "unmountable", "points_needing_repair": "repair",
+                "points_preen_fixed": "preen", "points_clean": "clean", "points_checker_failed": "checker_failed",
                 "points_without_checker": "no_checker", "unsynced_lost": "unsynced_lost",
                 "unsynced_present": "unsynced_present"}.get(metric)
         if attr is not None:
@@ -123,6 +174,7 @@ def collect(run: Run) -> list[FsDurability]:
     for fs, recs in controls.items():
         if not out[fs].control.startswith("failed"):
             out[fs].control = control_verdict(recs)
+            out[fs].meta_control = meta_control_verdict(recs)
     return sorted(out.values(), key=lambda d: (order.index(d.fs) if d.fs in order else len(order), d.fs))
 
 
@@ -146,6 +198,31 @@ def control_verdict(recs: list[dict]) -> str:
     return "yes" if all(_num(r) for r in broken) else "no"
 
 
+def meta_control_verdict(recs: list[dict]) -> str:
+    """The metadata control's verdict from its metadata_control_* lines: "yes" when every
+    repetition's checker flagged the inverted block; otherwise why not.
+
+    >>> meta_control_verdict([{"metric": "metadata_control_made", "value": 1},
+    ...                       {"metric": "metadata_control_flagged", "value": 1, "note": "e2fsck exit 4"}])
+    'yes'
+    >>> meta_control_verdict([{"metric": "metadata_control_made", "value": 0, "note": "no checker for nilfs2"}])
+    'not made: no checker for nilfs2'
+    >>> meta_control_verdict([{"metric": "fault_replayed", "value": 1}])
+    'missing'
+    """
+    made = [r for r in recs if r.get("metric") == "metadata_control_made"]
+    flagged = [r for r in recs if r.get("metric") == "metadata_control_flagged"]
+    if not made:
+        return "missing"
+    notmade = [r for r in made if not _num(r)]
+    if notmade:
+        return f"not made: {notmade[0].get('note') or 'no reason recorded'}"
+    missed = [r for r in flagged if not _num(r)]
+    if missed or not flagged:
+        return f"no: {missed[0].get('note') if missed else 'no verdict recorded'}"
+    return "yes"
+
+
 def power_loss_runs(runs: list[Run]) -> list[Run]:
     return [r for r in runs if any(x.get("suite") == SUITE for x in r.records)]
 
@@ -155,34 +232,124 @@ def _pct(x: float | None) -> str:
 
 
 def _repair(d: FsDurability) -> str:
-    """The share needing repair; where points were checked but no checker ran, why (the catalog has
-    none, or the image lacks it)."""
+    """The share needing repair by a human; where points were checked but no checker ran, why (the
+    catalog has none, or the image lacks it); the points where the checker failed, said."""
     if d.points and d.points == d.no_checker:
         return d.no_checker_why or "no checker ran"
-    return _pct(d.repair_pct) + (f" ({d.no_checker} points without checker)" if d.no_checker else "")
+    return (_pct(d.repair_pct) + (f" ({d.no_checker} points without checker)" if d.no_checker else "")
+            + (f" (checker failed at {d.checker_failed})" if d.checker_failed else ""))
+
+
+def _preen(d: FsDurability) -> str:
+    if d.points and d.points == d.no_checker:
+        return "-"
+    return _pct(d.preen_pct)
+
+
+def _label_of(ds: list[FsDurability], kind: str) -> str:
+    return next((d.label(kind) for d in ds if kind in d.kinds), "unlabelled")
 
 
 def _kinds(ds: list[FsDurability]) -> list[str]:
-    return sorted({k for d in ds for k in d.kinds}, key=lambda k: (k in UNPROMISED, k))
+    order = {lab: i for i, lab in enumerate(LABELS)}
+    return sorted({k for d in ds for k in d.kinds}, key=lambda k: (order.get(_label_of(ds, k), len(order)), k))
+
+
+def _labels(ds: list[FsDurability]) -> list[str]:
+    have = {d.label(k) for d in ds for k in d.kinds}
+    return [lab for lab in LABELS if lab in have] + sorted(have - set(LABELS))
 
 
 def table(ds: list[FsDurability]) -> tuple[list[str], list[list[str]]]:
-    """The durability table: one row per filesystem; per kind "broken/checked"."""
-    kinds = _kinds(ds)
-    head = ["fs", "points checked", "unmountable", "needing repair", "fsynced promises broken",
-            *(f"{k} broken" for k in kinds), "unsynced lost / present", "control detected loss", "failed cases"]
+    """The durability table: one row per filesystem; broken promises by what backs them (posix,
+    linux-convention, fs-heuristic), then per kind "broken of checked"."""
+    kinds, labels = _kinds(ds), _labels(ds)
+    head = ["fs", "points checked", "unmountable", "fixed by preen", "needing repair",
+            *(f"{lab} promises broken" for lab in labels),
+            *(f"{k} ({_label_of(ds, k)}) broken" for k in kinds), "unsynced lost / present", "data control",
+            "metadata control", "failed cases"]
     rows = []
     for d in ds:
-        b, c = d.broken()
-        rows.append([d.fs, str(d.points), _pct(d.unmountable_pct), _repair(d), f"{b} of {c}",
+        by_label = [d.broken((lab,)) for lab in labels]
+        rows.append([d.fs, sampled(d), _pct(d.unmountable_pct), _preen(d), _repair(d),
+                     *(f"{b} of {c}" if c or b else "-" for b, c in by_label),
                      *(f"{d.kinds[k][2]} of {d.kinds[k][1]}" if k in d.kinds else "-" for k in kinds),
-                     f"{d.unsynced_lost} / {d.unsynced_present}", d.control, "; ".join(d.failed) or "-"])
+                     f"{d.unsynced_lost} / {d.unsynced_present}", d.control, d.meta_control,
+                     "; ".join(d.failed) or "-"])
+    return head, rows
+
+
+def sampled(d: FsDurability) -> str:
+    """"N of M crash points checked" over the workload cases ("every one" when all were).
+
+    >>> d = FsDurability("r", "ext4", points=12, points_total=30)
+    >>> sampled(d), sampled(FsDurability("r", "xfs", points=5, points_total=5))
+    ('12 of 30', '5 of 5 (every one)')
+    """
+    if not d.points_total:
+        return str(d.points)
+    return f"{d.points} of {d.points_total}" + (" (every one)" if d.points >= d.points_total else "")
+
+
+def sampling_table(ds: list[FsDurability]) -> tuple[list[str], list[list[str]]]:
+    """Per filesystem and workload case: crash points checked of those in its log, the points just
+    after a promise left out, promises checked of those made, and FUA/plain overlaps in its log."""
+    head = ["fs", "case", "crash points checked", "promise points not checked", "promises checked",
+            "FUA/plain overlaps"]
+    rows = []
+    for d in ds:
+        for case, (pts, total, unchecked, made, checked, overlaps) in d.sampling.items():
+            rows.append([d.fs, case, f"{pts} of {total}" if total else str(pts), str(unchecked),
+                         f"{checked} of {made} made" if made else "-", str(overlaps)])
+    return head, rows
+
+
+def explain(d: FsDurability, case: str, ev: dict) -> str:
+    """Why one promise broke, as far as the run itself can tell: expected (nothing documented
+    promises it), the crash model's upper bound (no flush after mkfs), possibly the log's order
+    (a FUA/plain overlap), or a finding (a documented promise broken where the log is sound)."""
+    kind = str((ev.get("promise") or {}).get("kind") or "")
+    label = str((ev.get("promise") or {}).get("backed_by") or d.label(kind))
+    sample = d.sampling.get(case) or [0] * len(SAMPLING)
+    if label not in DOCUMENTED:
+        return f"expected: {label}, a promise no filesystem documents"
+    if sample[1] == 1:
+        return "upper bound by construction: no flush or FUA after mkfs, nothing it wrote became stable"
+    if sample[5]:
+        return f"finding, unless the log's order misleads: {sample[5]} FUA/plain overlap(s) in this log"
+    if ((ev.get("failure") or {}).get("expected") or {}).get("type") == "atomic":
+        return f"finding: a {label} promise lost by a half-done rename"
+    return f"finding: a {label} promise broken"
+
+
+def broken_table(run: Run, ds: list[FsDurability]) -> tuple[list[str], list[list[str]]]:
+    """Every broken promise of the workload cases, from its evidence file
+    (raw/<fs>/<case>/run/evidence/<promise>.json): kind and label, what was found, at how many
+    points, and `explain`'s reading of it."""
+    head = ["fs", "case", "promise", "kind (backed by)", "found", "points broken", "reading", "evidence"]
+    rows = []
+    for d in ds:
+        for case in d.sampling:
+            evdir = run.dir / "raw" / d.fs / case / "run" / "evidence"
+            for path in sorted(evdir.glob("p*.json"), key=lambda p: int(p.stem[1:]) if p.stem[1:].isdigit() else 0):
+                try:
+                    ev = json.loads(path.read_text())
+                except (OSError, ValueError):
+                    continue
+                pr, fail = ev.get("promise") or {}, ev.get("failure") or {}
+                kind = str(pr.get("kind") or "?")
+                rows.append([d.fs, case, str(pr.get("id") or path.stem),
+                             f"{kind} ({pr.get('backed_by') or d.label(kind)})",
+                             f"{fail.get('path', '?')}: {fail.get('verdict', '?')}",
+                             str(len(ev.get("points_broken") or [])), explain(d, case, ev),
+                             str(path.relative_to(run.dir))])
     return head, rows
 
 
 def blind(ds: list[FsDurability]) -> list[FsDurability]:
-    """Filesystems whose control did not show its loss (its other zeros then mean nothing)."""
-    return [d for d in ds if d.control != "yes" and not d.control.startswith("not run")]
+    """Filesystems whose data control did not show its loss, could not be made or did not run
+    (their zeros then mean nothing)."""
+    return [d for d in ds if d.control != "yes"]
 
 
 def beside_speed(runs: list[Run], ds: list[FsDurability]) -> tuple[list[str], list[list[str]]] | None:
@@ -198,24 +365,33 @@ def beside_speed(runs: list[Run], ds: list[FsDurability]) -> tuple[list[str], li
         scores.append((f"{suite} ({r.label})", s.per_fs, [fs for _, fs in order]))
     by_fs = {d.fs: d for d in ds}
     names = [fs for _, per, _ in scores for fs in per if fs in by_fs]
-    head = ["fs", *(f"speed: {name} score (rank)" for name, _, _ in scores), "fsynced promises broken",
-            "unmountable", "needing repair", "control detected loss"]
+    head = ["fs", *(f"speed: {name} score (rank)" for name, _, _ in scores), "documented promises broken",
+            "unmountable", "needing repair", "data control", "metadata control"]
     rows = []
     for fs in dict.fromkeys(names):
         d = by_fs[fs]
         cells = [f"{fmt(per[fs])} ({ranked.index(fs) + 1} of {len(ranked)})" if per.get(fs) is not None else "-"
                  for _, per, ranked in scores]
         b, c = d.broken()
-        rows.append([fs, *cells, f"{b} of {c}", _pct(d.unmountable_pct), _repair(d), d.control])
+        rows.append([fs, *cells, f"{b} of {c}", _pct(d.unmountable_pct), _repair(d), d.control, d.meta_control])
     return (head, rows) if rows else None
 
 
 LEAD = ("Each case recorded every write the filesystem made from mkfs on (dm-log-writes), then rebuilt its "
-        "disk at every crash point (each flush or FUA: what a disk with a volatile cache holds when the power "
-        "goes then), mounted it (journal replay), checked every promise the workload had been told was durable, "
-        "and ran the filesystem's own checker read-only. Unmountable and needing repair are shares of the "
-        "crash points checked; a promise counts once however many points break it. Sums over the workload "
-        "cases; the positive control apart. A broken promise is a finding: its evidence is under "
+        "disk at crash points (each flush or FUA: what a disk with a volatile cache holds when the power "
+        "goes then; all of them, or a sample that keeps the first, the last and those just after a promise, "
+        "as the sampling table says), mounted it (journal replay), checked every promise the workload had been "
+        "told was durable, "
+        "and ran the filesystem's own checker read-only. Unmountable is a share of the crash points checked; "
+        "fixed by preen (what the boot's automatic fsck -p repairs by itself: e2fsck only) and needing repair "
+        "(by a human) are shares of the points that mounted where the checker gave a verdict, from each "
+        "checker's documented exit codes; a checker that failed (operational error, timeout) is counted apart; "
+        "a promise counts once however many points break it. Broken promises are split "
+        "by what backs them: posix (a file's data after its own fsync or fdatasync), linux-convention (a name "
+        "made, removed or renamed, durable once its directory was fsynced: fsync(2), not POSIX) and "
+        "fs-heuristic (rename over a file whose data was never fsynced: what ext4's auto_da_alloc does, no "
+        "filesystem documents it). Sums over the workload cases; the positive control apart. A broken promise "
+        "is a finding: its evidence is under "
         "raw/<fs>/<case>/run/evidence/.")
 
 
@@ -248,26 +424,69 @@ def sections(runs: list[Run]) -> list:
         profile = (run.plan.get("suite") or {}).get("profile")
         title = f"run {run.label}: power-loss ({profile})" if len(runs) > 1 else f"power-loss ({profile})"
         sens = ", ".join(f"{d.fs}: {d.control}" for d in ds)
-        html += [f"<h3>{escape(title)}</h3>", f"<p><b>Checker sensitivity</b> (control detected loss): "
-                 f"{escape(sens)}</p>"]
-        md += [f"### {title}", "", f"**Checker sensitivity** (control detected loss): {sens}", ""]
+        meta = ", ".join(f"{d.fs}: {d.meta_control}" for d in ds)
+        html += [f"<h3>{escape(title)}</h3>", f"<p><b>Data control</b> ({escape(DATA_CONTROL)}): {escape(sens)}</p>",
+                 f"<p><b>Metadata control</b> ({escape(META_CONTROL)}): {escape(meta)}</p>"]
+        md += [f"### {title}", "", f"**Data control** ({DATA_CONTROL}): {sens}", "",
+               f"**Metadata control** ({META_CONTROL}): {meta}", ""]
         bad = blind(ds)
         failed = [d for d in bad if d.control.startswith("failed")]
-        missed = [d for d in bad if d not in failed]
+        notrun = [d for d in bad if d.control.startswith("not run") or d.control == "missing"]
+        missed = [d for d in bad if d not in failed and d not in notrun]
         texts = []
         if missed:
-            texts.append(f"The positive control of {', '.join(d.fs for d in missed)} did not show the loss it was "
-                         "given: the checker is blind there, so its zeros (promises kept, points clean) mean nothing.")
+            texts.append(f"The data control of {', '.join(d.fs for d in missed)} did not show the loss it was "
+                         "given: the promise check is blind there, so its zeros (promises kept) mean nothing.")
         if failed:  # e.g. no flush ever covered a promised file's data (jfs, ext4 barrier=0): nothing to drop
-            texts.append(f"The positive control of {', '.join(d.fs for d in failed)} could not be made (its error is "
-                         "in the table): the checker's sensitivity is unproven there, so its zeros prove nothing; "
-                         "the losses it found stand.")
+            texts.append(f"The data control of {', '.join(d.fs for d in failed)} could not be made (its error is "
+                         "in the table): the promise check's sensitivity is unproven there, so its zeros prove "
+                         "nothing; the losses it found stand.")
+        if notrun:  # its dropped write in no crash state checked (no flush after it), or no control case at all
+            texts.append("The data control of " + ", ".join(f"{d.fs} ({d.control})" for d in notrun) + " was not "
+                         "run: the promise check's sensitivity is unproven there, so its zeros prove nothing.")
+        noflush = [f"{d.fs} ({', '.join(c for c, v in d.sampling.items() if v[1] == 1)})" for d in ds
+                   if any(v[1] == 1 for v in d.sampling.values())]
+        if noflush:  # one crash point: the state mkfs left; jfs_fsync and ext4 barrier=0 issue no cache flush
+            texts.append("No flush or FUA write after mkfs in " + ", ".join(noflush) + ": under the crash model "
+                         "nothing these cases wrote ever became stable, so every promise they broke is the "
+                         "model's upper bound by construction (a real disk's cache writes back within seconds), "
+                         "not a measured loss.")
+        nometa = [d for d in ds if d.meta_control != "yes" and not d.control.startswith("failed")]
+        if nometa:
+            texts.append("The metadata control of " + ", ".join(f"{d.fs} ({d.meta_control})" for d in nometa)
+                         + " did not show that the checker flags corrupt metadata: its clean verdicts prove nothing "
+                         "there.")
         for text in texts:
             html.append(f'<div class="loud"><ul><li>{escape(text)}</li></ul></div>')
             md += [f"- **WARNING**: {text}", ""]
         head, rows = table(ds)
         html.append(_html_table(head, rows))
         md += _md_table(head, rows) + [""]
+        bhead, brows = broken_table(run, ds)
+        if brows:
+            text = (f"Each broken promise ({len(brows)}), read from its evidence: expected where nothing documented "
+                    "promises it, an upper bound where the filesystem issued no flush, a finding otherwise (the "
+                    "evidence file holds the crash point, the checker's output and what was found):")
+            html += [f"<p>{escape(text)}</p>", _html_table(bhead, brows)]
+            md += [text, "", *_md_table(bhead, brows), ""]
+        shead, srows = sampling_table(ds)
+        if srows:
+            total = sum(d.points_total for d in ds)
+            checked = sum(d.points for d in ds if d.points_total)
+            said = (f"every one of the {total} crash points in the logs was checked" if checked >= total else
+                    f"{checked} of the {total} crash points in the logs were checked (a sample)")
+            text = f"Sampling: {said}; per case, with the promises made and checked:"
+            html += [f"<p>{escape(text)}</p>", _html_table(shead, srows)]
+            md += [text, "", *_md_table(shead, srows), ""]
+            overlaps = [f"{r[0]} {r[1]} ({r[5]})" for r in srows if r[5] != "0"]
+            if overlaps:
+                warn = ("A plain write overlapped an earlier FUA write before the next flush in "
+                        f"{', '.join(overlaps)}: there the log's order may not be the device's (dm-log-writes "
+                        "logs a FUA write when it completes, a plain one at the next flush), so crash states "
+                        "after it may differ from what the disk held; the pairs are in the case's log.json "
+                        "(fua_overlaps).")
+                html.append(f'<div class="loud"><ul><li>{escape(warn)}</li></ul></div>')
+                md += [f"- **WARNING**: {warn}", ""]
     html.append(f"<p>Figure {FIGURE} (below, with the figures): promises broken and the shares of crash "
                 "points unmountable and needing repair, per workload.</p>")
     md += [f"Figure: figures/{FIGURE}.png", ""]

@@ -23,7 +23,7 @@ from harness.results.jsonl import read_jsonl, read_object
 
 # fields that tell apart several values of one metric in one rep (`section`: one fio stonewall group;
 # `kind`: power-loss's per promise kind lines beside the total)
-DETAIL_FIELDS = ("writer", "file", "section", "kind")
+DETAIL_FIELDS = ("writer", "file", "section", "kind", "backed_by")
 # Metrics shown beside a suite's headline: maildir's article plots delivery and read times; the
 # step suites (kernel-tree, file-ops, random-io) report real and CPU seconds.
 COMPANIONS = {"ms_per_delivery": ["ms_per_read"], "real_s": ["cpu_s"]}

@@ -63,6 +63,10 @@ Crash model (a disk with a volatile write cache that loses everything not behind
   the state holding when mkfs ended. Not modelled: reordering or partial loss among the writes of
   one flush epoch (a real disk may keep any subset of them, CrashMonkey and fstests' replay to
   each entry explore some of those); torn sectors.
+  Where a plain write overlaps a FUA write logged before it, with no flush between, the log's
+  order may not be the device's (dm-log-writes logs the FUA at its completion, the plain write at
+  the next flush, whichever reached the device first): each such pair is listed in log.json
+  (fua_overlaps) and counted in the metric log_fua_overlaps, said, not resolved.
   A filesystem that issues no flushes (barrier=0 / nobarrier) therefore keeps nothing after mkfs
   under this model: the upper bound of its loss, where a real disk's cache writes back within
   milliseconds to seconds.
@@ -72,7 +76,15 @@ even sample of them, counted in the metric promise_points_unchecked).
 
 A promise is checked on the path's latest due promise only (a later one supersedes it), and an
 operation that may have started before t (program order up to the next, not yet due, mark) adds
-its own outcome as an acceptable alternative, e.g. old or new content during a replace.
+its own outcome as an acceptable alternative, e.g. old or new content during a replace. A rename
+that may be running is also checked as one operation across its two paths: its source gone while
+its destination is as before it lost the data, and breaks the source's latest due promise. An
+append-only file (a prefix promise) may be longer than its promise only by what an append that
+may be running wrote: where none may be running, exactly its length.
+What backs each promise is recorded with it (promises.py BACKED_BY): posix (file data after its
+fsync/fdatasync), linux-convention (a name made durable by fsync of its directory, fsync(2)),
+fs-heuristic (rename over a file never fsynced, ext4's auto_da_alloc); a mkdir promise fsyncs the
+new directory and its parent.
 Writes no promise covers (the mix workload makes some on purpose) are informational: at points
 where they had certainly finished (before the last due mark, or at the final point) each is
 counted as unsynced present or lost.
@@ -112,6 +124,7 @@ from fslabguest.powerloss.check import check_all
 from fslabguest.powerloss.devmapper import check_free_device, check_write_cache, clean_stale
 from fslabguest.powerloss.log import MKFS_MARK, parse_log
 from fslabguest.powerloss.points import crash_points, log_summary, select_points
+from fslabguest.powerloss.promises import BACKED_BY, LABELS  # noqa: F401  (the host's labels: suites/power_loss.py)
 from fslabguest.powerloss.record import record
 from fslabguest.powerloss.replay import FAULTS
 from fslabguest.powerloss.report import report

@@ -39,10 +39,15 @@ Choices, and why:
   (records + fdatasync, a log or journal), `churn` (create, unlink, mkdir, rename, each made
   durable), `mix` (churn, appends, in-place overwrites and writes never synced). Each is a
   function of its seed: the seed is the repetition number ({rep}), so `--reps N` runs N seeds.
-- A positive control, case `control`, on every filesystem: `replace-fsync` with
+- Two controls, case `control`, on every filesystem. The data control: `replace-fsync` with
   `--fault drop-flushed-write`, i.e. the replay leaves out the write that holds the first data
-  block of a promised file. It must break that promise, or the checker is blind: the report says
-  "control detected loss: yes/no" per filesystem, and that a filesystem whose control did not
+  block of a promised file; it proves the promise check sees lost data and says nothing of the
+  checker. The metadata control (the program's controls.py, in the same case): one metadata
+  block of the last crash state inverted on a snapshot, which the filesystem's checker must
+  flag; it proves the checker sees corrupt metadata. A control that did not show its loss,
+  could not be made or did not run is a loud warning in the report. The data control
+  must break that promise, or the promise check is blind: the report says
+  "data control: yes/no" per filesystem, and that a filesystem whose control did not
   detect its loss has zeros that mean nothing. It checks every point (its workload is short).
 - Crash points past a profile's limit (`--max-points`): an even sample that always holds the
   first and the last point and every point just after a promise (the program's select_points).
@@ -171,7 +176,8 @@ def check(plan: dict[str, Any]) -> None:
 SUITE = Suite(
     name="power-loss",
     version=1,
-    description="crash consistency: every write logged (dm-log-writes), every crash point replayed, "
+    description="crash consistency: every write logged (dm-log-writes), crash points replayed (every one in "
+                "the paper profile, a stated sample in the others), "
                 "promises checked, the filesystem's own checker run",
     profiles={
         "paper": "6 workloads x 50 durability points, every crash point, + the positive control",

@@ -5,7 +5,8 @@ theory of ext3's journalling modes. What fslab can judge of each:
 
 - seed 001: after an outage ext2 needs fsck (minutes to hours), a journaling filesystem does
   not. Judged: the share of crash points whose read-only checker is not clean after the mount's
-  journal replay (points_needing_repair_pct), ext2 the worst of ext2 and the journaling
+  journal replay, whether the boot's automatic preen fixes it or a human must (points_not_clean_pct:
+  both mean an fsck run at boot), ext2 the worst of ext2 and the journaling
   filesystems the seed names (ext3, ReiserFS) plus ext4, XFS and JFS. Not judged: how long fsck
   takes (we run it on 512 MiB disks, read-only).
 - seed 003: fsck.jfs may stop with "CANNOT CONTINUE" and the partition no longer mounts. An
@@ -61,9 +62,10 @@ CLAIMS = (
           quote="Jeden dva nečekané výpadky proudu a trošku větší disk, či disků vícero, se postará o dlouhé minuty či "
                 "dokonce hodiny, kdy se ponejvíce utilitka fsck snaží zkontrolovat stav vašich dat",
           says="one or two unexpected power cuts and a bigger disk mean long minutes or even hours of fsck",
-          sides=(EXT2, EXT3, REISERFS, EXT4, XFS, JFS), measure=per_workload("points_needing_repair_pct"),
-          note="share of crash points whose read-only checker is not clean after the journal replay, paired by "
-               "workload; how long fsck takes is not measured"),
+          sides=(EXT2, EXT3, REISERFS, EXT4, XFS, JFS), measure=per_workload("points_not_clean_pct"),
+          note="share of mounted crash points whose read-only checker is not clean after the journal replay (fixed "
+               "by preen or needing repair; a checker that failed is in neither), paired by workload; how long fsck "
+               "takes is not measured"),
     Claim(id="pl-jfs-cannot-continue", suite=SUITE, kind="absolute",
           text="fsck.jfs may stop with 'CANNOT CONTINUE' and the partition no longer mounts",
           source="seed 003, update note", paper="'CANNOT CONTINUE'; the partition stops mounting (no numbers)",
@@ -95,5 +97,6 @@ CLAIMS = (
           says="this mode [ordered] is considered an acceptable middle ground between reliability and performance",
           sides=(EXT3_JOURNAL, EXT3_ORDERED, EXT3_WRITEBACK), measure=per_workload("promises_broken"),
           higher_is_better=False,
-          note="promises broken of every kind, the unpromised rename without fsync included, paired by workload"),
+          note="promises broken of every kind whatever backs it (posix, linux-convention, and the fs-heuristic rename "
+               "without fsync, where the modes differ), paired by workload"),
 )

@@ -100,9 +100,39 @@ def select_points(points: list[Point], limit: int) -> tuple[list[Point], int]:
 
 
 
+def fua_overlaps(log: Log) -> list[dict]:
+    """FUA writes overlapped by a plain write logged after them before the next FLUSH.
+
+    dm-log-writes logs a FUA write when it completes and a plain write only when the next flush
+    completes, so a plain write to the same sectors may have reached the device before the FUA
+    write (then the device holds the FUA's data) although the log holds it after (then the
+    replay holds the plain write's): the log cannot tell, and crash states after that flush may
+    differ from what the device held there. Each overlap: the FUA entry, the plain entry, the
+    FLUSH that logged it (None: the log's end) and the first byte offset they share.
+
+    >>> from fslabguest.powerloss.log import Entry
+    >>> es = [Entry(0, FUA, 0, 4096, 0), Entry(1, 0, 2048, 4096, 0), Entry(2, 0, 8192, 512, 0),
+    ...       Entry(3, FLUSH, 0, 0, 0)]
+    >>> fua_overlaps(Log(512, es, 0))
+    [{'fua': 0, 'plain': 1, 'flush': 3, 'offset': 2048}]
+    """
+    out = []
+    es = log.entries
+    for f in es:
+        if not (f.has(FUA) and f.writes):
+            continue
+        for e in es[f.index + 1:]:
+            if e.has(FLUSH):
+                break
+            if e.writes and not e.has(FUA) and e.offset < f.offset + f.length and f.offset < e.offset + e.length:
+                flush = next((x.index for x in es[e.index + 1:] if x.has(FLUSH)), None)
+                out.append({"fua": f.index, "plain": e.index, "flush": flush, "offset": max(e.offset, f.offset)})
+    return out
+
+
 def log_summary(log: Log, points: list[Point], chosen: list[Point]) -> dict:
     es = log.entries
-    return {"sectorsize": log.sectorsize, "entries": len(es), "used_bytes": log.used,
+    return {"fua_overlaps": fua_overlaps(log), "sectorsize": log.sectorsize, "entries": len(es), "used_bytes": log.used,
             "writes": sum(e.writes for e in es), "write_bytes": sum(e.length for e in es if e.writes),
             "flushes": sum(e.has(FLUSH) for e in es), "fuas": sum(e.has(FUA) for e in es),
             "discards": sum(e.has(DISCARD) for e in es), "marks": sum(e.has(MARK) for e in es),

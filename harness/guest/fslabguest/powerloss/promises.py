@@ -35,6 +35,23 @@ def file_state(data: bytes, kind: str = "file") -> dict:
     return {"type": kind, "size": len(data), "sha256": _sha(data), "head": data[:HEAD].hex()}
 
 
+# What backs each kind of promise (the weakest link the workload relies on), one label each:
+# - posix: POSIX itself. fsync/fdatasync of a file makes its data (and, for fdatasync, the size an
+#   append needs) durable; the file already had a durable name before.
+# - linux-convention: fsync(2) of Linux: "Calling fsync() does not necessarily ensure that the entry
+#   in the directory containing the file has also reached disk. For that an explicit fsync() on a
+#   file descriptor for the directory is also needed." A name made, removed or renamed is durable
+#   once its directory was fsynced: what every Linux filesystem documents, POSIX does not say.
+# - fs-heuristic: what some filesystems do beyond any documented promise because applications
+#   expect it (ext4's auto_da_alloc: rename over a file whose data was never fsynced).
+BACKED_BY = {
+    "append-fdatasync": "posix", "overwrite-fsync": "posix",
+    "create-fsync": "linux-convention", "mkdir-fsync": "linux-convention", "unlink-fsync": "linux-convention",
+    "rename-fsync": "linux-convention", "maildir-delivery": "linux-convention", "replace-fsync": "linux-convention",
+    "replace-nofsync": "fs-heuristic",
+}
+LABELS = ("posix", "linux-convention", "fs-heuristic")  # strongest first
+
 ABSENT: dict = {"type": "absent"}
 DIR: dict = {"type": "dir"}
 EXISTS: dict = {"type": "exists"}  # any regular file: a write that was never synced may leave anything
@@ -91,7 +108,9 @@ def matches(state: dict, found: dict, data: bytes | None) -> bool:
         return True
     if kind == "file":
         return len(data) == state["size"] and found["sha256"] == state["sha256"]
-    if kind == "prefix":
+    if kind == "prefix":  # max_size: set by `expectations` (exact when no append may be running)
+        if state.get("max_size") is not None and len(data) > state["max_size"]:
+            return False
         return len(data) >= state["size"] and _sha(data[:state["size"]]) == state["sha256"]
     if kind == "torn":
         off, n = state["off"], state["len"]
@@ -120,6 +139,9 @@ def verdict(state: dict, found: dict) -> str:
         return "zero-filled"
     if want is not None and size < want:
         return f"short ({size} of {want} bytes)"
+    if state["type"] == "prefix" and state.get("max_size") is not None and size > state["max_size"]:
+        return (f"long ({size} bytes where {state['max_size']} were written: "
+                f"{size - state['max_size']} bytes after the last record)")
     if found.get("leading_zero_bytes", 0) >= TORN:  # e.g. one data block never reached the disk
         return f"wrong content (its first {found['leading_zero_bytes']} bytes are zeros)"
     return "wrong content"
@@ -153,10 +175,12 @@ class Acks:
         self.ops.append(rec)
         self._write(rec)
 
-    def promise(self, kind: str, after: str, holds: str, effects: list[tuple[str, dict]], posix: bool = True) -> str:
+    def promise(self, kind: str, after: str, holds: str, effects: list[tuple[str, dict]]) -> str:
+        """Record a promise of `kind` (BACKED_BY says what backs it) and mark it in the log."""
+        backed_by = BACKED_BY[kind]
         pid = f"p{len(self.promises) + 1}"
         self.mark(pid)
-        rec = {"rec": "promise", "id": pid, "kind": kind, "after": after, "holds": holds, "posix": posix,
+        rec = {"rec": "promise", "id": pid, "kind": kind, "after": after, "holds": holds, "backed_by": backed_by,
                "ops": len(self.ops), "effects": [{"path": p, "state": s} for p, s in effects]}
         self.promises.append(rec)
         self._write(rec)
@@ -190,6 +214,10 @@ def expectations(ops: list[dict], promises: list[dict], due: int,
     checks = []
     for path, (pr, st) in latest.items():
         alts = [e.get("inflight", e["state"]) for seq, e in by_path.get(path, []) if seq > pr["ops"]]
+        if st["type"] == "prefix":  # no longer than what was written by the time of the crash
+            sizes = [a.get("size") for a in alts]
+            st = {**st, "max_size": None if None in sizes else max([st["size"], *sizes])}
+            alts = [{**a, "max_size": st["max_size"]} if a["type"] == "prefix" else a for a in alts]
         checks.append({"promise": pr["id"], "kind": pr["kind"], "path": path, "state": st, "alternatives": alts})
     unsynced = []
     for path, changes in by_path.items():
@@ -197,6 +225,46 @@ def expectations(ops: list[dict], promises: list[dict], due: int,
         if done and done[-1][1]["unsynced"] and done[-1][0] == changes[-1][0] and path not in latest:
             unsynced.append({"path": path, "seq": done[-1][0], "state": done[-1][1]["state"]})
     return checks, unsynced
+
+
+def atomic_checks(ops: list[dict], promises: list[dict], due: int, finished: bool = False) -> list[dict]:
+    """Operations with several effects (renames) that may be running once the first `due` promises
+    are due, each to be seen as one operation across its paths: for every path, the states it may
+    hold if the operation had not happened (`before`: its latest due promise's state, or absent when
+    none promised it, then every later operation before this one) and if it had (`after`: this
+    operation's outcome and every later one that may have started). A rename whose source shows it
+    done while its destination shows it not done lost the data; the promise that breaks is the
+    source's (or else the destination's) latest due promise.
+    """
+    s_due = len(ops) if finished else promises[due - 1]["ops"] if due else 0
+    s_next = promises[due]["ops"] if due < len(promises) else len(ops)
+    latest: dict[str, dict] = {}
+    for pr in promises[:due]:
+        for eff in pr["effects"]:
+            latest[eff["path"]] = pr
+    out = []
+    for op in ops[s_due:s_next]:
+        if len(op["effects"]) < 2:
+            continue
+        paths = []
+        for eff in op["effects"]:
+            path, last = eff["path"], latest.get(eff["path"])
+            base = last["ops"] if last else 0
+            before = [next(e["state"] for e in last["effects"] if e["path"] == path)] if last else [ABSENT]
+            after: list[dict] = []
+            for other in ops[base:s_next]:
+                for e in other["effects"]:
+                    if e["path"] == path and other["seq"] != op["seq"]:
+                        (before if other["seq"] < op["seq"] else after).append(e.get("inflight", e["state"]))
+            after.insert(0, eff.get("inflight", eff["state"]))
+            paths.append({"path": path, "source": eff["state"]["type"] == "absent", "before": before,
+                          "after": after, "promise": last})
+        owner = next((p["promise"] for p in paths if p["source"] and p["promise"]), None) or next(
+            (p["promise"] for p in paths if p["promise"]), None)
+        if owner is not None:  # nothing promised about any of its paths: nothing to break
+            out.append({"op": op["op"], "seq": op["seq"], "promise": owner["id"], "kind": owner["kind"],
+                        "paths": paths})
+    return out
 
 
 def verify(root: str, ops: list[dict], promises: list[dict], due: int, finished: bool = False) -> dict:
@@ -215,6 +283,23 @@ def verify(root: str, ops: list[dict], promises: list[dict], due: int, finished:
             if c["promise"] not in broken_ids:
                 broken_ids.append(c["promise"])
         results.append(res)
+    for a in atomic_checks(ops, promises, due, finished):
+        seen = {}
+        for p in a["paths"]:
+            found, data = observe(os.path.join(root, p["path"]))
+            was, now = (any(matches(x, found, data) for x in p[k]) for k in ("before", "after"))
+            seen[p["path"]] = ("done" if now and not was else "not done" if was and not now else "either", p, found)
+        gone = [path for path, (how, p, _) in seen.items() if p["source"] and how == "done"]
+        kept_old = [path for path, (how, p, _) in seen.items() if not p["source"] and how == "not done"]
+        if gone and kept_old:  # the source is gone, the destination never got its data
+            res = {"promise": a["promise"], "kind": a["kind"], "path": " -> ".join(seen), "ok": False,
+                   "expected": {"type": "atomic", "op": a["op"]},
+                   "found": {path: found for path, (_, _, found) in seen.items()},
+                   "verdict": f"half-done {a['op']}: {', '.join(gone)} gone, {', '.join(kept_old)} as before it "
+                              f"(the data lost)"}
+            results.append(res)
+            if a["promise"] not in broken_ids:
+                broken_ids.append(a["promise"])
     present = [u["path"] for u in unsynced if matches(u["state"], *observe(os.path.join(root, u["path"])))]
     lost = [u["path"] for u in unsynced if u["path"] not in present]
     kinds = {r["promise"]: r["kind"] for r in results}

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from fslabguest.powerloss.promises import Acks
+from fslabguest.powerloss.checkers import CLEAN, FAILED, PREEN, REPAIR
+from fslabguest.powerloss.promises import BACKED_BY, LABELS, Acks
 
 
 def pct(part: int, whole: int) -> float | None:
@@ -17,34 +18,61 @@ def pct(part: int, whole: int) -> float | None:
 
 
 def report(acks: Acks, tot: dict, emit: Callable) -> None:
-    """The metric lines of a finished run (each a record on the host). The two percentages are
-    derived here, once: of the points checked, those that did not mount; of the points where a
-    checker ran, those it did not find clean. The control's lines say whether its dropped write
+    """The metric lines of a finished run (each a record on the host). The checker's verdicts
+    (checkers.py: clean, fixed by preen, needs repair, checker failed) are counted at the points
+    that mounted (the kernel replayed the journal first); at a point that did not mount the checker
+    saw an image no mount replayed, counted apart (points_unmountable_checker_not_clean). The
+    percentages are derived here, once: of the points checked, those that did not mount; of the
+    mounted points with a verdict (the checker did not fail), those needing repair by a human, and
+    those not clean (preen or human). The control's lines say whether its dropped write
     was in any crash state checked (fault_replayed) and whether its promise broke
-    (fault_promise_broken): 1 is what a working checker must show."""
-    checked_by_fsck = tot["points"] - tot["no_checker"]
+    (fault_promise_broken): 1 is what a working promise check must show. The metadata control's
+    say whether it could be made (metadata_control_made) and whether the filesystem's checker
+    flagged the corrupted block (metadata_control_flagged): 1 is what a working checker must show."""
+    v = tot["verdicts"]
+    judged = v[CLEAN] + v[PREEN] + v[REPAIR]  # mounted points where a checker ran and did not fail
     emit("points_checked", tot["points"])
     emit("points_unmountable", tot["unmountable"])
-    emit("points_needing_repair", tot["repair"])
+    emit("points_clean", v[CLEAN])
+    emit("points_preen_fixed", v[PREEN])
+    emit("points_needing_repair", v[REPAIR])
+    emit("points_checker_failed", v[FAILED])
+    emit("points_unmountable_checker_not_clean", tot["unmountable_not_clean"])
     emit("points_without_checker", tot["no_checker"], **({"note": tot["no_checker_why"]} if tot["no_checker"] else {}))
     emit("points_unmountable_pct", pct(tot["unmountable"], tot["points"]), "%",
          derived="100 * points_unmountable / points_checked")
-    emit("points_needing_repair_pct", pct(tot["repair"], checked_by_fsck), "%",
-         derived="100 * points_needing_repair / (points_checked - points_without_checker)",
-         **({} if checked_by_fsck else {"note": "no checker ran"}))
+    note = {} if judged else {"note": "no checker verdict at a mounted point"}
+    emit("points_needing_repair_pct", pct(v[REPAIR], judged), "%",
+         derived="100 * points_needing_repair / (points_clean + points_preen_fixed + points_needing_repair)", **note)
+    emit("points_not_clean_pct", pct(v[PREEN] + v[REPAIR], judged), "%",
+         derived="100 * (points_preen_fixed + points_needing_repair) / (points_clean + points_preen_fixed + "
+                 "points_needing_repair)", **note)
     if "fault" in tot:
         f = tot["fault"]
         emit("fault_replayed", int(f["replayed"]), promise=f["promise"],
              **({} if f["replayed"] else {"note": "no crash point checked holds a state after the dropped write "
                                                   "(no flush or FUA came after it)"}))
         emit("fault_promise_broken", int(f["broken"]), promise=f["promise"])
+    if "metadata_control" in tot:  # controls.py: did the checker flag a metadata block inverted on purpose?
+        mc = tot["metadata_control"]
+        emit("metadata_control_made", int(mc["made"]), **({} if mc["made"] else {"note": mc["why"]}))
+        if mc["made"]:
+            emit("metadata_control_flagged", int(mc["flagged"]), note=mc["why"], offset=mc["tries"][-1]["offset"],
+                 tried=len(mc["tries"]))
     emit("promises_made", len(acks.promises))
     emit("promises_checked", len(tot["checked"]))
     emit("promises_broken", len(tot["broken"]))
     for kind in sorted({p["kind"] for p in acks.promises}):
-        emit("promises_made", sum(p["kind"] == kind for p in acks.promises), kind=kind)
-        emit("promises_checked", sum(k == kind for k in tot["checked"].values()), kind=kind)
-        emit("promises_broken", sum(k == kind for k in tot["broken"].values()), kind=kind)
+        label = BACKED_BY[kind]
+        emit("promises_made", sum(p["kind"] == kind for p in acks.promises), kind=kind, backed_by=label)
+        emit("promises_checked", sum(k == kind for k in tot["checked"].values()), kind=kind, backed_by=label)
+        emit("promises_broken", sum(k == kind for k in tot["broken"].values()), kind=kind, backed_by=label)
+    for label in LABELS:  # the same split by what backs the promise (promises.py BACKED_BY)
+        made = sum(BACKED_BY[p["kind"]] == label for p in acks.promises)
+        if made:
+            emit("promises_made", made, backed_by=label)
+            emit("promises_checked", sum(BACKED_BY[k] == label for k in tot["checked"].values()), backed_by=label)
+            emit("promises_broken", sum(BACKED_BY[k] == label for k in tot["broken"].values()), backed_by=label)
     emit("promise_checks", tot["checks"])
     emit("promise_checks_broken", tot["checks_broken"])
     emit("promise_checks_unmountable", tot["unreachable"])

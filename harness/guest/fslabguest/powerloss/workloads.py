@@ -44,14 +44,17 @@ class Tree:
             os.close(fd)
 
     def mkdirs(self, rels: list[str]) -> None:
-        """mkdir each, then fsync every parent involved, deepest first: one promise."""
+        """mkdir each, then fsync every new directory and every parent involved, deepest first: one
+        promise. The new directory's own fsync is what makes its inode durable (fsync(2): the
+        parent's fsync makes the entry durable, not the directory it names; ext2 writes the new
+        directory's inode only when that directory is synced)."""
         for rel in rels:
             self.ack.op(f"mkdir {rel}", (rel, DIR))
             os.mkdir(self.path(rel))
-        parents = sorted({self.parent(r) for r in rels}, key=lambda p: (-p.count("/"), p))
-        for p in parents:
-            self.fsync(p)
-        self.ack.promise("mkdir-fsync", f"mkdir {', '.join(rels)}; fsync {', '.join(p + '/' for p in parents)}",
+        dirs = sorted(set(rels) | {self.parent(r) for r in rels}, key=lambda p: (-p.count("/"), p))
+        for d in dirs:
+            self.fsync(d)
+        self.ack.promise("mkdir-fsync", f"mkdir {', '.join(rels)}; fsync {', '.join(d + '/' for d in dirs)}",
                          f"{', '.join(rels)} {'is a directory' if len(rels) == 1 else 'are directories'}",
                          [(r, DIR) for r in rels])
 
@@ -135,7 +138,7 @@ class Tree:
                              f"{rel} holds version {len(versions) - 1} ({len(data)} bytes), and while the next replace "
                              f"runs it holds that or the next, never an empty or partial file: what applications "
                              f"expect of rename-over, which POSIX does not promise without fsync of {tmp}",
-                             [(rel, st)], posix=False)
+                             [(rel, st)])
 
     def unsynced(self, rel: str, data: bytes) -> None:
         self.ack.op(f"write {rel} (never synced)", (rel, file_state(data), EXISTS), unsynced=True)

@@ -1,0 +1,119 @@
+"""The metadata control: a metadata block corrupted on purpose, which the filesystem's checker
+must flag.
+
+The data control (--fault drop-flushed-write, replay.py) proves that the promise check sees lost
+file data; it never tests the checker. This one does: on the last crash state (the whole workload
+done, its checker verdict clean), a copy-on-write snapshot gets one 4 KiB block inverted (every
+bit flipped), and the read-only checker runs on it. The block is one the workload's writes
+touched after mkfs and that holds no file data, chosen in this order: written with REQ_META (the
+log's METADATA flag), then written most often (bitmaps, inode tables, directories, journal
+superblocks are rewritten at every sync; a file's data once), then the lowest offset; never the
+device's first block (the primary superblock: a checker that cannot open the filesystem at all
+proves nothing). A block holds file data when one of its 512-byte sectors equals a sector of a
+file in the mounted final state, or when it looks like the workloads' data (SHAKE-256 bytes: few
+zero bytes). Up to TRIES candidates are tried, each on a fresh snapshot, until the checker flags
+one; the result says how many were tried. Flagged means the checker's verdict (checkers.py) is
+"needs repair"; "checker failed" (it could not check the corrupted image) is not flagged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable
+
+from fslabguest.powerloss import checkers
+from fslabguest.powerloss.log import METADATA, MKFS_MARK, Log
+
+BLOCK = 4096
+TRIES = 3
+DATA_LIKE_ZEROS = BLOCK // 64  # SHAKE-256 output has about 16 zero bytes in 4 KiB; metadata far more
+
+
+def _sector_hash(chunk: bytes) -> bytes:
+    return hashlib.blake2b(chunk.ljust(512, b"\0"), digest_size=12).digest()
+
+
+def file_sectors(root: str) -> set[bytes]:
+    """The hash of every 512-byte sector (the last one padded with zeros) of every regular file
+    under `root`: what a block must not hold to count as metadata."""
+    out: set[bytes] = set()
+    for base, _, files in os.walk(root):
+        for name in files:
+            path = os.path.join(base, name)
+            if os.path.islink(path):
+                continue
+            with open(path, "rb") as f:
+                data = f.read()
+            out.update(_sector_hash(data[i:i + 512]) for i in range(0, len(data), 512))
+    return out
+
+
+def candidates(log: Log, read: Callable[[int, int], bytes], data_sectors: set[bytes], dropped: set[int],
+               limit: int = TRIES) -> list[dict]:
+    """The blocks to corrupt, best first (the module's docstring), at most `limit`.
+
+    read(offset, length): the final state's bytes."""
+    start = log.marks().get(MKFS_MARK, -1)
+    count: dict[int, int] = {}
+    meta: set[int] = set()
+    for e in log.entries[start + 1:]:
+        if not e.writes or e.index in dropped:
+            continue
+        for b in range(e.offset // BLOCK, (e.offset + e.length - 1) // BLOCK + 1):
+            count[b] = count.get(b, 0) + 1
+            if e.has(METADATA):
+                meta.add(b)
+    out = []
+    for b in sorted(count, key=lambda b: (b not in meta, -count[b], b)):
+        if b == 0:
+            continue
+        data = read(b * BLOCK, BLOCK)
+        if not data.strip(b"\0"):
+            continue  # zeros: freed, or never more than zeros
+        if data.count(0) < DATA_LIKE_ZEROS or any(_sector_hash(data[i:i + 512]) in data_sectors
+                                                   for i in range(0, BLOCK, 512)):
+            continue
+        out.append({"offset": b * BLOCK, "writes": count[b], "metadata_flag": b in meta})
+        if len(out) >= limit:
+            break
+    return out
+
+
+def invert(fd: int, offset: int) -> None:
+    data = os.pread(fd, BLOCK, offset)
+    os.pwrite(fd, bytes(x ^ 0xFF for x in data), offset)
+    os.fsync(fd)
+
+
+def metadata_control(cands: list[dict], baseline: dict, run_check: Callable[[int], tuple[list[str], int, str]]
+                     ) -> dict:
+    """Try the candidates until the checker flags one. run_check(offset): invert that block on a
+    fresh snapshot, run the checker there, return (argv, exit code, output). baseline: the final
+    crash point's own check record (its verdict must be clean, or the control proves nothing).
+
+    >>> metadata_control([{"offset": 8192}], {"ran": True, "verdict": "clean"},
+    ...                  lambda off: (["e2fsck", "-f", "-n", "d"], 4, "Block bitmap differences"))["flagged"]
+    True
+    >>> metadata_control([], {"ran": True, "verdict": "clean"}, lambda off: ([], 0, ""))["made"]
+    False
+    """
+    if not baseline.get("ran"):
+        return {"made": False, "why": baseline.get("note") or "no checker ran"}
+    if baseline.get("verdict") != checkers.CLEAN:
+        return {"made": False, "why": f"the last crash state was not clean before the corruption "
+                                      f"({baseline.get('verdict')}: {baseline.get('why')})"}
+    if not cands:
+        return {"made": False, "why": "no block the workload wrote holds metadata apart from the superblock"}
+    tries = []
+    for c in cands:
+        argv, rc, text = run_check(c["offset"])
+        verdict, why = checkers.classify(argv, rc, text)
+        tries.append({**c, "rc": rc, "verdict": verdict, "why": why,
+                      "lines": [ln for ln in text.splitlines() if ln.strip()][:20]})
+        if verdict == checkers.REPAIR:
+            break
+    flagged = tries[-1]["verdict"] == checkers.REPAIR
+    return {"made": True, "flagged": flagged, "tries": tries, "argv": argv,
+            "why": f"{tries[-1]['why']} (block {len(tries)} of {len(cands)} candidates, at byte {c['offset']})"
+                   if flagged else f"not flagged at any of the {len(tries)} blocks tried"}
