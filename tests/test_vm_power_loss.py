@@ -1,23 +1,25 @@
 """VM tests of suite power-loss: the real fslab-powerloss with the real dm-log-writes, dm-snapshot,
 mounts and checkers in a guest.
 
-1. The smoke profile (tests/vmconfigs/power-loss-smoke.yaml: ext4 and ext2 in one boot; CI): crash
+One boot (tests/vmconfigs/power-loss-smoke.yaml: ext4, ext2 and ext4-tiny-log; CI) for both:
+1. The smoke profile on ext4 and ext2: crash
    points were checked on both; the data control broke the promise whose write it dropped,
    and its evidence came back; e2fsck flagged the metadata control's inverted block; every
    promise says what backs it and the checker's verdicts add up; ext4 kept every fsynced promise
    of the maildir workload; the checker ran at every point (its exit code and verdict recorded);
    the report has the durability section.
-2. A log disk too small: that filesystem's cases fail with one clear line, the next filesystem
-   is recorded as if nothing happened (tests/vmconfigs/power-loss-small-log.yaml).
+2. A log disk too small (ext4-tiny-log): that filesystem's cases fail with one clear line, the
+   other filesystems are recorded as if nothing happened.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
-from vmhelpers import fslab, read_records, run_ok
+from vmhelpers import fslab, no_qemu_left, read_records
 
 pytestmark = pytest.mark.vm
 
@@ -26,8 +28,22 @@ def _values(recs: list[dict], fs: str, case: str) -> dict[tuple[str, str | None]
     return {(r["metric"], r.get("kind")): r["value"] for r in recs if r["fs"] == fs and r["case"] == case}
 
 
-def test_power_loss_smoke_on_ext4_and_ext2(image, tmp_path):
-    run_dir, recs, wall = run_ok("tests/vmconfigs/power-loss-smoke.yaml", tmp_path)
+@pytest.fixture(scope="module")
+def smoke(image, tmp_path_factory):
+    """One boot for both tests: ext4 and ext2, and ext4-tiny-log whose log disk is too small."""
+    tmp = tmp_path_factory.mktemp("power-loss")
+    t0 = time.monotonic()
+    cp = fslab("run", "tests/vmconfigs/power-loss-smoke.yaml", "--results-dir", str(tmp), timeout=3600)
+    wall = time.monotonic() - t0
+    run_dir = Path(cp.stdout.strip().splitlines()[-1])
+    assert no_qemu_left(json.loads((run_dir / "manifest.json").read_text())["run_id"])
+    return cp, run_dir, read_records(run_dir), wall
+
+
+def test_power_loss_smoke_on_ext4_and_ext2(smoke):
+    _, run_dir, all_recs, wall = smoke
+    recs = [r for r in all_recs if r["fs"] in ("ext4", "ext2")]
+    assert recs and all(r["ok"] for r in recs), [r.get("error") for r in recs if not r["ok"]][:3]
     summary = {}
     for fs in ("ext4", "ext2"):
         assert json.loads((run_dir / "raw" / fs / "fs.json").read_text())["prepare"] is False
@@ -78,9 +94,8 @@ def test_power_loss_smoke_on_ext4_and_ext2(image, tmp_path):
     print(f"\npower-loss smoke: {wall:.0f} s wall; {json.dumps(summary)}")
 
 
-def test_a_log_disk_too_small_fails_its_cases_in_one_line_and_the_run_goes_on(image, tmp_path):
-    cp = fslab("run", "tests/vmconfigs/power-loss-small-log.yaml", "--results-dir", str(tmp_path), timeout=3600)
-    run_dir = Path(cp.stdout.strip().splitlines()[-1])
+def test_a_log_disk_too_small_fails_its_cases_in_one_line_and_the_run_goes_on(smoke):
+    cp, run_dir, recs, _ = smoke
     assert cp.returncode == 1 and "failed" in cp.stdout  # two cases failed: the run says so
     recs = read_records(run_dir)
     bad = [r for r in recs if r["fs"] == "ext4-tiny-log"]
