@@ -24,9 +24,9 @@ Set-up once per mkfs, and what that means here: the harness makes every filesyst
 each round (issue 30), so `make-repo` runs in every repetition (each record's `setup_from_rep` is
 its own rep); with one mkfs for the boot only the first repetition would make it.
 
-Claims: none. The Phoronix Test Suite's `git` test (a scripted series of git commands on the
-GTK repository) is run across filesystems in Phoronix's articles with their own machines; no
-published comparison states a finding for these operations, so none is declared.
+Claims: none. The Phoronix Test Suite has a `git` test (a scripted series of git commands on the
+GTK repository), run across filesystems in Phoronix's articles; a short search found no published
+comparison stating a finding for these operations, so none is declared.
 """
 
 from __future__ import annotations

@@ -18,9 +18,13 @@ database, and `init` runs in every repetition (each record's `setup_from_rep` is
 Only where a run keeps one mkfs for the boot would later repetitions reuse the database that
 earlier ones aged (pgbench appends to pgbench_history and updates the accounts).
 
-Claims: none. pgbench on different filesystems is compared in the Phoronix Test Suite's articles
-and in vendors' blog posts, each with its own scale, clients, hardware and settings; none states
-a finding for the settings here, so no claim is declared rather than one invented.
+Claims: none declared yet. Published comparisons exist, with other settings: Tomas Vondra,
+"PostgreSQL performance on EXT4 and XFS" (blog, 2015): pgbench read-write, data 2x RAM, 16 clients
+on 4 cores, SSD, write barriers off: ext4 about 10 % above XFS (about 4700 against 4100 tps);
+and his "Postgres vs. File Systems: A Performance Comparison" (EDB, 2022: ext4, XFS, btrfs, ZFS on
+SATA and NVMe SSDs, tuned PostgreSQL). Their settings (barriers off, data larger than RAM, tuned
+shared_buffers and WAL) are not this suite's profiles; declaring them as claims
+(harness/suites/claim.py, with their own words) is not done.
 """
 
 from __future__ import annotations
