@@ -89,3 +89,16 @@ def test_git_smoke_through_the_agent(tmp_path, monkeypatch):
     assert {(r["rep"], r["setup_from_rep"]) for r in recs} == {(0, 0), (1, 1)}
     work = tmp_path / "mnt" / "ext4" / "git" / "work"
     assert (work / "harness" / "plan" / "document.py").is_file()
+
+
+def test_flush_counter_is_the_16th_field(tmp_path):
+    """The flushes the programs count: /sys/block/<dev>/stat's 16th field (flush requests
+    completed); the line below is a guest's vdc after sqlite's delete-full insert step."""
+    import harness.guest_programs  # noqa: F401 - puts harness/guest on sys.path
+    from fslabguest.blockstat import flushes
+
+    (tmp_path / "vdc").mkdir()
+    (tmp_path / "vdc" / "stat").write_text("0 0 0 0 374 283 5968 882 0 812 1256 0 0 0 0 171 374\n")
+    assert flushes("/dev/vdc", str(tmp_path)) == 171
+    (tmp_path / "vdc" / "stat").write_text("0 0 0 0 374 283 5968 882 0 812 1256\n")  # before kernel 5.5
+    assert flushes("/dev/vdc", str(tmp_path)) is None

@@ -16,7 +16,7 @@ the filesystem can be unmounted after the step.
 initial connection time)"), latency_avg_ms (its "latency average"), latency_p50_ms, latency_p95_ms
 and latency_p99_ms (from the per-transaction log, -l: each line's fourth field is the
 transaction's time in microseconds), transactions, and flushes_per_txn (the device's completed
-cache flushes during pgbench, /sys/class/block/<dev>/stat field 15, per transaction: what the
+cache flushes during pgbench, /sys/class/block/<dev>/stat field 16, per transaction: what the
 filesystem made of the WAL's fsyncs). pgbench's own output goes to stderr.
 """
 
@@ -32,12 +32,13 @@ import subprocess
 import sys
 import tempfile
 
+from fslabguest.blockstat import flushes
+
 BIN = "/usr/lib/postgresql/15/bin"
 RUN_DIR = "/run/fslab-pgbench"
 USER = "postgres"
 SETTINGS = ("fsync=on", "synchronous_commit=on", "full_page_writes=on", "listen_addresses=",
             f"unix_socket_directories={RUN_DIR}")
-FLUSH_FIELD = 14  # /sys/block/<dev>/stat: flush requests completed (Documentation/block/stat.rst)
 
 
 def as_user(argv: list[str], **kw) -> subprocess.CompletedProcess:
@@ -49,17 +50,6 @@ def as_user(argv: list[str], **kw) -> subprocess.CompletedProcess:
         raise SystemExit(f"fslab-pgbench: {' '.join(argv[:2])} failed with exit code {proc.returncode}: "
                          f"{proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ''}")
     return proc
-
-
-def flushes(dev: str | None) -> int | None:
-    if not dev:
-        return None
-    try:
-        with open(f"/sys/class/block/{os.path.basename(os.path.realpath(dev))}/stat") as f:
-            fields = f.read().split()
-    except OSError:
-        return None
-    return int(fields[FLUSH_FIELD]) if len(fields) > FLUSH_FIELD else None
 
 
 def start(data: str) -> None:

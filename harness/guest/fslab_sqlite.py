@@ -20,7 +20,7 @@ It prints JSON metric lines (the agent's `parse: metrics`):
     {"metric": "queries_per_s", ...}
 
 flushes_per_txn: the cache flushes the block device completed (/sys/class/block/<dev>/stat,
-field 15 "flush I/Os", kernel 5.5+) during the loop, divided by its transactions: what the
+field 16 "flush I/Os", kernel 5.5+) during the loop, divided by its transactions: what the
 filesystem made of SQLite's fsyncs (its journal or log commits included). fsync calls themselves
 are not counted (that needs strace or a preload library); a device with no volatile write cache
 (QEMU cache=writethrough or directsync) completes no flushes, and the metric is then 0.
@@ -37,19 +37,7 @@ import string
 import sys
 import time
 
-FLUSH_FIELD = 14  # /sys/block/<dev>/stat: the 15th field, flush requests completed (Documentation/block/stat.rst)
-
-
-def flushes(dev: str | None) -> int | None:
-    """Flush requests the device `dev` (a /dev path, a link such as /dev/mapper/x followed) completed."""
-    if not dev:
-        return None
-    try:
-        with open(f"/sys/class/block/{os.path.basename(os.path.realpath(dev))}/stat") as f:
-            fields = f.read().split()
-    except OSError:
-        return None
-    return int(fields[FLUSH_FIELD]) if len(fields) > FLUSH_FIELD else None
+from fslabguest.blockstat import flushes
 
 
 def connect(args: argparse.Namespace) -> sqlite3.Connection:
