@@ -41,6 +41,7 @@ def test_app_suite_smoke_on_ext4_and_xfs(image, tmp_path, suite):
             assert {r["setup_from_rep"] for r in mine} == {0}
             run = {r["metric"]: r["value"] for r in mine if r["step"] == "run"}
             assert run["latency_p50_ms"] <= run["latency_p99_ms"] and run["transactions"] >= 1
+            assert run["flushes_per_txn"] > 0  # fsync on: the WAL's commits reach the disk
         if suite == "sqlite":  # WAL with synchronous NORMAL does not flush at every commit; DELETE FULL does
             fl = {r["case"]: r["value"] for r in mine if r["metric"] == "flushes_per_txn" and r["step"] == "insert"}
             assert fl["delete-full"] >= 1 and fl["wal-normal"] < fl["delete-full"], fl
