@@ -46,6 +46,9 @@ def design_lines(run: Run) -> list[str]:
     ['Repetitions', 'Order', 'A repetition re-did', 'n counts repetitions (one boot)', 'Verdicts']
     >>> lines[1].split(", ")[-1]
     'a randomised Latin square from seed 7: 1: b a; 2: a b.'
+    >>> r.plan["cases"] = [{"id": "tpcb", "steps": [{"name": "init", "once": True}, {"name": "run"}]}]
+    >>> design_lines(r)[3].split(": ")[1]
+    'run in every repetition, since each one had a fresh mkfs; set-up is not shared between repetitions.'
     """
     rp = run.plan.get("repeat") or {}
     n = _int(rp.get("n", 1), 1)
@@ -83,6 +86,14 @@ def design_lines(run: Run) -> list[str]:
         why = rp.get("redo_why") or ""
         out.append("A repetition re-did: a remount and dropped caches before each case; the filesystem was made "
                    "once per boot" + (f" ({why})" if why else "") + ", so its repetitions share that mkfs.")
+    once = sorted({str(st.get("name")) for c in run.plan.get("cases") or [] if isinstance(c, dict)
+                   for st in c.get("steps") or [] if isinstance(st, dict) and st.get("once")})
+    if once:
+        out.append(f"Set-up once per mkfs ({', '.join(once)}): "
+                   + ("run in every repetition, since each one had a fresh mkfs; set-up is not shared between "
+                      "repetitions." if redo == "mkfs" else
+                      "run by the first repetition on the filesystem only; the later ones used what it made "
+                      "(records' setup_from_rep)."))
     boots = _int(rp.get("boots", 1) or 1, 1)
     where = run_hosts(run)
     if len(where) > 1 and run.manifest.get("mixed_hosts"):

@@ -14,7 +14,10 @@ How a file becomes a plan. The suite is one `steps` case whose id is the suite's
 cold start (umount + mount, drop caches) before each step that says `cold: true` (the case itself
 starts cold); the harness repeats the case as it repeats any case (`reps` of the profile, more
 while it varies, --reps). So set-up runs at the start of every repetition, on the freshly
-mounted filesystem under test. A command is an argv list, run without a shell; a string is
+mounted filesystem under test; a set-up command with `once: true` runs only in the first
+repetition on each freshly made filesystem (the agent's `once`, plan/document.py `Step`): with a
+fresh mkfs every round (the default) that is still every repetition, and each record says in
+`setup_from_rep` which repetition's set-up it used. A command is an argv list, run without a shell; a string is
 refused unless the step says `shell: true` (then it runs as `sh -c STRING`). `{{name}}` in a
 command, cwd or env is a variable (the file's `variables`, overridden by the profile's), and
 `{{inputs}}` the directory holding the inputs in the guest; the agent's own placeholders ({mnt},
@@ -41,7 +44,6 @@ import yaml
 from harness import userfile
 from harness.config.suite_file_keys import (
     CLAIM_KEYS,
-    COMMAND_KEYS,
     DEFAULT_TIMEOUT,
     IO_KEYS,
     MAX_FILE_BYTES,
@@ -50,6 +52,7 @@ from harness.config.suite_file_keys import (
     NAME,
     PROFILE_KEYS,
     REQUIRED,
+    SETUP_KEYS,
     STEP_KEYS,
     STEP_METRICS,
     TOP_KEYS,
@@ -305,7 +308,7 @@ def load(path: str | Path, builtin: tuple[str, ...] = ()) -> SuiteFile:
             raise f.error(pl, w, str(e)) from None
         profiles[name] = f.fields(body if body is not None else Located(), w, PROFILE_KEYS, pl)
 
-    setup = [(f.fields(x, w, COMMAND_KEYS, ln), w) for x, ln, w in f.items(top["setup"], "setup",
+    setup = [(f.fields(x, w, SETUP_KEYS, ln), w) for x, ln, w in f.items(top["setup"], "setup",
                                                                            tl.get("setup", 1), "commands")]
     steps = [(f.fields(x, w, STEP_KEYS, ln), w) for x, ln, w in f.items(top["steps"], "steps",
                                                                         tl.get("steps", 1), "steps")]
@@ -349,7 +352,7 @@ def load(path: str | Path, builtin: tuple[str, ...] = ()) -> SuiteFile:
         variables = {**base_vars, **prof["variables"]}
         plan_steps: list[dict[str, Any]] = []
         for s, w in setup:
-            plan_steps.append({**_command(s, variables, f, w), "timed": False})
+            plan_steps.append({**_command(s, variables, f, w), "timed": False, **({"once": True} if s["once"] else {})})
         for s, w in steps:
             if s["cold"] and plan_steps:  # the case itself starts cold
                 plan_steps.append({"name": f"cold-{s['name']}", "builtin": "cold-start"})

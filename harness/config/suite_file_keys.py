@@ -127,6 +127,11 @@ COMMAND_KEYS: dict[str, Key] = {
     "cwd": Key(".", "path", "working directory, relative to the mount point of the filesystem under test"),
     "env": Key({}, "mapping", "added to the environment (the agent sets FSLAB_MNT and FSLAB_REP)", _env),
 }
+SETUP_KEYS: dict[str, Key] = {
+    **COMMAND_KEYS,
+    "once": Key(False, "bool", "true: run by the first repetition on each freshly made filesystem only (with a "
+                "fresh mkfs every round, the default, that is every repetition)", _bool),
+}
 STEP_KEYS: dict[str, Key] = {
     **COMMAND_KEYS,
     "timed": Key(True, "bool", "real and CPU seconds become records real_s, cpu_s, user_s, sys_s", _bool),
@@ -179,8 +184,8 @@ TOP_KEYS: dict[str, Key] = {
     "inputs": Key([], "list of paths", f"files or directories, relative to this file, carried into the guest "
                   f"at {{{{inputs}}}}/<name> (read-only; at most {MAX_INPUT_BYTES >> 20} MiB in all)"),
     "variables": Key({}, "mapping", "`{{name}}` in a command, cwd or env is replaced by its value", _scalars),
-    "setup": Key([], "list of commands", "untimed commands at the start of every repetition (keys: those of "
-                 "a step but timed, cold, metrics)"),
+    "setup": Key([], "list of commands", "untimed commands at the start of every repetition, or once per mkfs "
+                 "with `once: true` (below)"),
     "steps": Key(REQUIRED, "list of steps", "the measured steps, in order"),
     "profiles": Key({"default": {}}, "mapping", "profile name -> its settings (below)"),
     "headline": Key("real_s", "metric", "the metric the report ranks first: real_s, cpu_s or a step's metric",
@@ -191,7 +196,7 @@ TOP_KEYS: dict[str, Key] = {
     "claims": Key([], "list of claims", "findings to check against runs (below)"),
 }
 TABLES: tuple[tuple[str, dict[str, Key]], ...] = (
-    ("top level", TOP_KEYS), ("`steps[]` and `setup[]`", STEP_KEYS), ("`steps[].metrics[]`", METRIC_KEYS),
+    ("top level", TOP_KEYS), ("`setup[]`", SETUP_KEYS), ("`steps[]`", STEP_KEYS), ("`steps[].metrics[]`", METRIC_KEYS),
     ("`steps[].io`", IO_KEYS), ("`profiles.<name>`", PROFILE_KEYS), ("`claims[]`", CLAIM_KEYS))
 
 

@@ -630,6 +630,9 @@ def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter)
     "needs_bytes" (skipped, and said so, when the filesystem has less free space: tmpfs),
     "needs_paths" (skipped, and said so, when one of these paths does not exist: an input an
     earlier step left out because it did not fit),
+    "once" (set-up run by the first repetition on this mkfs only: ctx is made anew by every
+    mkfs, so with a fresh mkfs each round it runs every repetition; skipped ones say
+    `once_from_rep`),
     "builtin": "drop-caches" (sync and drop caches instead of a command) or "cold-start" (the
     case's cold start again: remount, or the plan's remount steps, then drop caches; e.g. after
     a step made the inputs of the timed steps), "collect" (true: the step gets an empty directory
@@ -662,6 +665,11 @@ def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter)
             else:
                 drop_caches()
             results.append({**res, "timed": False, "rc": 0})
+            continue
+        once = ctx.setdefault("once", {})  # (case, step) -> the rep that ran it on this mkfs
+        if step.get("once") and (case["id"], name) in once:
+            results.append({**res, "rc": None, "skipped": True, "once_from_rep": once[(case["id"], name)]})
+            rep.log(f"  step {name}: set-up done on this mkfs (rep {once[(case['id'], name)]})")
             continue
         missing = [p for p in substitute(step.get("needs_paths") or [], vals, ctx["devs"])
                    if not os.path.lexists(p)]
@@ -707,6 +715,10 @@ def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter)
                 stream_dir(os.path.join(work, "collect"), f"{prefix}/{name}", out)
         finally:
             shutil.rmtree(work, ignore_errors=True)
+        if step.get("once"):
+            res["once_from_rep"] = case.get("rep", 0)
+            if res["rc"] == 0:
+                once[(case["id"], name)] = case.get("rep", 0)
         results.append(res)
         if res.get("timed_out"):
             error = f"step {name} timed out (case timeout {case.get('timeout_s')} s)" + (

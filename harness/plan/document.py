@@ -71,6 +71,11 @@ class Step:
     extract:     metrics the host reads from the step's stdout (or stderr) after the run, each
                  {"metric", "unit", "better": "higher"|"lower", "regex" (a group named value) or
                  "json" (a dotted path), "source": "stdout"|"stderr"}; the agent ignores it.
+    once:        set-up that runs once per mkfs (untimed only): the first repetition of the case
+                 on a freshly made filesystem runs it, later repetitions on the same filesystem
+                 skip it (steps.json: `once_from_rep`, the repetition that ran it). With a fresh
+                 mkfs every round (the default, issue 30) that is every repetition; with one
+                 mkfs per boot (a suite's `redo_why`), only the first.
     """
 
     name: str
@@ -85,6 +90,7 @@ class Step:
     builtin: str | None = None
     collect: bool = False
     extract: tuple[dict[str, Any], ...] = ()
+    once: bool = False
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], where: str) -> Step:
@@ -105,6 +111,8 @@ class Step:
             raise FslabError(f"{w}: needs an argv or a builtin")
         if not step.collect and any("{out}" in a for a in (*step.argv, step.cwd or "", *step.env.values())):
             raise FslabError(f"{w}: uses {{out}}, which only a step with `collect: true` gets")
+        if step.once and (step.timed or step.builtin is not None):
+            raise FslabError(f"{w}: once is for untimed set-up commands (timed: false, no builtin)")
         if step.collect and step.builtin is not None:
             raise FslabError(f"{w}: a builtin step collects nothing; collect is for a command's files")
         for x in step.extract:

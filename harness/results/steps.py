@@ -29,8 +29,16 @@ def steps_records(steps: list[dict], plan_steps: tuple[Step, ...], raw: Path, ba
     Example: steps.json [{"name": "cp", "timed": true, "rc": 0, "real_s": 2.5, "user_s": 0.1,
     "sys_s": 0.4}] gives records step=cp with real_s 2.5 s, cpu_s 0.5 s, user_s 0.1 s, sys_s 0.4 s;
     with fields {"file_bytes": 10485760} also mib_per_s 4.0 MiB/s.
+
+    A case with set-up run once per mkfs (plan steps with `once`) gives every record the field
+    `setup_from_rep`: the repetition whose set-up this one used (its own when it ran the set-up,
+    an earlier one's on the same mkfs when it skipped it): with a fresh mkfs each round, always
+    its own.
     """
     parse = {p.name: p.parse for p in plan_steps}
+    once = [st["once_from_rep"] for st in steps if "once_from_rep" in st]
+    if once:
+        base = {**base, "setup_from_rep": min(once)}
     fields = {p.name: p.fields for p in plan_steps}
     extract = {p.name: p.extract for p in plan_steps if p.extract}
     out: list[dict] = []

@@ -10,10 +10,23 @@ from harness.suites.suite import Case, Step, Suite, steps
 __all__ = ["Case", "Step", "Suite", "get", "registry", "steps"]
 
 def registry() -> dict[str, Suite]:
-    from . import file_ops, fio_basic, fio_matrix, kernel_tree, maildir, power_loss, random_io, small_files
+    from . import (
+        file_ops,
+        fio_basic,
+        fio_matrix,
+        git,
+        kernel_tree,
+        maildir,
+        pgbench,
+        power_loss,
+        random_io,
+        small_files,
+        sqlite,
+    )
 
     return {s.name: s for s in (fio_basic.SUITE, fio_matrix.SUITE, maildir.SUITE, random_io.SUITE, file_ops.SUITE,
-                                kernel_tree.SUITE, small_files.SUITE, power_loss.SUITE)}
+                                kernel_tree.SUITE, small_files.SUITE, power_loss.SUITE, sqlite.SUITE, pgbench.SUITE,
+                                git.SUITE)}
 
 
 def get(name: str, src: str = "suite") -> Suite:

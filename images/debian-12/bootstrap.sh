@@ -157,6 +157,8 @@ if ! mmdebstrap --mode=root --variant=apt --components=main,contrib \
 	--essential-hook="upload $here/initramfs-hook.sh /etc/initramfs-tools/hooks/fslab" \
 	--essential-hook='chmod 0755 "$1/etc/initramfs-tools/hooks/fslab"' \
 	--essential-hook="upload $here/modprobe.conf /etc/modprobe.d/fslab.conf" \
+	--essential-hook='mkdir -p "$1/etc/postgresql-common/createcluster.d"' \
+	--essential-hook="upload $here/postgresql-createcluster.conf /etc/postgresql-common/createcluster.d/fslab.conf" \
 	--essential-hook="chroot \"\$1\" sh -c '$diversions'" \
 	"${hooks[@]}" \
 	"$suite" "$rootfs" "$mirror_url" >"$out/mmdebstrap.log" 2>&1; then
@@ -191,6 +193,14 @@ EOF
 # A getty on the serial console (the one console fslab VMs have).
 ln -sf /lib/systemd/system/serial-getty@.service \
 	"$rootfs/etc/systemd/system/getty.target.wants/serial-getty@ttyS0.service"
+# ssl-cert's postinst made a snakeoil key and certificate (random, named for the build host):
+# nothing in the guest uses TLS, and they would make every build differ.
+for f in "$rootfs"/etc/ssl/certs/*; do
+	if [ -L "$f" ] && [ "$(readlink "$f")" = ssl-cert-snakeoil.pem ]; then rm -f "$f"; fi
+done
+rm -f "$rootfs/etc/ssl/certs/ssl-cert-snakeoil.pem" "$rootfs/etc/ssl/private/ssl-cert-snakeoil.key"
+# No PostgreSQL cluster (postgresql-createcluster.conf): suite pgbench makes its own.
+[ ! -e "$rootfs/var/lib/postgresql/15/main" ] || die "postgresql-15 made a cluster despite create_main_cluster = off"
 # The host's resolv.conf was copied in for apt; the guest has no network at run time.
 rm -f "$rootfs/etc/resolv.conf"
 # The same sources whatever mirror the packages came from (a lock pins the versions, the mirror

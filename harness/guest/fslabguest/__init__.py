@@ -8,6 +8,7 @@ programs. Modules:
 
     commands     run_cmd (one command, no shell: exit code and output) and the sbin PATH
     fdio         write_all (a whole buffer to a file descriptor)
+    blockstat    flushes (a block device's completed cache flushes, /sys/class/block/<dev>/stat)
     stream       the agent's outputs: the results tar stream and the progress port
     powerloss/   fslab-powerloss by what it does: the log, crash points, replay, promises,
                  workloads, device mapper, recording, the check loop and its report
