@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OWN = ("packages.txt", images.LOCK, images.DIGESTS)  # each image's own; every other file is debian-12's
 SHARED = sorted(p.name for p in (ROOT / "images" / "debian-12").iterdir() if p.is_file() and p.name not in OWN)
 KERNEL_SOURCE = {"debian-12": "linux-source-6.1", "debian-13": "linux-source-6.12"}
+POSTGRESQL = {"debian-12": "postgresql-15", "debian-13": "postgresql-17"}  # each release's one server
 
 
 def _listed(path: Path) -> list[str]:
@@ -42,7 +43,8 @@ def test_its_build_files_are_debian_12s():
 
 def test_its_package_list_is_debian_12s_but_for_the_kernel_source():
     lists = {name: _listed(ROOT / "images" / name / "packages.txt") for name in KERNEL_SOURCE}
-    swapped = [KERNEL_SOURCE["debian-13"] if p == KERNEL_SOURCE["debian-12"] else p for p in lists["debian-12"]]
+    swap = {KERNEL_SOURCE["debian-12"]: KERNEL_SOURCE["debian-13"], POSTGRESQL["debian-12"]: POSTGRESQL["debian-13"]}
+    swapped = [swap.get(p, p) for p in lists["debian-12"]]
     assert lists["debian-13"] == swapped
 
 

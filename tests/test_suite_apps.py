@@ -94,8 +94,9 @@ def test_git_smoke_through_the_agent(tmp_path, monkeypatch):
 def test_flush_counter_is_the_16th_field(tmp_path):
     """The flushes the programs count: /sys/block/<dev>/stat's 16th field (flush requests
     completed); the line below is a guest's vdc after sqlite's delete-full insert step."""
-    import harness.guest_programs  # noqa: F401 - puts harness/guest on sys.path
     from fslabguest.blockstat import flushes
+
+    import harness.guest_programs  # noqa: F401 - puts harness/guest on sys.path
 
     (tmp_path / "vdc").mkdir()
     (tmp_path / "vdc" / "stat").write_text("0 0 0 0 374 283 5968 882 0 812 1256 0 0 0 0 171 374\n")

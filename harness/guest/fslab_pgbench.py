@@ -34,7 +34,15 @@ import tempfile
 
 from fslabguest.blockstat import flushes
 
-BIN = "/usr/lib/postgresql/15/bin"
+
+def _bin() -> str:
+    """The image's one PostgreSQL server's programs: /usr/lib/postgresql/<major>/bin (15 in
+    debian-12, 17 in debian-13; the newest if several)."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(p.split("/")[-2]))
+    return found[-1] if found else "/usr/lib/postgresql/15/bin"
+
+
+BIN = _bin()
 RUN_DIR = "/run/fslab-pgbench"
 USER = "postgres"
 SETTINGS = ("fsync=on", "synchronous_commit=on", "full_page_writes=on", "listen_addresses=",
