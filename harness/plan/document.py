@@ -14,7 +14,7 @@ tests/test_twins.py.
     Traceback (most recent call last):
     ...
     harness.errors.FslabError: suite x: case c: step cp: unknown key 'needs_bytz'; allowed: name, argv, cwd, env, \
-timed, parse, fields, needs_bytes, needs_paths, builtin, collect, extract
+timed, parse, fields, needs_bytes, needs_paths, builtin, collect, extract, once
 """
 
 from __future__ import annotations
