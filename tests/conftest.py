@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-# The VM test files that take longest (CI under TCG, cold, 2026-11-24 with four and two
-# filesystems: the fio-matrix smoke in test_vm_catalog 18 min, the kernel-tree smoke 21 min; both
-# now run half the filesystems; every other file 5 min or less). They are collected first,
-# so that `just test`'s two workers (-n 2 --dist loadfile --no-loadscope-reorder: files handed out
-# in collection order, not by their number of tests) each start on one and share the rest,
-# instead of one worker running the last alone.
-LONGEST_FIRST = ("test_vm_catalog.py", "test_vm_kernel_tree.py")
+# The VM test files that take longest, longest first (CI under TCG, two VMs at a time: the
+# application suites' three boots, the kernel-tree smoke, the catalog and fio-matrix boots, two
+# kernels; then the rest). They are collected first, so that `just test`'s two workers (-n 2
+# --dist loadfile --no-loadscope-reorder: files handed out in collection order, not by their
+# number of tests) each start on a long one and share the short ones at the end, instead of one
+# worker running the last long one alone.
+LONGEST_FIRST = ("test_vm_apps.py", "test_vm_kernel_tree.py", "test_vm_catalog.py", "test_vm_kernels.py",
+                 "test_vm_run.py", "test_vm_power_loss.py")
 
 
 def pytest_collection_modifyitems(config, items):
