@@ -228,7 +228,7 @@ def _run_kernels(args: argparse.Namespace, p: Plan, kernel_list: tuple[dict, ...
     boot is a run of its own (its plan's vm.kernel says which), and `fslab report` of them ranks the
     filesystems per kernel and sets each kernel against the first, per filesystem. Every kernel is
     built and checked (its modules against the plan) before the first boot."""
-    if args.boots != 1 or host_list or args.aa:
+    if (args.boots or 1) != 1 or host_list or args.aa:
         raise FslabError(f"{args.vmconfig}: kernels: runs one VM per kernel on this machine; --boots, --aa and "
                          "hosts are not combined with it yet", hint="use `kernel:` for one kernel with those")
     runs = []
