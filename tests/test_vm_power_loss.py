@@ -15,6 +15,7 @@ One boot (tests/vmconfigs/power-loss-smoke.yaml: ext4, ext2 and ext4-tiny-log; C
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -45,6 +46,7 @@ def test_power_loss_smoke_on_ext4_and_ext2(smoke):
     recs = [r for r in all_recs if r["fs"] in ("ext4", "ext2")]
     assert recs and all(r["ok"] for r in recs), [r.get("error") for r in recs if not r["ok"]][:3]
     summary = {}
+    no_meta: list[str] = []
     for fs in ("ext4", "ext2"):
         assert json.loads((run_dir / "raw" / fs / "fs.json").read_text())["prepare"] is False
         wl, ctl = _values(recs, fs, "maildir"), _values(recs, fs, "control")
@@ -52,10 +54,17 @@ def test_power_loss_smoke_on_ext4_and_ext2(smoke):
         assert wl[("promises_checked", None)] == wl[("promises_made", None)] > 0, fs  # every promise checked
         # the data control: its dropped write was in a crash state checked, and broke its promise
         assert ctl[("fault_replayed", None)] == 1 and ctl[("fault_promise_broken", None)] == 1, fs
-        # the metadata control: a metadata block inverted on the last crash state, flagged by e2fsck
-        assert ctl[("metadata_control_made", None)] == 1 and ctl[("metadata_control_flagged", None)] == 1, fs
+        # the metadata control: a metadata block inverted on the last crash state, flagged by e2fsck;
+        # ext2 (no journal) may leave that state needing repair already, and then no control can be
+        # made on it: said in metadata-control.json and as a loud warning in the report (below)
         meta = json.loads((run_dir / "raw" / fs / "control" / "run" / "metadata-control.json").read_text())
-        assert meta["tries"][-1]["verdict"] == "needs repair" and meta["tries"][-1]["offset"] > 0, meta
+        if fs == "ext4" or meta["made"]:
+            assert ctl[("metadata_control_made", None)] == 1 and ctl[("metadata_control_flagged", None)] == 1, fs
+            assert meta["tries"][-1]["verdict"] == "needs repair" and meta["tries"][-1]["offset"] > 0, meta
+        else:
+            assert ctl[("metadata_control_made", None)] == 0 and meta["baseline"]["verdict"] != "clean", meta
+            assert meta["why"].startswith("the last crash state was not clean before the corruption"), meta
+            no_meta.append(fs)
         # every promise labelled by what backs it; the checker's verdicts add up to the mounted points
         made = {r.get("backed_by"): r["value"] for r in recs if r["fs"] == fs and r["case"] == "maildir"
                 and r["metric"] == "promises_made" and r.get("kind") is None}
@@ -82,14 +91,16 @@ def test_power_loss_smoke_on_ext4_and_ext2(smoke):
         summary[fs] = {"points": wl[("points_checked", None)], "of": wl[("points_total", None)],
                        "control_points": ctl[("points_checked", None)],
                        "preen": wl[("points_preen_fixed", None)], "needing_repair": wl[("points_needing_repair", None)],
-                       "broken": wl[("promises_broken", None)], "meta_control": meta["why"]}
+                       "broken": wl[("promises_broken", None)], "meta_control": meta.get("why")}
     # ext4 keeps what it promised after fsync (the maildir workload's promises are all fsynced)
     assert _values(recs, "ext4", "maildir")[("promises_broken", None)] == 0
     cp = fslab("report", str(run_dir), timeout=600)
     assert cp.returncode == 0, cp.stderr[-2000:]
     html = (run_dir / "report" / "index.html").read_text()
     assert "Durability at power loss" in html and "ext4: yes, ext2: yes" in html and "Metadata control" in html
-    assert "The metadata control of" not in html and "The data control of" not in html  # both controls shown
+    # the data control shown on ext4 and ext2; ext4-tiny-log's could not be made (its log filled up): loud
+    assert re.findall(r"The data control of ([^ ]+)", html) == ["ext4-tiny-log"]
+    assert ("The metadata control of ext2" in html) == ("ext2" in no_meta)  # a control not made is loud
     assert (run_dir / "report" / "figures" / "power-loss-durability.svg").is_file()
     print(f"\npower-loss smoke: {wall:.0f} s wall; {json.dumps(summary)}")
 
