@@ -6,6 +6,14 @@ VM, with the same `wait(deadline, tick)`. The domain is transient and created `-
 a keeper `virsh` that stays connected (and gets PR_SET_PDEATHSIG): if fslab dies, even by SIGKILL,
 the keeper dies, its connection closes and libvirt destroys the domain. The keeper also follows
 the domain's lifecycle events, so the end of the guest is seen without polling the daemon.
+
+A host that goes silent (a partition: packets dropped, no FIN) is noticed by libvirt's keepalive
+on the keeper's connection: a ping every KEEPALIVE_INTERVAL_S, the connection closed after
+KEEPALIVE_COUNT unanswered, so at most LOST_AFTER_S after the last answer the keeper exits
+("Disconnected ... due to keepalive timeout") and `Domain.wait` raises HostLost. The daemon does
+the same on its side (libvirtd.conf's keepalive_interval 5, keepalive_count 5 by default): it
+closes the silent connection, and autodestroy ends the domain there too. A daemon that dies
+closes the connection at once (end of file). tests/test_vm_faults.py times both.
 """
 
 from __future__ import annotations
@@ -22,6 +30,10 @@ from harness.errors import FslabError
 from harness.vm.qemu_process import IO_ERROR, _die_with_parent
 
 START_TIMEOUT = 120.0
+KEEPALIVE_INTERVAL_S = 5  # virsh's own defaults (-k 5 -K 6), said here so that the bound has a home
+KEEPALIVE_COUNT = 6
+LOST_AFTER_S = KEEPALIVE_INTERVAL_S * (KEEPALIVE_COUNT + 1)  # a silent host is given up after this
+DESTROY_TIMEOUT_S = 30.0
 _DAEMON_HINT = "start it: `systemctl start libvirtd` (or, with no init system, `virtlogd -d && libvirtd -d`)"
 
 
@@ -128,6 +140,7 @@ class Domain:
         self.keeper: subprocess.Popen[bytes] | None = None
         self.started_at: float | None = None
         self.stop_reason: str | None = None
+        self._shut = False
 
     def __enter__(self) -> Domain:
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -136,7 +149,8 @@ class Domain:
                   f"event --domain {shlex.quote(self.name)} --event lifecycle --loop")
         with open(self.events_path, "wb") as out, open(self.errors_path, "wb") as err:
             try:
-                self.keeper = subprocess.Popen(["virsh", "-c", self.uri, script], stdin=subprocess.DEVNULL,
+                self.keeper = subprocess.Popen(["virsh", "-k", str(KEEPALIVE_INTERVAL_S), "-K", str(KEEPALIVE_COUNT),
+                                                "-c", self.uri, script], stdin=subprocess.DEVNULL,
                                                stdout=out, stderr=err, preexec_fn=_die_with_parent,
                                                env=virsh_env())
             except FileNotFoundError:
@@ -198,12 +212,18 @@ class Domain:
             time.sleep(interval)
 
     def shutdown(self) -> None:
-        """Destroy the domain if it still runs, then end the keeper. Safe to call more than once."""
-        if self.keeper is None:
+        """Destroy the domain if it still runs, then end the keeper. Safe to call more than once.
+
+        Also after the keeper's connection was lost: a daemon that died and came back (systemd
+        restarts it in a second) takes its running guests back without their autodestroy, so the
+        domain would run on, unwatched, until the guest ends itself. A host that is gone makes the
+        destroy fail (at most DESTROY_TIMEOUT_S), which is fine: its daemon's keepalive ends it."""
+        if self.keeper is None or self._shut:
             return
-        if self.keeper.poll() is None and self._stopped() is None:
+        self._shut = True
+        if self._stopped() is None:
             try:
-                virsh(self.uri, "destroy", self.name, timeout=30)
+                virsh(self.uri, "destroy", self.name, timeout=DESTROY_TIMEOUT_S)
             except FslabError:
                 pass  # already gone, or the host is: ending the keeper destroys it (autodestroy)
         self._end_keeper()
