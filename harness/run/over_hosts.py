@@ -41,7 +41,7 @@ from harness.results.jsonl import read_jsonl, write_jsonl
 from harness.results.records import records_for_run
 from harness.run import boots as boots_mod
 from harness.run import runner
-from harness.vm import hosts, libvirt, owner
+from harness.vm import hosts, libvirt, live, owner
 
 Log = Callable[[str], None]
 
@@ -112,7 +112,8 @@ def unlike(facts: dict[str, dict[str, Any]]) -> list[str]:
 
 class _Spread:
     def __init__(self, plan: Plan, image: images.Image, host_list: list[hosts.Host], top: Path,
-                 retry: bool, log: Log, states: list[_HostState] | None = None, boots: int = 0):
+                 retry: bool, log: Log, states: list[_HostState] | None = None, boots: int = 0,
+                 board: live.Board | None = None):
         boots = boots or len(host_list)
         self.plan, self.image, self.top, self.retry, self.log = plan.with_repeat(boots=boots), image, top, retry, log
         self.vms = [_VM(p) for p in boot_plans(plan, boots)]
@@ -122,6 +123,7 @@ class _Spread:
         self.in_flight = 0
         self.stop = threading.Event()
         self.mixed: list[str] = []  # the differences between hosts the user allowed (--mix-hosts)
+        self.board = board  # the live view: one row per VM running now
 
     def _next(self, hs: _HostState) -> _VM | None:
         with self.cond:
@@ -174,7 +176,7 @@ class _Spread:
             try:
                 out = runner.run(vm.plan, self.image, hs.choice, self.top / "boots", host=hs.host,
                                  name=f"fslab-{self.plan.run_id}-{name}", stop=self.stop, log=vm_log,
-                                 history_dir=self.top.parent)
+                                 history_dir=self.top.parent, board=self.board)
             except KeyboardInterrupt:
                 out = self._outcome(vm, "interrupted", "interrupted by the user; VM killed", False)
             except FslabError as e:
@@ -249,9 +251,14 @@ def check_hosts(plan: Plan, image: images.Image, host_list: list[hosts.Host], mi
 
 
 def run(plan: Plan, image: images.Image, host_list: list[hosts.Host], results_root: Path,
-        retry: bool = False, log: Log = runner._stderr, mix_hosts: bool = False, boots: int = 0) -> runner.Outcome:
+        retry: bool = False, log: Log = runner._stderr, mix_hosts: bool = False, boots: int = 0,
+        board: live.Board | None = None) -> runner.Outcome:
     """Spread `boots` boots of `plan` (0: one per host) over `host_list`; the outcome of the whole
-    (ok only if every boot was)."""
+    (ok only if every boot was). The VMs that run at once share one live view (`board`; by
+    default one on stderr, which then also carries `log`'s lines, above its rows)."""
+    if board is None and log is runner._stderr:
+        board = live.Board()
+        log = board.say
     if not host_list:
         raise FslabError("no libvirt hosts given", hint="--host qemu:///system")
     if boots < 0:
@@ -259,7 +266,7 @@ def run(plan: Plan, image: images.Image, host_list: list[hosts.Host], results_ro
     states, mixed = check_hosts(plan, image, host_list, mix_hosts, log)
     top = results_root / plan.run_id
     runner.make_dirs(top, top / "boots")
-    s = _Spread(plan, image, host_list, top, retry, log, states, boots)
+    s = _Spread(plan, image, host_list, top, retry, log, states, boots, board)
     s.mixed = mixed
     # Until _merge: a run in progress, whose owner a later fslab checks (run/salvage.py).
     runner.write_manifest(top, {"fslab_run": runner.RUN_FORMAT, "run_id": plan.run_id, "status": "running",

@@ -40,6 +40,7 @@ from harness.vm.argv import RunPaths
 from harness.vm.backend import Backend
 from harness.vm.console_watch import ConsoleWatch, GuestPanicked
 from harness.vm.libvirt import HostLost
+from harness.vm.live import Board
 from harness.vm.progress import Progress
 from harness.vm.qemu_backend import QemuVM
 from harness.vm.qemu_process import IO_ERROR
@@ -85,14 +86,15 @@ def vm_for(plan: Plan, image: images.Image, accel: str, run_dir: Path, scratch: 
 def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root: Path,
         scratch_root: Path | None = None, keep_scratch: bool = False, log: Log = _stderr,
         host: hosts.Host | None = None, name: str | None = None, stop: threading.Event | None = None,
-        history_dir: Path | None = None, poll_s: float = 1.0) -> Outcome:
+        history_dir: Path | None = None, poll_s: float = 1.0, board: Board | None = None) -> Outcome:
     """Boot one VM for `plan` and bring its results home. The image was verified by the caller.
 
     `host` (a hosts.Host) and `name` (the domain name) are for the libvirt backend; `stop`, when
     set by another thread, ends the VM as Ctrl-C does. `history_dir` holds timings.jsonl, the
     boot and case times the live view estimates from (default `results_root`; --boots and
     several hosts pass the user's results directory, not the nested one of each VM). `poll_s`: how
-    often the progress events are read while the VM runs (the resolution of the host's times)."""
+    often the progress events are read while the VM runs (the resolution of the host's times).
+    `board`: the live view several VMs at once share (vm/live.py; this VM's row is its run id)."""
     begin = time.monotonic()  # host preparation starts here (harness/run/overhead.py)
     run_dir = results_root / plan.run_id
     scratch = (scratch_root / plan.run_id) if scratch_root else run_dir / "scratch"
@@ -145,7 +147,8 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
         t0 = started = time.monotonic()
         remote_label = host.label if host is not None and host.remote else None  # a remote host's times are its own
         history = timings.History.load(history_dir or results_root, choice.used, remote_label)
-        progress = Progress(vm.local.progress, plan, started, history=history)
+        progress = Progress(vm.local.progress, plan, started, history=history, board=board, key=plan.run_id,
+                            host=host.label if host is not None else "")
         console = ConsoleWatch(vm.local.console)
 
         def tick() -> None:

@@ -1,6 +1,7 @@
 """Live progress of a run, read from the guest's progress port as it happens.
 
-On a terminal: one status line, rewritten in place every tick — VM, filesystem (k of N), case
+On a terminal: one status line, rewritten in place every tick (with several VMs at once, one
+line per VM in a block redrawn together: harness/vm/live.py's Board) — VM, filesystem (k of N), case
 and repetition, the case runs done, elapsed time and an ETA for this VM. Not on a terminal (CI
 logs): quiet, but for one line when each filesystem finishes and one per failed case, so a log
 still shows that the run moves without thousands of lines.
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from harness.plan.document import Plan
+from harness.vm.live import Board
 from harness.vm.timings import History, case_key
 
 
@@ -54,8 +56,9 @@ class Progress:
 
     def __init__(self, path: Path, plan: Plan, started: float, stream: TextIO | None = None,
                  overall: tuple[int, int] | None = None, clock: Callable[[], float] = time.monotonic,
-                 history: History | None = None):
+                 history: History | None = None, board: Board | None = None, key: str = "", host: str = ""):
         self.path, self.plan, self.started, self.clock = path, plan, started, clock
+        self.board, self.key, self.host = board, key, host  # with a board: its row `key`, on `host`
         self.stream = stream or sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.overall = overall  # (index of this VM, number of VMs)
@@ -269,7 +272,11 @@ class Progress:
         now = self.clock() - self.started
         for ev in self.events():
             self._event(ev, now)
-        if self.tty:
+        if self.board is not None:
+            who = f"{self.key} {self.host}".strip()
+            self.board.row(self.key, f"{who}: {self.current} | {_runs(self.done)} done | elapsed {_fmt(now)} | "
+                                     f"{self._eta_text(now)}", plain=f"{who}: {self.current}")
+        elif self.tty:
             vm = self.plan.vm.name
             which = f" [VM {self.overall[0] + 1} of {self.overall[1]}]" if self.overall else ""
             text = (f"{vm}{which}: {self.current} | {_runs(self.done)} done | elapsed {_fmt(now)} | "
@@ -278,6 +285,9 @@ class Progress:
             self.stream.flush()
 
     def _line(self, text: str, now: float) -> None:
+        if self.board is not None:
+            self.board.say(f"  [{_fmt(now)}] {self.key}: {text}" if self.key else f"  [{_fmt(now)}] {text}")
+            return
         if self.tty:
             self.stream.write("\r\033[K")
         self.stream.write(f"  [{_fmt(now)}] {text}\n")
@@ -285,7 +295,9 @@ class Progress:
 
     def close(self) -> None:
         self()
-        if self.tty:
+        if self.board is not None:
+            self.board.drop(self.key)
+        elif self.tty:
             self.stream.write("\r\033[K")
             self.stream.flush()
 
