@@ -80,3 +80,9 @@ lint:
     packer fmt -check packer/
     @test -x .venv/bin/actionlint || { echo "lint: .venv/bin/actionlint is missing: ./bootstrap.sh installs it (it needs Go)" >&2; exit 1; }
     .venv/bin/actionlint
+
+# not in `just test` (CI's budget; three TCG boots, two at once, about 10 minutes here): run them
+# before changing how hosts fail
+# the fault tests with real guests too (tests/test_vm_faults.py: a host's libvirtd killed mid-case)
+test-faults *args="":
+    FSLAB_FAULT_TESTS=1 {{pytest}} tests/test_vm_faults.py -s {{args}}

@@ -127,6 +127,7 @@ class FakeRunner:
 
     def __init__(self, bad: str | None):
         self.bad, self.calls, self.lock = bad, list[Any](), threading.Lock()
+        self.virsh: list[tuple[str, ...]] = []
 
     def __call__(self, p, image, choice, results_root, host=None, name=None, stop=None, log=None, **kw):
         with self.lock:
@@ -150,6 +151,8 @@ def _spread(tmp_path, monkeypatch, bad, retry, uris=("qemu:///system", "qemu+ssh
     monkeypatch.setattr(runner, "run", fake)
     monkeypatch.setattr(hosts, "choose_accel", lambda h, req, img: runner.accel_mod.Choice(req, "tcg", "test"))
     monkeypatch.setattr(spread, "host_facts", lambda h, choice: {"accel": choice.used, "cpus": 4})
+    fake.virsh = []  # the host came back at the end: its left-over domain is destroyed
+    monkeypatch.setattr(libvirt, "virsh", lambda uri, *args, **kw: fake.virsh.append((uri, *args)) or "")
     p = resolve.resolve(config.load(ROOT / "vmconfigs" / "smoke.yaml"), run_id="R", backend="libvirt")
     logs: list[str] = []
     out = spread.run(p, make_image(tmp_path / "img"), [hosts.parse(u) for u in uris], tmp_path / "runs",
@@ -219,6 +222,9 @@ def test_spread_over_two_hosts_one_failing(tmp_path, monkeypatch):
     assert {b["host"] for b in m["boots"]} == {"qemu:///system", "qemu+ssh://b/system"}
     assert {n for _, _, n in fake.calls} == {"fslab-R-b1", "fslab-R-b2"}
     assert any("its 1 case(s) on 2 filesystem(s) are marked failed" in ln for ln in logs)
+    (lost,) = [n for _, h, n in fake.calls if h == "qemu+ssh://b/system"]
+    assert fake.virsh == [("qemu+ssh://b/system", "destroy", lost)]  # only the failed host's domain, once
+    assert f"fslab: [qemu+ssh://b/system] the host answers again; its left-over domain {lost} was destroyed" in logs
     assert read_jsonl(out.run_dir / "results.jsonl") == out.records
     assert (out.run_dir / "boots" / "b1" / "manifest.json").is_file()
 

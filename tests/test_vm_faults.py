@@ -10,12 +10,23 @@ mid-case, its boot retried on another host.
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
+import pty
+import re
+import struct
+import subprocess
 import sys
+import termios
+import threading
 import time
+from pathlib import Path
 
 import pytest
-from loopback_ssh import ensure_libvirt
+from loopback_ssh import ROOT, ensure_libvirt
 from netns_host import NetnsHost, netns_problem
+from vmhelpers import FSLAB
 
 from harness.vm import hosts, libvirt
 
@@ -113,3 +124,102 @@ def test_a_daemon_killed_is_noticed_at_once_and_one_that_comes_back_loses_the_do
         assert name in h.virsh("list", "--name").stdout  # the guest outlived its daemon
         assert libvirt.version(h.uri)["daemon"]  # and the host answers again, through the same ssh
     assert name not in h.virsh("list", "--all", "--name").stdout
+
+
+# -- a real run: a guest's daemon killed mid-case -------------------------------------------------
+
+FAULT_RUNS = "FSLAB_FAULT_TESTS"  # `just test-faults`: three TCG boots, two at once (~10 min here); not in CI
+
+
+@pytest.mark.skipif(not os.environ.get(FAULT_RUNS), reason=f"three smoke boots: run with `just test-faults` "
+                                                             f"({FAULT_RUNS}=1)")
+def test_run_whose_host_daemon_dies_mid_case_retries_elsewhere_and_cleans_up_when_it_comes_back(image, tmp_path):
+    """Smoke over qemu:///system and a host in a namespace with its own libvirtd, --retry, on a
+    terminal (a pty, as a person sees it). Once that host's guest runs a case, its libvirtd is
+    killed (SIGKILL) and started again (as systemd would). The boot there fails at once with the
+    daemon's end of file, runs again on the other host, and the run is ok with every record from
+    qemu:///system; what the lost attempt brought home is kept under b<k>.attempt1; the guest the
+    restarted daemon took back is destroyed at the end of the run; the live view showed one row
+    per VM while both ran, and none is left on the screen at the end."""
+    from test_live_view import screen
+
+    ns = NetnsHost(tmp_path / "nshost", own_libvirt=True).start()
+    cfg = tmp_path / "smoke-2hosts.yaml"
+    cfg.write_text((ROOT / "vmconfigs" / "smoke.yaml").read_text() + "backend: libvirt\nhosts:\n"
+                   f"  - qemu:///system\n  - {{uri: '{ns.uri}', store: {tmp_path / 'store'}, "
+                   f"scratch: {tmp_path / 'scratch'}}}\n")
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 160, 0, 0))
+    t0 = time.monotonic()
+    proc = subprocess.Popen([*FSLAB, "run", str(cfg), "--retry", "--image-dir", str(image.dir), "--results-dir",
+                             str(tmp_path / "runs")], cwd=ROOT, stdin=subprocess.DEVNULL,
+                            stdout=open(tmp_path / "out.txt", "w"), stderr=slave)
+    os.close(slave)
+    chunks: list[bytes] = []
+
+    def pump() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    try:
+        lost_vm = None
+        while lost_vm is None and time.monotonic() - t0 < 1500:
+            time.sleep(2)
+            for m in (tmp_path / "runs").glob("*/boots/*/manifest.json"):
+                prog = m.parent / "progress.jsonl"
+                if (json.loads(m.read_text()).get("libvirt") or {}).get("uri") == ns.label and prog.exists() \
+                        and '"case-start"' in prog.read_text():
+                    lost_vm = m.parent.name
+            assert proc.poll() is None, b"".join(chunks).decode(errors="replace")
+        assert lost_vm, b"".join(chunks).decode(errors="replace")
+        came_home = next((tmp_path / "runs").glob(f"*/boots/{lost_vm}/progress.jsonl")).read_text()
+        ns.kill_daemon()
+        t_kill = time.monotonic()
+        noticed = None
+        while noticed is None and time.monotonic() - t_kill < 300:
+            if f"[{ns.label}] {lost_vm}: failed (".encode() in b"".join(chunks):
+                noticed = time.monotonic() - t_kill
+            time.sleep(0.2)
+        ns.start_daemon()  # the host comes back, and its daemon takes the guest back
+        rc = proc.wait(timeout=1800)
+        reader.join(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait()
+        leftover = ns.virsh("list", "--all", "--name").stdout if ns.sshd else ""
+        ns.stop()
+        os.close(master)
+    term = b"".join(chunks).decode(errors="replace")
+    (tmp_path / "typescript").write_text(term)
+    _say(f"libvirtd killed mid-case in a run: noticed after {noticed}; the run took", time.monotonic() - t0)
+    stdout = (tmp_path / "out.txt").read_text()
+    assert rc == 0, stdout + term
+    assert noticed is not None and noticed <= libvirt.KEEPALIVE_INTERVAL_S + SLACK_S
+    assert f"status: ok (2 of 2 boots ok; host {ns.label} failed: lost the connection" in stdout
+    assert "end of file" in stdout.strip().splitlines()[-2]
+    run_dir = Path(stdout.strip().splitlines()[-1])
+    recs = [json.loads(ln) for ln in (run_dir / "results.jsonl").read_text().splitlines()]
+    assert recs and all(r["ok"] and r["host"] == "qemu:///system" for r in recs)
+    assert {r["boot"] for r in recs} == {1, 2}
+    m = json.loads((run_dir / "manifest.json").read_text())
+    (retried,) = [b for b in m["boots"] if len(b["attempts"]) == 2]
+    assert retried["attempts"][0]["host"] == ns.label and f"b{retried['boot']}" == lost_vm
+    assert (run_dir / "boots" / f"{lost_vm}.attempt1" / "progress.jsonl").read_text().startswith(came_home)
+    # the host came back: the guest its new daemon took back was destroyed at the end of the run
+    assert f"[{ns.label}] the host answers again; its left-over domain fslab-{m['run_id']}-{lost_vm} was destroyed" \
+        in term
+    assert f"fslab-{m['run_id']}" not in leftover
+    # the live view: both VMs' rows drawn together while both ran; no row left at the end
+    frames = [screen(term[:k]) for k in range(0, len(term), max(1, len(term) // 400))]
+    assert any(any(re.match(r"b\d qemu:///system: ", ln) for ln in f) and
+               any(ln.startswith(f"{lost_vm} {ns.label}: ") for ln in f) for f in frames)
+    assert not [ln for ln in screen(term) if re.match(r"b\d ", ln)]

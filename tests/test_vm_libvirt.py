@@ -16,10 +16,14 @@ import time
 from pathlib import Path
 
 import pytest
-from loopback_ssh import ROOT, LoopbackSSH, ensure_libvirt
+from loopback_ssh import ROOT, ensure_libvirt
+from netns_host import NetnsHost
 from vmhelpers import FSLAB, fslab, read_records
 
+from harness.vm import libvirt
+
 pytestmark = pytest.mark.vm
+SLACK_S = 30.0  # beyond the keepalive's bound: a sync tick in flight (ssh's ServerAlive), a loaded machine
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -69,16 +73,19 @@ def test_smoke_on_both_backends_gives_the_same_records(image, smoke_run, tmp_pat
     assert not _domains()
 
 
-def test_two_hosts_one_disappears_mid_run(image, tmp_path):
-    """Smoke spread over qemu:///system and qemu+ssh://root@127.0.0.1 (a store of its own, so
-    the image is copied by digest): one whole boot (both filesystems, interleaved) per host. The
-    ssh host vanishes once its guest runs: its boot's cases are failed with the host's error, the
-    other host's boot is whole, and the run finishes."""
-    ssh = LoopbackSSH(tmp_path / "ssh").start()
+def test_two_hosts_one_partitioned_mid_case(image, tmp_path):
+    """Smoke spread over qemu:///system and a host in a network namespace of its own, reached
+    over a veth pair by its own sshd (tests/netns_host.py; its sessions reach this machine's
+    daemon), with a store of its own, so the image is copied by digest: one whole boot (both
+    filesystems, interleaved) per host. Once the guest there runs a case, its link goes down
+    (packets dropped, no FIN): libvirt's keepalive notices within LOST_AFTER_S, its boot's cases
+    are failed with the host's error, what came home before is kept, the other host's boot is
+    whole, and the run finishes, said in one line."""
+    ns = NetnsHost(tmp_path / "nshost").start()
     store, scratch = tmp_path / "remote-store", tmp_path / "remote-scratch"
     cfg = tmp_path / "smoke-2hosts.yaml"
     cfg.write_text((ROOT / "vmconfigs" / "smoke.yaml").read_text() + "backend: libvirt\nhosts:\n"
-                   f"  - qemu:///system\n  - {{uri: '{ssh.uri}', store: {store}, scratch: {scratch}}}\n")
+                   f"  - qemu:///system\n  - {{uri: '{ns.uri}', store: {store}, scratch: {scratch}}}\n")
     out, err = tmp_path / "out.txt", tmp_path / "err.txt"
     t0 = time.monotonic()
     proc = subprocess.Popen([*FSLAB, "run", str(cfg), "--image-dir", str(image.dir), "--results-dir",
@@ -86,41 +93,53 @@ def test_two_hosts_one_disappears_mid_run(image, tmp_path):
                             stdout=open(out, "w"), stderr=open(err, "w"))
     try:
         lost_vm = None
-        while lost_vm is None and time.monotonic() - t0 < 900:  # the guest on the ssh host is running
+        while lost_vm is None and time.monotonic() - t0 < 900:  # the guest on the namespace's host runs a case
             time.sleep(2)
             for m in (tmp_path / "runs").glob("*/boots/*/manifest.json"):
                 man = json.loads(m.read_text())
                 prog = m.parent / "progress.jsonl"
-                if (man.get("libvirt") or {}).get("uri") == ssh.label and prog.exists() and \
+                if (man.get("libvirt") or {}).get("uri") == ns.label and prog.exists() and \
                         '"case-start"' in prog.read_text():
                     lost_vm = m.parent.name
             assert proc.poll() is None, out.read_text() + err.read_text()
         assert lost_vm, err.read_text()
-        ssh.kill()
+        came_home = (tmp_path / "runs").glob(f"*/boots/{lost_vm}/progress.jsonl").__next__().read_text()
+        ns.partition()
+        t_cut = time.monotonic()
+        noticed = None
+        while proc.poll() is None and time.monotonic() - t_cut < 900:
+            if noticed is None and f"[{ns.label}] {lost_vm}: failed (" in err.read_text():
+                noticed = time.monotonic() - t_cut
+            time.sleep(0.5)
         rc = proc.wait(timeout=900)
+        finished = time.monotonic() - t_cut
     finally:
         if proc.poll() is None:
             proc.terminate()
             proc.wait()
-        ssh.kill()
+        ns.stop()
+    print(f"\npartition mid-case: noticed after {noticed:.1f} s, the run finished {finished:.1f} s after it"
+          if noticed else "\npartition mid-case: never noticed", file=sys.stderr)
     print(f"\ntwo-host smoke wall time: {time.monotonic() - t0:.0f} s", file=sys.stderr)
     stdout, stderr = out.read_text(), err.read_text()
     print(stderr, file=sys.stderr)
     assert rc == 1, stdout + stderr
-    assert f"status: failed (1 of 2 boots ok; host {ssh.label} failed: lost the connection" in stdout, stdout
+    assert noticed is not None and noticed <= libvirt.LOST_AFTER_S + SLACK_S, stderr
+    assert f"status: failed (1 of 2 boots ok; host {ns.label} failed: lost the connection" in stdout, stdout
+    assert "keepalive timeout" in stdout.strip().splitlines()[-2], stdout
     run_dir = Path(stdout.strip().splitlines()[-1])
     recs = read_records(run_dir)
     kept = [r for r in recs if r["host"] == "qemu:///system"]
     assert {r["fs"] for r in kept} == {"ext4", "xfs"} and all(r["ok"] for r in kept)  # a whole boot
-    lost = [r for r in recs if r["host"] == ssh.label]
+    lost = [r for r in recs if r["host"] == ns.label]
     assert {r["fs"] for r in lost} == {"ext4", "xfs"} and not any(r["ok"] for r in lost)
     assert {f"b{r['boot']}" for r in lost} == {lost_vm}
     assert {r["boot"] for r in kept}.isdisjoint({r["boot"] for r in lost})
-    assert all(ssh.label in r["error"] for r in lost)
-    assert f"[{ssh.label}] {lost_vm}: its 1 case(s) on 2 filesystem(s) are marked failed" in stderr
+    assert all(ns.label in r["error"] for r in lost)
+    assert f"[{ns.label}] {lost_vm}: its 1 case(s) on 2 filesystem(s) are marked failed" in stderr
     # what came home from the lost host before it vanished is kept: its guest had made both filesystems
     prog = (run_dir / "boots" / lost_vm / "progress.jsonl").read_text()
-    assert '"boot"' in prog and prog.count('"fs-ready"') == 2
+    assert prog.startswith(came_home) and '"boot"' in prog and prog.count('"fs-ready"') == 2
     assert (run_dir / "boots" / lost_vm / "console.log").stat().st_size > 0
     # the image was copied to the ssh host's store and checked by digest
     entry = store / image.dir.name
@@ -130,7 +149,11 @@ def test_two_hosts_one_disappears_mid_run(image, tmp_path):
         h.update(f.read())
     assert h.hexdigest() == image.manifest["files"]["vmlinuz"]["sha256"]
     m = json.loads((run_dir / "manifest.json").read_text())
-    assert {h["uri"]: h["status"] for h in m["hosts"]} == {"qemu:///system": "ok", ssh.label: "failed"}
+    assert {h["uri"]: h["status"] for h in m["hosts"]} == {"qemu:///system": "ok", ns.label: "failed"}
+    # the daemon ends the partitioned domain by itself (its keepalive, then autodestroy)
+    end = time.monotonic() + libvirt.LOST_AFTER_S
+    while [d for d in _domains() if run_dir.name in d] and time.monotonic() < end:
+        time.sleep(1)
     assert not [d for d in _domains() if run_dir.name in d]
 
 
@@ -145,7 +168,6 @@ def _idle_domain(name: str, extra: str = "") -> str:
 def test_domain_errors_are_one_line(tmp_path):
     """Against the real daemon: a name already in use, a disk the daemon cannot read."""
     from harness.errors import FslabError
-    from harness.vm import libvirt
 
     name = f"fslab-test-{tmp_path.name}"[:60]
     with libvirt.Domain("qemu:///system", _idle_domain(name), name, tmp_path / "a") as first:

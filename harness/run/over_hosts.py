@@ -124,6 +124,7 @@ class _Spread:
         self.stop = threading.Event()
         self.mixed: list[str] = []  # the differences between hosts the user allowed (--mix-hosts)
         self.board = board  # the live view: one row per VM running now
+        self.lost: list[tuple[hosts.Host, str]] = []  # (host, domain) of boots whose host failed under them
 
     def _next(self, hs: _HostState) -> _VM | None:
         with self.cond:
@@ -190,6 +191,8 @@ class _Spread:
                 self._done()
                 continue
             self._fail_host(hs, out.reason)
+            with self.cond:
+                self.lost.append((hs.host, f"fslab-{self.plan.run_id}-{name}"))
             again = self.retry and self._alive_elsewhere(hs) and not self.stop.is_set()
             if again:
                 self.log(f"fslab: [{label}] {name}: will run again on another host (--retry)")
@@ -216,6 +219,18 @@ class _Spread:
         if not (d / "results.jsonl").is_file():
             write_jsonl(d / "results.jsonl", records_for_run(d, vm.plan, str(m.get("accel", "unknown"))))
         return runner.Outcome(d, status, reason, read_jsonl(d / "results.jsonl"), host_failed)
+
+    def leftovers(self) -> None:
+        """A host that failed under a running boot may have come back (its daemon restarted, its
+        network back): the daemon then runs that guest on, unwatched and without its autodestroy.
+        At the end of the run each such domain is destroyed if the host answers (one try each,
+        libvirt.DESTROY_TIMEOUT_S at most); a host still gone needs nothing (its keepalive ends it)."""
+        for host, dom in self.lost:
+            try:
+                libvirt.virsh(host.uri, "destroy", dom, timeout=libvirt.DESTROY_TIMEOUT_S)
+            except FslabError:
+                continue
+            self.log(f"fslab: [{host.label}] the host answers again; its left-over domain {dom} was destroyed")
 
     def unrun(self) -> None:
         """Boots no host could take (every host failed) are failed boots, with failed records."""
@@ -293,6 +308,7 @@ def run(plan: Plan, image: images.Image, host_list: list[hosts.Host], results_ro
         _merge(s)
         raise
     s.unrun()
+    s.leftovers()
     return _merge(s)
 
 
