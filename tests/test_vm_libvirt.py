@@ -78,7 +78,8 @@ def test_two_hosts_one_partitioned_mid_case(image, tmp_path):
     over a veth pair by its own sshd (tests/netns_host.py; its sessions reach this machine's
     daemon), with a store of its own, so the image is copied by digest: one whole boot (both
     filesystems, interleaved) per host. Once the guest there runs a case, its link goes down
-    (packets dropped, no FIN): libvirt's keepalive notices within LOST_AFTER_S, its boot's cases
+    (packets dropped, no FIN): libvirt's keepalive notices within LOST_AFTER_S, or fslab's ssh
+    fetching the results (here, at load 22: 41.9 s, the run finished 1.7 s later), its boot's cases
     are failed with the host's error, what came home before is kept, the other host's boot is
     whole, and the run finishes, said in one line."""
     ns = NetnsHost(tmp_path / "nshost").start()
@@ -125,8 +126,12 @@ def test_two_hosts_one_partitioned_mid_case(image, tmp_path):
     print(stderr, file=sys.stderr)
     assert rc == 1, stdout + stderr
     assert noticed is not None and noticed <= libvirt.LOST_AFTER_S + SLACK_S, stderr
-    assert f"status: failed (1 of 2 boots ok; host {ns.label} failed: lost the connection" in stdout, stdout
-    assert "keepalive timeout" in stdout.strip().splitlines()[-2], stdout
+    # said in one line, by whichever noticed first: libvirt's keepalive on the domain's connection,
+    # or fslab's own ssh bringing the results home (its third failed sync in a row)
+    status = stdout.strip().splitlines()[-2]
+    assert status.startswith(f"status: failed (1 of 2 boots ok; host {ns.label} failed: "), stdout
+    assert f"lost the connection to libvirt host {ns.label}: " in status and "keepalive timeout" in status or \
+        f"host {ns.label} is unreachable: " in status, status
     run_dir = Path(stdout.strip().splitlines()[-1])
     recs = read_records(run_dir)
     kept = [r for r in recs if r["host"] == "qemu:///system"]
