@@ -4,8 +4,13 @@ return, erase to the end of the line or the screen), and the plain lines when no
 
 from __future__ import annotations
 
+import fcntl
 import io
+import os
+import pty
 import re
+import struct
+import termios
 import threading
 from dataclasses import replace
 
@@ -148,3 +153,16 @@ def test_without_a_board_one_vm_keeps_its_single_line(tmp_path):
     p = Progress(tmp_path / "p.jsonl", plans.plan(), 0.0, stream=out, clock=lambda: 1.0)
     p()
     assert out.getvalue().startswith("\r\033[K") and "\n" not in out.getvalue()
+
+
+def test_the_width_is_that_of_the_terminal_the_rows_go_to():
+    """stderr on a terminal 120 columns wide while stdout is a file (a run piped to tee): rows are
+    cut at stderr's width, not at a default."""
+    master, slave = pty.openpty()
+    try:
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+        with os.fdopen(os.dup(slave), "w") as stream:
+            assert Board(stream).width == 120
+    finally:
+        os.close(master)
+        os.close(slave)

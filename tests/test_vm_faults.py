@@ -138,9 +138,9 @@ def test_run_whose_host_daemon_dies_mid_case_retries_elsewhere_and_cleans_up_whe
     terminal (a pty, as a person sees it). Once that host's guest runs a case, its libvirtd is
     killed (SIGKILL) and started again (as systemd would). The boot there fails at once with the
     daemon's end of file, runs again on the other host, and the run is ok with every record from
-    qemu:///system; what the lost attempt brought home is kept under b<k>.attempt1; the guest the
-    restarted daemon took back is destroyed at the end of the run; the live view showed one row
-    per VM while both ran, and none is left on the screen at the end."""
+    qemu:///system; what the lost attempt brought home is kept under b<k>.attempt1; nothing of
+    the run is left on the host that came back; the live view showed one row per VM while both
+    ran, and none is left on the screen at the end."""
     from test_live_view import screen
 
     ns = NetnsHost(tmp_path / "nshost", own_libvirt=True).start()
@@ -214,9 +214,9 @@ def test_run_whose_host_daemon_dies_mid_case_retries_elsewhere_and_cleans_up_whe
     (retried,) = [b for b in m["boots"] if len(b["attempts"]) == 2]
     assert retried["attempts"][0]["host"] == ns.label and f"b{retried['boot']}" == lost_vm
     assert (run_dir / "boots" / f"{lost_vm}.attempt1" / "progress.jsonl").read_text().startswith(came_home)
-    # the host came back: the guest its new daemon took back was destroyed at the end of the run
-    assert f"[{ns.label}] the host answers again; its left-over domain fslab-{m['run_id']}-{lost_vm} was destroyed" \
-        in term
+    # the host came back: nothing of the run is left there. The guest its new daemon took back ran
+    # on, unwatched, until it powered off by itself (a smoke boot's few cases: here 2 minutes), or
+    # was destroyed at the end of the run (`the host answers again; its left-over domain ...`)
     assert f"fslab-{m['run_id']}" not in leftover
     # the live view: both VMs' rows drawn together while both ran; no row left at the end
     frames = [screen(term[:k]) for k in range(0, len(term), max(1, len(term) // 400))]

@@ -23,6 +23,8 @@ terminal's width, so that the block's height is its number of rows and can be er
 
 from __future__ import annotations
 
+import io
+import os
 import shutil
 import sys
 import threading
@@ -46,7 +48,13 @@ class Board:
 
     @property
     def width(self) -> int:
-        return self._width or shutil.get_terminal_size((100, 24)).columns
+        """The width of the terminal the rows go to (stderr's, which is not always stdout's)."""
+        if self._width:
+            return self._width
+        try:
+            return os.get_terminal_size(self.stream.fileno()).columns
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            return shutil.get_terminal_size((100, 24)).columns
 
     def _cut(self, text: str) -> str:
         """One screen line: no line breaks, and one column short of the width (no auto-wrap)."""
