@@ -79,7 +79,7 @@ def test_two_hosts_one_partitioned_mid_case(image, tmp_path):
     daemon), with a store of its own, so the image is copied by digest: one whole boot (both
     filesystems, interleaved) per host. Once the guest there runs a case, its link goes down
     (packets dropped, no FIN): libvirt's keepalive notices within LOST_AFTER_S, or fslab's ssh
-    fetching the results (here, at load 22: 41.9 s, the run finished 1.7 s later), its boot's cases
+    fetching the results (here, at load 20-23: 41.9 s and 41.7 s, both by ssh), its boot's cases
     are failed with the host's error, what came home before is kept, the other host's boot is
     whole, and the run finishes, said in one line."""
     ns = NetnsHost(tmp_path / "nshost").start()
