@@ -17,6 +17,7 @@ from harness.cli import bench
 from harness.config import resolve
 from harness.config import vmconfig as config
 from harness.errors import FslabError
+from harness.guest_programs import load_program
 from harness.suites import get, kernel_tree, registry
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +43,7 @@ def test_cases(profile, kconfig, targets, subset, reps):
                          "argv": ["/usr/local/bin/fslab-hdparm", "{dev}"]}]
     assert hd.timeout_s >= 300
     # then the compilation test, its four timed steps in the article's order
-    src = "/var/tmp/fslab-kernel-tree/smoke/linux" if subset else SOURCE
+    src = "/usr/src/fslab/smoke/linux" if subset else SOURCE  # made in the image
     assert (comp.id, comp.kind, comp.rep, comp.job, comp.headline_step) == ("compile", "steps", 0, "", None)
     assert comp.params == {"config": kconfig, "make_targets": " ".join(targets), "source": src,
                            "subset": " ".join(KEEP) if subset else ""}
@@ -195,3 +196,32 @@ def test_smoke_compile_case_through_the_agent_twice(agent, tmp_path):
     base = subset_dir / "drivers" / "base"
     assert not (base / "bus.c").exists() and (base / "Makefile").is_file()  # left out, but not its Makefile
     assert (subset_dir / "include" / "asm").is_symlink()
+
+
+@pytest.mark.skipif(not (shutil.which("make") and shutil.which("cc")), reason="make and cc are needed")
+def test_smoke_tree_made_by_the_image_build_is_found_by_the_case(agent, tmp_path, capfd):
+    """`fslab-kernel-tree smoke SRC` (what images/debian-12/bootstrap.sh runs in the root tree)
+    makes and prepares the tree the smoke case's `subset` and `config` steps ask for, with their
+    own arguments: in a boot of such an image both steps find their work done (no make run)."""
+    src = mini_tree(tmp_path / "src" / "linux")
+    subset_dir = tmp_path / "usr" / "smoke" / "linux"
+    prog = load_program("kernel_tree")
+    prog.SMOKE_TREE = str(subset_dir)  # the image's path, here under tmp_path
+    assert prog.main(["smoke", str(src), "--jobs", "2"]) == 0
+    made = capfd.readouterr().out.splitlines()
+    assert json.loads(made[0])["made"] is True and json.loads(made[1])["metric"] == "tree_files"
+    assert (subset_dir.parent / "configured.log").read_text() == "tinyconfig\n"
+    _, comp = get("kernel-tree").cases("smoke")
+    j = comp.to_json()
+    swap = {PROGRAM: [sys.executable, str(GUEST / "fslab_kernel_tree.py")]}
+    for s in j["steps"]:
+        argv = [str(src) if a == SOURCE else str(subset_dir) if a == kernel_tree.SUBSET else a
+                for a in s.get("argv", [])]
+        s["argv"] = swap.get(argv[0], argv[:1]) + argv[1:] if argv else argv
+    _, recs = run_plan(agent, tmp_path, "ext2", {"name": "kernel-tree", "headline": "real_s"}, [j],
+                       {"n": 1, "cap": 1, "cv_threshold": 10})
+    assert recs and all(r["ok"] for r in recs)
+    raw = tmp_path / "run" / "raw" / "ext2" / "compile"
+    assert json.loads((raw / "subset.stdout").read_text())["made"] is False
+    assert "already configured" in (raw / "config.stderr").read_text()
+    assert (subset_dir.parent / "configured.log").read_text() == "tinyconfig\n"  # make tinyconfig ran once

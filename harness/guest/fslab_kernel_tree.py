@@ -4,6 +4,7 @@
     fslab-kernel-tree subset SRC DEST --keep DIR [--keep DIR ...]
     fslab-kernel-tree config TREE --target TARGET [--prepare] [--jobs N] [--make MAKE] [--package GLOB]
     fslab-kernel-tree warm SRC
+    fslab-kernel-tree smoke SRC [--jobs N]
 
 `subset` makes DEST, a reduced copy of the kernel tree SRC (see `subset()`), once: a DEST made
 from the same SRC and DIRs is left as it is. Prints one JSON summary line.
@@ -31,7 +32,15 @@ no Makefile or make wrote no .config.
 
 `warm` reads every regular file under SRC once, so that the timed `cp -a SRC ...` that follows
 reads its source from the page cache and times the filesystem it writes to (see the suite's
-docstring). Prints one JSON summary line. Standard library only.
+docstring). Prints one JSON summary line.
+
+`smoke` makes the smoke profile's tree, SMOKE_TREE, the subset of SRC with SMOKE_KEEP in full,
+and configures and prepares it (SMOKE_TARGET): `subset` and `config --prepare` with the suite's
+own arguments (harness/suites/kernel_tree.py reads them from here). The image build runs it once,
+natively in the image's root tree (images/debian-12/bootstrap.sh), so that a smoke run's two
+untimed steps find their work done (under TCG they took 2 and 7 minutes of every boot); a guest
+whose image lacks the tree still makes it itself. The .config and the metrics go to stdout, as
+with `config`. Standard library only.
 """
 
 from __future__ import annotations
@@ -47,6 +56,11 @@ import sys
 
 SKELETON = ("Kconfig", "Makefile", "Kbuild")  # what kconfig and `make clean` read in every directory
 STAMP = ".fslab-subset.json"
+# The smoke profile's tree: what tinyconfig's preparation and `make init/` read besides the
+# Kconfig/Makefile/Kbuild files, on the guest's root disk (basename linux, as the source's).
+SMOKE_TREE = "/usr/src/fslab/smoke/linux"
+SMOKE_KEEP = ("arch/x86", "include", "init", "kernel", "scripts", "tools/arch/x86", "tools/include")
+SMOKE_TARGET = "tinyconfig"
 
 
 def walk_files(root: str):
@@ -253,6 +267,9 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("src")
     s.add_argument("dest")
     s.add_argument("--keep", action="append", default=[], metavar="DIR", help="a directory kept in full")
+    m = sub.add_parser("smoke", help=f"make and prepare the smoke profile's tree {SMOKE_TREE} (once)")
+    m.add_argument("src")
+    m.add_argument("--jobs", type=int, default=1, help="make -j for prepare (default 1)")
     args = ap.parse_args(argv)
     if args.cmd == "config":
         return config(args.tree, args.target, args.prepare, args.jobs, args.make, args.package)
@@ -261,6 +278,10 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if args.cmd == "warm":
         print(json.dumps({"warm": args.src, **warm(args.src)}))
+    elif args.cmd == "smoke":
+        os.makedirs(os.path.dirname(SMOKE_TREE), exist_ok=True)
+        print(json.dumps(subset(args.src, SMOKE_TREE, list(SMOKE_KEEP))), flush=True)
+        return config(SMOKE_TREE, SMOKE_TARGET, True, args.jobs, "make", "linux-source-*")
     else:
         print(json.dumps(subset(args.src, args.dest, args.keep)))
     return 0
