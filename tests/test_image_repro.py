@@ -116,6 +116,40 @@ def test_normalise_drops_what_differs_between_builds(tmp_path):
     assert image_tree.normalise(root) == []  # idempotent
 
 
+def test_the_zfs_variant_turns_dkms_module_signing_off(tmp_path):
+    """dkms 3.0 signs a module with a fresh random key unless its `sign_file` is not an executable
+    file (then: "modules won't be signed"); essential.sh must set it so before zfs-dkms's postinst."""
+    root = tmp_path / "root"
+    subprocess.run(["sh", str(ROOT / "images/debian-12-zfs/essential.sh"), str(root)], check=True)
+    conf = root / "etc/dkms/framework.conf.d/fslab.conf"
+    # read as dkms reads it (safe_source: the file sourced by bash, then the variable echoed)
+    sign_file = subprocess.run(["bash", "-c", '. "$1"; printf %s "$sign_file"', "-", str(conf)],
+                               check=True, capture_output=True, text=True).stdout
+    assert sign_file, f"{conf} sets no sign_file: dkms would use the kernel's sign-file and make a key"
+    assert not (os.path.isfile(sign_file) and os.access(sign_file, os.X_OK)), sign_file
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="bootstrap.sh refuses to run without root")
+def test_bootstrap_runs_a_variants_essential_hook_before_its_customize_hook(tmp_path):
+    """bootstrap.sh hands DIR/essential.sh and DIR/customize.sh to mmdebstrap as hooks of their kind
+    (a stand-in mmdebstrap records its arguments, which bootstrap.sh keeps in OUT/mmdebstrap.log)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "mmdebstrap").write_text('#!/bin/sh\nfor a in "$@"; do printf "%s\\n" "$a"; done\nexit 1\n')
+    os.chmod(bindir / "mmdebstrap", 0o755)
+    out = tmp_path / "out"
+    cp = subprocess.run(["bash", str(ROOT / "images/debian-12/bootstrap.sh"), "--variant",
+                         str(ROOT / "images/debian-12-zfs"), str(out), str(ROOT / "harness/guest")],
+                        capture_output=True, text=True, check=False,
+                        env={"PATH": f"{bindir}:/usr/sbin:/usr/bin:/sbin:/bin", "FSLAB_DEBIAN_MIRROR": "http://m.example/debian"})
+    assert cp.returncode != 0 and "mmdebstrap failed" in cp.stderr
+    args = (out / "mmdebstrap.log").read_text().splitlines()
+    zfs = ROOT / "images/debian-12-zfs"
+    assert f'--essential-hook="{zfs}/essential.sh" "$1"' in args
+    assert f'--customize-hook="{zfs}/customize.sh" "$1"' in args
+    assert any(a.startswith("--include=") and "zfs-dkms" in a for a in args)
+
+
 def _guest(tmp_path: Path, host: Path, change) -> tuple[Path, Path]:
     """What 95-export-tree.sh would send for a guest that started from `host` and ran `change`."""
     guest = tmp_path / "guest"

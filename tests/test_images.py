@@ -79,7 +79,8 @@ def test_input_files_cover_every_build_input():
 def test_zfs_variant_shares_debian_12_but_has_its_own_lock():
     rels = set(images.input_files("debian-12-zfs", ROOT))
     assert {"images/debian-12/bootstrap.sh", "images/debian-12/packages.txt", "images/debian-12-zfs/packages.txt",
-            "images/debian-12-zfs/customize.sh", "packer/debian-12.pkr.hcl"} <= rels
+            "images/debian-12-zfs/customize.sh", "images/debian-12-zfs/essential.sh",
+            "packer/debian-12.pkr.hcl"} <= rels
     assert "images/debian-12/packages.lock" not in rels  # the variant resolves its own
     assert images.definition("debian-12-zfs").template_name == "debian-12"
     assert "zfs" in images.supported_filesystems("debian-12-zfs")

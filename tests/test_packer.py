@@ -94,7 +94,8 @@ def test_build_scripts_are_shellcheck_clean():
     cp = subprocess.run(["shellcheck", "-s", "sh", *map(str, SCRIPTS)], check=False, capture_output=True, text=True)
     assert cp.returncode == 0, cp.stdout
     cp = subprocess.run(["shellcheck", str(ROOT / "images" / "debian-12" / "bootstrap.sh"),
-                         *map(str, sorted((ROOT / "images").glob("*/customize.sh")))],
+                         *map(str, sorted((ROOT / "images").glob("*/customize.sh"))),
+                         *map(str, sorted((ROOT / "images").glob("*/essential.sh")))],
                         check=False, capture_output=True, text=True)
     assert cp.returncode == 0, cp.stdout
 

@@ -11,7 +11,9 @@
 #
 # --variant DIR: an image that is this one plus more (images/debian-12-zfs): DIR/packages.txt
 # adds packages, and DIR/customize.sh, if present, runs as an mmdebstrap customize hook with the
-# root tree as $1 (/dev, /proc and /sys are mounted there then), e.g. to build a DKMS module.
+# root tree as $1 (/dev, /proc and /sys are mounted there then), e.g. to build a DKMS module;
+# DIR/essential.sh, if present, runs as an essential hook (root tree as $1, after the Essential
+# packages, before the rest are installed), e.g. to configure how DKMS will build that module.
 #
 # Environment:
 #   FSLAB_PACKAGE_LOCK   lock file (images/<name>/packages.lock): install exactly these versions,
@@ -117,6 +119,9 @@ else
 fi
 [ -n "$packages" ] || die "no packages to install"
 hooks=()
+if [ -n "$variant" ] && [ -f "$variant/essential.sh" ]; then
+	hooks+=(--essential-hook="\"$variant/essential.sh\" \"\$1\"")
+fi
 if [ -n "$variant" ] && [ -f "$variant/customize.sh" ]; then
 	hooks+=(--customize-hook="\"$variant/customize.sh\" \"\$1\"")
 fi
