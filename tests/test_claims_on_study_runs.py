@@ -37,3 +37,22 @@ def test_dd_size_directions_need_the_papers_file_sizes(tmp_path):
     assert "changes with the file's size" in r.claim.note
     r = row(random_io(tmp_path, "paper", 1), "s4-dd-1mb-xfs-faster")
     assert r.verdict == cl.HOLDS, r.detail
+
+
+def test_a_pair_left_out_says_why_its_record_has_no_value(tmp_path):
+    """A maildir smoke run (2026-11-24, six filesystems): the reader read no message in 7 of 15
+    cases on ext3-ordered; their ms_per_read records carry value null and the note "no message
+    was read", and the row said only "no value on ext3-ordered". Now it says the record's reason."""
+    recs = []
+    for fs, ms in (("ext3-ordered", 10.0), ("reiserfs", 20.0)):
+        for run in (1, 2, 3):
+            for w in (1, 2, 4, 8, 16):
+                r = record("maildir", f"w{w}-run{run}", fs, "ms_per_read", ms + run + w / 10, "ms", 0, accel="kvm",
+                           step="run", run=run, writers=w)
+                if fs == "ext3-ordered" and (w, run) == (16, 1):
+                    r.update(value=None, ok=True, note="no message was read")
+                recs.append(r)
+    run = load_run(make_run(tmp_path / "md", "maildir", recs, profile="quick", accel="kvm"))
+    r = row(run, "s2-ordered-reads-better-than-reiserfs")
+    assert "w16-run1/run left out for every filesystem: no value on ext3-ordered (no message was read)" in r.notes
+    assert r.verdict == cl.HOLDS, r.detail

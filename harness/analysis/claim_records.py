@@ -208,7 +208,10 @@ def combine(run: Run, suite: str, m: Measure, fss: list[str]) -> Pooled:
         for fs in live:
             gone = every - good[fs]
             if gone and good[fs]:
-                out.notes.append(f"{_pair_text(gone)} left out for every filesystem: no value on {fs}")
+                why = _no_value_why([r for r in recs if r.get("fs") == fs and _pair(r) in gone
+                                     and _value(r, m) is None])
+                out.notes.append(f"{_pair_text(gone)} left out for every filesystem: no value on {fs}" +
+                                 (f" ({why})" if why else ""))
         for fs in live:
             left = []
             for key, g in groups[fs].items():
@@ -239,8 +242,7 @@ def combine(run: Run, suite: str, m: Measure, fss: list[str]) -> Pooled:
         if out.values[fs] or fs in out.missing:
             continue
         mine = [r for r in recs if r.get("fs") == fs]
-        errors = [" ".join(str(r.get("error") or r.get("skipped") or "").split()) for r in mine]
-        why = next((e for e in errors if e), "")
+        why = _no_value_why(mine)
         if not mine:
             out.missing[fs] = f"no {m.where()} on {fs}"
         elif m.rate_of and not any(m.rate_of in r for r in mine):
@@ -250,6 +252,17 @@ def combine(run: Run, suite: str, m: Measure, fss: list[str]) -> Pooled:
         else:
             out.missing[fs] = f"no value of {m.where()} on {fs}" + (f": {why[:100]}" if why else "")
     return out
+
+
+def _no_value_why(recs: list[dict]) -> str:
+    """Why these records give no value, in their own words: the first error, skip reason or note
+    (a maildir reader that read nothing: "no message was read"), "" when none says.
+
+    >>> _no_value_why([{"value": None, "ok": True, "note": "no message was read"}])
+    'no message was read'
+    """
+    texts = [" ".join(str(r.get("error") or r.get("skipped") or r.get("note") or "").split()) for r in recs]
+    return next((t for t in texts if t), "")
 
 
 def _key_text(fields: tuple[str, ...], key: tuple) -> str:
