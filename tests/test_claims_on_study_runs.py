@@ -5,12 +5,15 @@ call for one verdict; tests/synthetic.py) with the verdict it must give now.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from synthetic import make_run, record
 
 from harness.analysis import claims as cl
 from harness.analysis.runs import load_run
+from harness.plan.filesystems import CATALOG
+from harness.plan.variants import VARIANTS
 
 
 def row(run: cl.Run, cid: str) -> cl.ClaimRow:
@@ -39,10 +42,10 @@ def test_dd_size_directions_need_the_papers_file_sizes(tmp_path):
     assert r.verdict == cl.HOLDS, r.detail
 
 
-def test_a_pair_left_out_says_why_its_record_has_no_value(tmp_path):
-    """A maildir smoke run (2026-11-24, six filesystems): the reader read no message in 7 of 15
-    cases on ext3-ordered; their ms_per_read records carry value null and the note "no message
-    was read", and the row said only "no value on ext3-ordered". Now it says the record's reason."""
+def maildir(tmp_path: Path, filesystems: list[dict] | None = None) -> cl.Run:
+    """A SYNTHETIC maildir run, ms_per_read on ext3-ordered (faster) and reiserfs, the three runs
+    at 1..16 writers; the reader of w16-run1 on ext3-ordered read nothing (value null, a note);
+    `filesystems` replaces the plan's entries."""
     recs = []
     for fs, ms in (("ext3-ordered", 10.0), ("reiserfs", 20.0)):
         for run in (1, 2, 3):
@@ -52,7 +55,36 @@ def test_a_pair_left_out_says_why_its_record_has_no_value(tmp_path):
                 if fs == "ext3-ordered" and (w, run) == (16, 1):
                     r.update(value=None, ok=True, note="no message was read")
                 recs.append(r)
-    run = load_run(make_run(tmp_path / "md", "maildir", recs, profile="quick", accel="kvm"))
-    r = row(run, "s2-ordered-reads-better-than-reiserfs")
+    d = make_run(tmp_path / "md", "maildir", recs, profile="quick", accel="kvm")
+    if filesystems is not None:
+        m = json.loads((d / "manifest.json").read_text())
+        m["plan"]["filesystems"] = filesystems
+        (d / "manifest.json").write_text(json.dumps(m))
+    return load_run(d)
+
+
+def test_a_pair_left_out_says_why_its_record_has_no_value(tmp_path):
+    """A maildir smoke run (2026-11-24, six filesystems): the reader read no message in 7 of 15
+    cases on ext3-ordered; their ms_per_read records carry value null and the note "no message
+    was read", and the row said only "no value on ext3-ordered". Now it says the record's reason."""
+    r = row(maildir(tmp_path), "s2-ordered-reads-better-than-reiserfs")
     assert "w16-run1/run left out for every filesystem: no value on ext3-ordered (no message was read)" in r.notes
     assert r.verdict == cl.HOLDS, r.detail
+
+
+def test_a_studys_own_variant_is_not_described_again(tmp_path):
+    """The same maildir run: every row repeated "ext3-ordered is the run's ext3-ordered (mkfs -j -J
+    size=400 -i 8192 -O dir_index; mount noatime,data=ordered)" for filesystems made exactly as
+    the study's variants (s2-*) that the claim itself names. Now a study's own variant with its
+    own options says nothing; one with options of its own beyond the variant's is still shown."""
+    def made_as(name: str, variant: str) -> dict:
+        v = VARIANTS[variant]
+        return {"name": name, "type": v.base, "variant": variant, "mount_options": v.mount_options,
+                "mkfs": CATALOG[v.base].mkfs_argv(list(v.mkfs_options))}
+
+    s2, reiser = made_as("ext3-ordered", "s2-ext3-ordered"), made_as("reiserfs", "s2-reiserfs")
+    r = row(maildir(tmp_path / "a", [s2, reiser]), "s2-ordered-reads-better-than-reiserfs")
+    assert not [n for n in r.notes if "is the run's" in n], r.notes
+    more = {**s2, "mount_options": "noatime,data=ordered,commit=60"}
+    r = row(maildir(tmp_path / "b", [more, reiser]), "s2-ordered-reads-better-than-reiserfs")
+    assert any(n.startswith("ext3-ordered is the run's ext3-ordered") and "commit=60" in n for n in r.notes), r.notes

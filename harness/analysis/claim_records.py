@@ -12,6 +12,7 @@ from fnmatch import fnmatchcase
 from harness.analysis import stats
 from harness.analysis.runs import Run, key_of, measured
 from harness.plan import filesystems as catalog
+from harness.plan import variants
 from harness.suites.claim import Fs, Measure
 
 
@@ -82,6 +83,8 @@ def match_text(sel: Fs, info: dict) -> str:
     how = {None: "", 0: "", 1: f"by variant {info.get('variant')}", 2: f"by type {info.get('type')}"}[
         None if score is None else score[0]]
     typ = catalog.CATALOG.get(str(info.get("type") or ""))
+    if score is not None and score[0] < 2 and typ and _study_variant(sel, info, typ):
+        return ""
     default = list(typ.mkfs_argv([])) if typ else []
     extra = [a for a in info.get("mkfs") or () if a not in default] if info.get("mkfs") else []
     mount = str(info.get("mount_options") or "")
@@ -91,6 +94,16 @@ def match_text(sel: Fs, info: dict) -> str:
         return ""
     parts = [how] + ([f"mkfs {' '.join(map(str, extra))}"] if extra else []) + ([f"mount {mount}"] if mount else [])
     return f"{sel.label} is the run's {info.get('name')} ({'; '.join(p for p in parts if p)})"
+
+
+def _study_variant(sel: Fs, info: dict, typ: catalog.FsType) -> bool:
+    """The run's filesystem is a variant the claim names (a study's own: s2-ext3-ordered is seed
+    002's mkfs and mount options), made with exactly that variant's options: nothing to say."""
+    v = variants.VARIANTS.get(str(info.get("variant") or ""))
+    if v is None or v.name.lower() not in [x.lower() for x in sel.spellings()]:
+        return False
+    return list(info.get("mkfs") or ()) == typ.mkfs_argv(list(v.mkfs_options)) and \
+        str(info.get("mount_options") or "") == v.mount_options
 
 
 def run_filesystems(run: Run, suite: str) -> list[dict]:
