@@ -88,3 +88,18 @@ def test_a_studys_own_variant_is_not_described_again(tmp_path):
     more = {**s2, "mount_options": "noatime,data=ordered,commit=60"}
     r = row(maildir(tmp_path / "b", [more, reiser]), "s2-ordered-reads-better-than-reiserfs")
     assert any(n.startswith("ext3-ordered is the run's ext3-ordered") and "commit=60" in n for n in r.notes), r.notes
+
+
+def test_a_case_that_failed_as_a_whole_says_why(tmp_path):
+    """A small-files run stopped by Ctrl-C (2026-11-25): its cases not run have one record each,
+    without a step, ok false, with the error; the claims, which select the phase steps, said only
+    "no files_per_s of small-nofsync/create,... on reiserfs". Now they give the case's error."""
+    phases = ("create", "copy", "read", "stat", "rename", "delete")
+    recs = [record("small-files", "small-nofsync", fs, "files_per_s", 100.0 + rep, "files/s", rep, accel="kvm",
+                   step=ph) for fs in ("xfs", "ext2") for rep in range(3) for ph in phases]
+    recs += [record("small-files", "small-nofsync", "reiserfs", "files_per_s", None, "files/s", rep, accel="kvm",
+                    error="not run: the run was interrupted (Ctrl-C) before this case") for rep in range(3)]
+    run = load_run(make_run(tmp_path / "sf", "small-files", recs, profile="quick", accel="kvm"))
+    r = row(run, "mongo-reiserfs-small-fastest")
+    assert r.verdict == cl.NOT_MEASURED
+    assert "on reiserfs: not run: the run was interrupted (Ctrl-C) before this case" in r.detail, r.detail

@@ -256,8 +256,11 @@ def combine(run: Run, suite: str, m: Measure, fss: list[str]) -> Pooled:
             continue
         mine = [r for r in recs if r.get("fs") == fs]
         why = _no_value_why(mine)
-        if not mine:
-            out.missing[fs] = f"no {m.where()} on {fs}"
+        if not mine:  # a case that failed as a whole has a record without a step: its reason
+            why = _no_value_why([r for r in run.records if measured(r) and r.get("suite") == suite and
+                                 r.get("fs") == fs and not r.get("ok") and not r.get("step") and
+                                 any(fnmatchcase(str(r.get("case")), p) for p in m.cases)])
+            out.missing[fs] = f"no {m.where()} on {fs}" + (f": {why[:100]}" if why else "")
         elif m.rate_of and not any(m.rate_of in r for r in mine):
             out.missing[fs] = f"no field {m.rate_of} in the records of {m.where()} on {fs}"
         elif m.combine != "pool" and not why:
