@@ -103,3 +103,20 @@ def test_a_case_that_failed_as_a_whole_says_why(tmp_path):
     r = row(run, "mongo-reiserfs-small-fastest")
     assert r.verdict == cl.NOT_MEASURED
     assert "on reiserfs: not run: the run was interrupted (Ctrl-C) before this case" in r.detail, r.detail
+
+
+def test_a_filesystem_without_values_empties_no_other_sample(tmp_path):
+    """A kernel-tree smoke run (2026-11-24) whose ext2 was killed at the deadline: the geometric
+    mean over the four kernel steps said "no complete replicate ... on xfs (a case with no value
+    on some filesystem)", though xfs had every step. Now ext2 alone is not measured, with its
+    error, and xfs keeps its values."""
+    steps = ("cp", "make", "make-clean", "rm")
+    recs = [record("kernel-tree", "compile", fs, "real_s", 10.0 + rep, "s", rep, accel="kvm", step=st)
+            for fs in ("xfs", "reiserfs") for rep in range(3) for st in steps]
+    recs += [record("kernel-tree", "compile", "ext2", "real_s", None, "s", 0, accel="kvm",
+                    error="killed at the deadline after 1487 s")]
+    run = load_run(make_run(tmp_path / "kt", "kernel-tree", recs, profile="quick", accel="kvm"))
+    r = row(run, "s3-ext2-worst-overall")
+    assert r.verdict == cl.NOT_MEASURED
+    assert "on ext2: killed at the deadline after 1487 s" in r.detail and "on xfs" not in r.detail, r.detail
+    assert [s.n for s in r.sides] == [0, 3, 3]

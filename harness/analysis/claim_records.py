@@ -216,7 +216,9 @@ def combine(run: Run, suite: str, m: Measure, fss: list[str]) -> Pooled:
     if m.combine != "pool":
         live = [fs for fs in fss if fs not in out.missing]
         good = {fs: {p for g in groups[fs].values() for p in g} for fs in live}
-        usable = set.intersection(*good.values()) if good else set()
+        # a filesystem with no value at all is not measured (said below): it empties no one else's sample
+        some = [g for g in good.values() if g]
+        usable = set.intersection(*some) if some else set()
         every = set().union(*seen.values()) if seen else set()
         for fs in live:
             gone = every - good[fs]
