@@ -178,9 +178,11 @@ def combine(run: Run, suite: str, m: Measure, fss: list[str]) -> Pooled:
 
     geomean and sum compare the filesystems on the same (case, step) pairs: a pair that has no
     usable value (failed or skipped) in any replicate of some filesystem is left out for all of
-    them, and said; a replicate that lacks one of the remaining pairs is left out of that
-    filesystem's sample, and said. A value of 0 (fio's 0 IOPS) is a result, not a gap: the
-    replicate that holds it stays, with a geometric mean of 0, and the row says so. A filesystem
+    them, and said with the records' reason; a replicate that lacks one of the remaining pairs is
+    left out of that filesystem's sample, and said. A filesystem with no value at all leaves the
+    others' pairs alone (it is not measured, with its case's error). A value of 0 (fio's 0 IOPS)
+    is a result, not a gap: the replicate that holds it stays, with a geometric mean of 0, and the
+    row says so. A filesystem
     whose records give two units has no values (the row names them).
     """
     recs = [r for r in _selected(run, suite, m) if r.get("fs") in fss]
