@@ -182,8 +182,7 @@ def combine(run: Run, suite: str, m: Measure, fss: list[str]) -> Pooled:
     left out of that filesystem's sample, and said. A filesystem with no value at all leaves the
     others' pairs alone (it is not measured, with its case's error). A value of 0 (fio's 0 IOPS)
     is a result, not a gap: the replicate that holds it stays, with a geometric mean of 0, and the
-    row says so. A filesystem
-    whose records give two units has no values (the row names them).
+    row says so. A filesystem whose records give two units has no values (the row names them).
     """
     recs = [r for r in _selected(run, suite, m) if r.get("fs") in fss]
     out = Pooled({fs: [] for fs in fss}, {}, {}, [], {fs: [] for fs in fss}, {fs: [] for fs in fss})
