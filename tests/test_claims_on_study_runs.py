@@ -47,12 +47,13 @@ def maildir(tmp_path: Path, filesystems: list[dict] | None = None) -> cl.Run:
     at 1..16 writers; the reader of w16-run1 on ext3-ordered read nothing (value null, a note);
     `filesystems` replaces the plan's entries."""
     recs = []
-    for fs, ms in (("ext3-ordered", 10.0), ("reiserfs", 20.0)):
+    names = [str(f["name"]) for f in filesystems] if filesystems else ["ext3-ordered", "reiserfs"]
+    for fs, ms in ((names[0], 10.0), (names[1], 20.0)):
         for run in (1, 2, 3):
             for w in (1, 2, 4, 8, 16):
                 r = record("maildir", f"w{w}-run{run}", fs, "ms_per_read", ms + run + w / 10, "ms", 0, accel="kvm",
                            step="run", run=run, writers=w)
-                if fs == "ext3-ordered" and (w, run) == (16, 1):
+                if fs == names[0] and (w, run) == (16, 1):
                     r.update(value=None, ok=True, note="no message was read")
                 recs.append(r)
     d = make_run(tmp_path / "md", "maildir", recs, profile="quick", accel="kvm")
@@ -88,6 +89,10 @@ def test_a_studys_own_variant_is_not_described_again(tmp_path):
     more = {**s2, "mount_options": "noatime,data=ordered,commit=60"}
     r = row(maildir(tmp_path / "b", [more, reiser]), "s2-ordered-reads-better-than-reiserfs")
     assert any(n.startswith("ext3-ordered is the run's ext3-ordered") and "commit=60" in n for n in r.notes), r.notes
+    # a run filesystem of another name found by the study's variant is still named, without its options
+    renamed = [{**s2, "name": "mail-ordered"}, reiser]
+    r = row(maildir(tmp_path / "c", renamed), "s2-ordered-reads-better-than-reiserfs")
+    assert "ext3-ordered is the run's mail-ordered (by variant s2-ext3-ordered)" in r.notes, r.notes
 
 
 def test_a_case_that_failed_as_a_whole_says_why(tmp_path):

@@ -83,13 +83,13 @@ def match_text(sel: Fs, info: dict) -> str:
     how = {None: "", 0: "", 1: f"by variant {info.get('variant')}", 2: f"by type {info.get('type')}"}[
         None if score is None else score[0]]
     typ = catalog.CATALOG.get(str(info.get("type") or ""))
-    if score is not None and score[0] < 2 and typ and _study_variant(sel, info, typ):
-        return ""
     default = list(typ.mkfs_argv([])) if typ else []
     extra = [a for a in info.get("mkfs") or () if a not in default] if info.get("mkfs") else []
     mount = str(info.get("mount_options") or "")
     if typ and mount == typ.default_mount_options:
         mount = ""
+    if score is not None and score[0] < 2 and typ and _study_variant(sel, info, typ):
+        extra, mount = [], ""  # the study's own options, which the claim names: nothing to add
     if not how and not extra:
         return ""
     parts = [how] + ([f"mkfs {' '.join(map(str, extra))}"] if extra else []) + ([f"mount {mount}"] if mount else [])
