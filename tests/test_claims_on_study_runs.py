@@ -11,9 +11,11 @@ from pathlib import Path
 from synthetic import make_run, record
 
 from harness.analysis import claims as cl
+from harness.analysis import claims_render
 from harness.analysis.runs import load_run
 from harness.plan.filesystems import CATALOG
 from harness.plan.variants import VARIANTS
+from harness.suites import power_loss_claims
 
 
 def row(run: cl.Run, cid: str) -> cl.ClaimRow:
@@ -125,3 +127,14 @@ def test_a_filesystem_without_values_empties_no_other_sample(tmp_path):
     assert r.verdict == cl.NOT_MEASURED
     assert "on ext2: killed at the deadline after 1487 s" in r.detail and "on xfs" not in r.detail, r.detail
     assert [s.n for s in r.sides] == [0, 3, 3]
+
+
+def test_an_order_with_ties_is_not_in_order(tmp_path):
+    """A power-loss smoke run (2026-11-25): ext3 journal, ordered and writeback each broke 0
+    promises; the table said "2 of 2 pairs in order" beside "disagrees on the means alone". A tie
+    is not in the claimed order (fewer promises broken first)."""
+    c = next(c for c in power_loss_claims.CLAIMS if c.id == "pl-ext3-modes-order")
+    r = cl.ClaimRow("r", c, c.id, [cl.SideData(n, n, c.measure, [0.0]) for n in ("j", "o", "w")], cl.UNTESTED)
+    assert claims_render.ours_short(r) == "0 of 2 pairs in order"
+    r.sides = [cl.SideData(n, n, c.measure, [v]) for n, v in (("j", 0.0), ("o", 1.0), ("w", 3.0))]
+    assert claims_render.ours_short(r) == "2 of 2 pairs in order"

@@ -263,14 +263,19 @@ def combine(run: Run, suite: str, m: Measure, fss: list[str]) -> Pooled:
             why = _no_value_why([r for r in run.records if measured(r) and r.get("suite") == suite and
                                  r.get("fs") == fs and not r.get("ok") and not r.get("step") and
                                  any(fnmatchcase(str(r.get("case")), p) for p in m.cases)])
-            out.missing[fs] = f"no {m.where()} on {fs}" + (f": {why[:100]}" if why else "")
+            out.missing[fs] = f"no {m.where()} on {fs}" + (f": {_cut(why)}" if why else "")
         elif m.rate_of and not any(m.rate_of in r for r in mine):
             out.missing[fs] = f"no field {m.rate_of} in the records of {m.where()} on {fs}"
         elif m.combine != "pool" and not why:
             out.missing[fs] = f"no complete replicate of {m.where()} on {fs} (a case with no value on some filesystem)"
         else:
-            out.missing[fs] = f"no value of {m.where()} on {fs}" + (f": {why[:100]}" if why else "")
+            out.missing[fs] = f"no value of {m.where()} on {fs}" + (f": {_cut(why)}" if why else "")
     return out
+
+
+def _cut(text: str, most: int = 100) -> str:
+    """At most `most` characters, '...' where cut."""
+    return text if len(text) <= most else text[:most - 3].rstrip(" ,;") + "..."
 
 
 def _no_value_why(recs: list[dict]) -> str:
