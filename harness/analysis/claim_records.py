@@ -12,6 +12,7 @@ from fnmatch import fnmatchcase
 from harness.analysis import stats
 from harness.analysis.runs import Run, key_of, measured
 from harness.plan import filesystems as catalog
+from harness.plan import variants
 from harness.suites.claim import Fs, Measure
 
 
@@ -87,10 +88,22 @@ def match_text(sel: Fs, info: dict) -> str:
     mount = str(info.get("mount_options") or "")
     if typ and mount == typ.default_mount_options:
         mount = ""
+    if score is not None and score[0] < 2 and typ and _study_variant(sel, info, typ):
+        extra, mount = [], ""  # the study's own options, which the claim names: nothing to add
     if not how and not extra:
         return ""
     parts = [how] + ([f"mkfs {' '.join(map(str, extra))}"] if extra else []) + ([f"mount {mount}"] if mount else [])
     return f"{sel.label} is the run's {info.get('name')} ({'; '.join(p for p in parts if p)})"
+
+
+def _study_variant(sel: Fs, info: dict, typ: catalog.FsType) -> bool:
+    """The run's filesystem is a variant the claim names (a study's own: s2-ext3-ordered is seed
+    002's mkfs and mount options), made with exactly that variant's options: nothing to say."""
+    v = variants.VARIANTS.get(str(info.get("variant") or ""))
+    if v is None or v.name.lower() not in [x.lower() for x in sel.spellings()]:
+        return False
+    return list(info.get("mkfs") or ()) == typ.mkfs_argv(list(v.mkfs_options)) and \
+        str(info.get("mount_options") or "") == v.mount_options
 
 
 def run_filesystems(run: Run, suite: str) -> list[dict]:
@@ -165,10 +178,11 @@ def combine(run: Run, suite: str, m: Measure, fss: list[str]) -> Pooled:
 
     geomean and sum compare the filesystems on the same (case, step) pairs: a pair that has no
     usable value (failed or skipped) in any replicate of some filesystem is left out for all of
-    them, and said; a replicate that lacks one of the remaining pairs is left out of that
-    filesystem's sample, and said. A value of 0 (fio's 0 IOPS) is a result, not a gap: the
-    replicate that holds it stays, with a geometric mean of 0, and the row says so. A filesystem
-    whose records give two units has no values (the row names them).
+    them, and said with the records' reason; a replicate that lacks one of the remaining pairs is
+    left out of that filesystem's sample, and said. A filesystem with no value at all leaves the
+    others' pairs alone (it is not measured, with its case's error). A value of 0 (fio's 0 IOPS)
+    is a result, not a gap: the replicate that holds it stays, with a geometric mean of 0, and the
+    row says so. A filesystem whose records give two units has no values (the row names them).
     """
     recs = [r for r in _selected(run, suite, m) if r.get("fs") in fss]
     out = Pooled({fs: [] for fs in fss}, {}, {}, [], {fs: [] for fs in fss}, {fs: [] for fs in fss})
@@ -203,12 +217,17 @@ def combine(run: Run, suite: str, m: Measure, fss: list[str]) -> Pooled:
     if m.combine != "pool":
         live = [fs for fs in fss if fs not in out.missing]
         good = {fs: {p for g in groups[fs].values() for p in g} for fs in live}
-        usable = set.intersection(*good.values()) if good else set()
+        # a filesystem with no value at all is not measured (said below): it empties no one else's sample
+        some = [g for g in good.values() if g]
+        usable = set.intersection(*some) if some else set()
         every = set().union(*seen.values()) if seen else set()
         for fs in live:
             gone = every - good[fs]
             if gone and good[fs]:
-                out.notes.append(f"{_pair_text(gone)} left out for every filesystem: no value on {fs}")
+                why = _no_value_why([r for r in recs if r.get("fs") == fs and _pair(r) in gone
+                                     and _value(r, m) is None])
+                out.notes.append(f"{_pair_text(gone)} left out for every filesystem: no value on {fs}" +
+                                 (f" ({why})" if why else ""))
         for fs in live:
             left = []
             for key, g in groups[fs].items():
@@ -239,17 +258,35 @@ def combine(run: Run, suite: str, m: Measure, fss: list[str]) -> Pooled:
         if out.values[fs] or fs in out.missing:
             continue
         mine = [r for r in recs if r.get("fs") == fs]
-        errors = [" ".join(str(r.get("error") or r.get("skipped") or "").split()) for r in mine]
-        why = next((e for e in errors if e), "")
-        if not mine:
-            out.missing[fs] = f"no {m.where()} on {fs}"
+        why = _no_value_why(mine)
+        if not mine:  # a case that failed as a whole has a record without a step: its reason
+            why = _no_value_why([r for r in run.records if measured(r) and r.get("suite") == suite and
+                                 r.get("fs") == fs and not r.get("ok") and not r.get("step") and
+                                 any(fnmatchcase(str(r.get("case")), p) for p in m.cases)])
+            out.missing[fs] = f"no {m.where()} on {fs}" + (f": {_cut(why)}" if why else "")
         elif m.rate_of and not any(m.rate_of in r for r in mine):
             out.missing[fs] = f"no field {m.rate_of} in the records of {m.where()} on {fs}"
         elif m.combine != "pool" and not why:
             out.missing[fs] = f"no complete replicate of {m.where()} on {fs} (a case with no value on some filesystem)"
         else:
-            out.missing[fs] = f"no value of {m.where()} on {fs}" + (f": {why[:100]}" if why else "")
+            out.missing[fs] = f"no value of {m.where()} on {fs}" + (f": {_cut(why)}" if why else "")
     return out
+
+
+def _cut(text: str, most: int = 100) -> str:
+    """At most `most` characters, '...' where cut."""
+    return text if len(text) <= most else text[:most - 3].rstrip(" ,;") + "..."
+
+
+def _no_value_why(recs: list[dict]) -> str:
+    """Why these records give no value, in their own words: the first error, skip reason or note
+    (a maildir reader that read nothing: "no message was read"), "" when none says.
+
+    >>> _no_value_why([{"value": None, "ok": True, "note": "no message was read"}])
+    'no message was read'
+    """
+    texts = [" ".join(str(r.get("error") or r.get("skipped") or r.get("note") or "").split()) for r in recs]
+    return next((t for t in texts if t), "")
 
 
 def _key_text(fields: tuple[str, ...], key: tuple) -> str:

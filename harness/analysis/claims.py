@@ -47,7 +47,10 @@ that detail only ("": a metric's total line, not its per-kind lines), and forms 
   sum      the same with the sum (seed 003's ./crear total: five dd steps).
 geomean and sum compare filesystems on the same pairs: a pair with no value on one of the
 claim's filesystems (failed or skipped) is left out for all of them; a replicate lacking one of
-the remaining pairs is left out of its filesystem's sample; the row says both. A value of 0
+the remaining pairs is left out of its filesystem's sample; the row says both, with the records'
+own reason (an error, a skip, a note such as maildir's "no message was read"; a case that failed
+as a whole, whose one record has no step, gives its error). A filesystem with no value at all
+is not measured and leaves the others' samples as they are. A value of 0
 (fio's flagged 0 IOPS) is a result, not a gap: its replicate stays, with a geometric mean of 0,
 and the row says so. `rate_of` turns a time into MB/s (a record field in bytes / 10**6 /
 seconds, dd's unit). A Measure's `pair_by` (record fields, e.g. case and repetition) pairs the

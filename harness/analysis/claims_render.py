@@ -95,7 +95,7 @@ def ours_short(row: cl.ClaimRow) -> str:
     if c.kind == "order" and all(s.values for s in row.sides):
         ms = [stats.mean(s.values) for s in row.sides]
         hib = cl._hib(c, row.sides)
-        ok = sum((x > y) == hib for x, y in zip(ms, ms[1:], strict=False))
+        ok = sum((x > y) if hib else (x < y) for x, y in zip(ms, ms[1:], strict=False))  # a tie is not in order
         return f"{ok} of {len(ms) - 1} pairs in order"
     return "-"
 
