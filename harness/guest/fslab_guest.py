@@ -42,7 +42,7 @@ from fslabguest.stream import AgentError, Reporter, TarWriter, utcnow
 RESULTS_PORT = "/dev/virtio-ports/org.fslab.results"
 PROGRESS_PORT = "/dev/virtio-ports/org.fslab.progress"
 MNT_ROOT = "/mnt/fslab"
-DEVICE_WAIT_S = 10.0
+DEVICE_WAIT_S = 60.0  # udev under TCG with 18 virtio-scsi disks at load 27 took over 10 s (a disk "not found")
 MKFS_TIMEOUT_S = 900
 KMSG = "/dev/kmsg"  # the kernel's log, read for the reason of a failed mkfs or mount
 # The results stream's format (harness/results/stream.py STREAM_FORMATS reads every one).
