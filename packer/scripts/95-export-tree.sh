@@ -18,8 +18,12 @@ mkdir -p "$out/root"
 # where other filesystems are mounted in the running system.
 mount --bind / "$out/root"
 cd "$out/root"
-find . -xdev -print0 | gzip -n >"$out/paths.gz"
-find . -xdev -newerct "@$SOURCE_DATE_EPOCH" -print0 >"$out/changed.list"
+# What is under /tmp and /var/tmp is left out: the host drops it anyway (tree.py's VOLATILE), and a
+# service's private directory there can vanish between find and tar (logind's, on a build at load
+# 30: tar "Cannot stat", exit 2).
+find . -xdev \( -path ./tmp/\* -o -path ./var/tmp/\* \) -prune -o -print0 | gzip -n >"$out/paths.gz"
+find . -xdev \( -path ./tmp/\* -o -path ./var/tmp/\* \) -prune -o -newerct "@$SOURCE_DATE_EPOCH" -print0 \
+	>"$out/changed.list"
 # GNU tar: --no-recursion and --null are positional, so they come before --files-from.
 tar --create --file "$out/changed.tar" --numeric-owner --xattrs --xattrs-include='*' \
 	--no-recursion --null --files-from "$out/changed.list"
