@@ -129,7 +129,7 @@ def test_the_log_writes_layout_and_the_new_variants():
 def test_loss_metrics_are_lower_is_better():
     for m, u in (("promises_broken", ""), ("points_unmountable", ""), ("points_needing_repair_pct", "%"),
                  ("points_not_clean_pct", "%"), ("points_preen_fixed", ""),
-                 ("points_unmountable_pct", "%"), ("unsynced_lost", "")):
+                 ("points_unmountable_pct", "%"), ("unsynced_lost", ""), ("oracle_mismatches", "")):
         assert stats.higher_is_better(m, u) is False, m
     assert stats.higher_is_better("points_checked") is None and stats.higher_is_better("promises_made") is None
 
