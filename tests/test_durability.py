@@ -228,35 +228,100 @@ def test_a_case_without_a_flush_after_mkfs_is_said_to_be_an_upper_bound_by_const
 
 
 def test_each_broken_promise_is_listed_with_its_evidence_and_a_reading(tmp_path):
+    """Issue 24 item 10: each finding of the quick run read as a bug, expected (and why), a test
+    artefact or unsure, from its evidence (shapes as fslab-powerloss writes them)."""
     recs = (pl_records("ext2", "churn", 30, 0, 0, {"mkdir-fsync": 1}, total=40)
             + pl_records("ext2", "replace-nofsync", 20, 0, 0, {"replace-nofsync": 1}, total=20)
             + pl_records("jfs", "append", 1, 0, 0, {"append-fdatasync": 1}, total=1)
-            + pl_records("f2fs", "append", 9, 0, 0, {"append-fdatasync": 1}, total=9, overlaps=1))
+            + pl_records("f2fs", "append", 9, 0, 0, {"append-fdatasync": 1}, total=9, overlaps=1)
+            + pl_records("f2fs", "maildir", 9, 0, 0, {"maildir-delivery": 1}, total=9)
+            + pl_records("reiserfs", "churn", 9, 0, 0, {"mkdir-fsync": 1}, total=9)
+            + pl_records("ext4-nobarrier", "maildir", 3, 0, 0, {"maildir-delivery": 1}, total=3)
+            + pl_records("xfs", "churn", 9, 0, 0, {"create-fsync": 1}, total=9))
     run_dir = synthetic.make_run(tmp_path / "e", "power-loss", recs, profile="quick")
-    for fs, case, pid, kind, verdict, expected in (
-            ("ext2", "churn", "p7", "rename-fsync", "a -> b: half-done rename", {"type": "atomic"}),
-            ("ext2", "churn", "p12", "mkdir-fsync", "missing", {"type": "dir"}),
-            ("ext2", "replace-nofsync", "p3", "replace-nofsync", "empty", {"type": "file"}),
-            ("jfs", "append", "p2", "append-fdatasync", "short (0 of 90 bytes)", {"type": "prefix"}),
-            ("f2fs", "append", "p4", "append-fdatasync", "short (10 of 90 bytes)", {"type": "prefix"})):
+    sound = {"barriers": {"since": "p1", "flushes": 2, "fuas": 1}, "discards": 0}
+    needs_repair = {"point": {"check": {"verdict": "needs repair"}}}
+    for fs, case, pid, kind, verdict, expected, extra in (
+            ("ext2", "churn", "p7", "rename-fsync", "a -> b: half-done rename", {"type": "atomic"}, sound),
+            ("ext2", "churn", "p12", "mkdir-fsync", "missing", {"type": "dir"}, {**sound, **needs_repair}),
+            ("ext2", "replace-nofsync", "p3", "replace-nofsync", "empty", {"type": "file"}, {}),
+            ("jfs", "append", "p2", "append-fdatasync", "short (0 of 90 bytes)", {"type": "prefix"}, {}),
+            ("f2fs", "append", "p4", "append-fdatasync", "short (10 of 90 bytes)", {"type": "prefix"}, sound),
+            ("f2fs", "maildir", "p5", "maildir-delivery", "zero-filled", {"type": "file"}, {**sound, "discards": 7}),
+            ("reiserfs", "churn", "p6", "mkdir-fsync", "missing", {"type": "dir"},
+             {**sound, "after": "mkdir churn/a/d3; fsync churn/a/"}),
+            ("ext4-nobarrier", "maildir", "p1", "maildir-delivery", "missing", {"type": "file"},
+             {"barriers": {"since": "mkfs", "flushes": 0, "fuas": 0},
+              "filesystem": {"type": "ext4", "mount_options": "barrier=0"}}),
+            ("xfs", "churn", "p9", "create-fsync", "missing", {"type": "file"}, sound)):
         ev = run_dir / "raw" / fs / case / "run" / "evidence"
         ev.mkdir(parents=True, exist_ok=True)
+        promise = {"id": pid, "kind": kind, **({"after": extra["after"]} if "after" in extra else {})}
         (ev / f"{pid}.json").write_text(json.dumps({
-            "promise": {"id": pid, "kind": kind}, "points_broken": [3, 4],
+            "promise": promise, "points_broken": [3, 4], **{k: v for k, v in extra.items() if k != "after"},
             "failure": {"path": "x", "verdict": verdict, "expected": expected}}))
     run = load_run(run_dir)
+    run.plan["filesystems"] = [{"name": n, "type": n.split("-")[0]} for n in
+                               ("ext2", "jfs", "f2fs", "reiserfs", "ext4-nobarrier", "xfs")]
     label_runs([run])
     head, rows = durability.broken_table(run, durability.collect(run))
     got = {(r[0], r[2]): dict(zip(head, r, strict=True)) for r in rows}
-    assert list(got) == [("ext2", "p7"), ("ext2", "p12"), ("ext2", "p3"), ("f2fs", "p4"), ("jfs", "p2")]
-    assert got["ext2", "p7"]["reading"] == "finding: a linux-convention promise lost by a half-done rename"
-    assert got["ext2", "p12"]["reading"] == "finding: a linux-convention promise broken"
+    assert len(got) == 9
+    reading = {k: v["reading"] for k, v in got.items()}
+    assert reading["ext2", "p7"] == ("bug: a linux-convention promise lost by a half-done rename (the source gone, "
+                                     "the destination as before)")
+    assert reading["ext2", "p12"].startswith("expected: ext2 has no journal: a crash leaves its metadata to fsck "
+                                             "(the checker at this point: needs repair)")
     assert got["ext2", "p12"]["evidence"] == "raw/ext2/churn/run/evidence/p12.json"
-    assert got["ext2", "p3"]["reading"] == "expected: fs-heuristic, a promise no filesystem documents"
-    assert got["jfs", "p2"]["reading"].startswith("upper bound by construction: no flush or FUA after mkfs")
-    assert got["f2fs", "p4"]["reading"] == ("finding, unless the log's order misleads: 1 FUA/plain overlap(s) in "
-                                            "this log")
+    assert reading["ext2", "p3"].startswith("expected: fs-heuristic: a promise no filesystem documents")
+    assert reading["jfs", "p2"].startswith("bug: its sync returned without flushing the disk's cache (no flush or "
+                                           "FUA after mkfs in this case's log; jfs_fsync issues no cache flush)")
+    assert reading["f2fs", "p4"].startswith("unsure: 1 FUA/plain overlap(s) in this log")
+    assert reading["f2fs", "p5"].startswith("unsure: 7 discard(s) replayed as zeros up to this point")
+    assert "f2fs discards by default" in reading["f2fs", "p5"]
+    assert reading["reiserfs", "p6"].startswith("test artefact: the old mkdir recipe fsynced the parent only")
+    assert reading["ext4-nobarrier", "p1"].startswith("expected: mounted without barriers (barrier=0)")
+    assert reading["xfs", "p9"] == ("bug: a linux-convention promise broken though its syncs issued a barrier and "
+                                    "the log is sound")
     assert got["f2fs", "p4"]["kind (backed by)"] == "append-fdatasync (posix)"
     assert got["f2fs", "p4"]["points broken"] == "2"
     (sec,) = durability.sections([run])
-    assert "Each broken promise (5), read from its evidence" in sec.markdown
+    assert "Each broken promise (9), read from its evidence: a bug, expected (and why), a test artefact" in sec.markdown
+
+
+def test_oracle_mismatches_and_generated_sequences_are_listed_with_their_findings_or_none(tmp_path):
+    recs = (pl_records("ext4", "seq-1", 40, 0, 0, {}, total=60) + pl_records("ext2", "seq-1", 30, 0, 0, {}, total=50))
+    extra = {"ext4": (34, 0, 40, 0), "ext2": (33, 1, 30, 1)}
+    why = {"note": "13-setxattr.fsync: setxattr: Operation not supported"}
+    for fs, (run_, skipped, opoints, mism) in extra.items():
+        f = {"step": "run", "workload": "seq-1", "seed": 0, "ops": 34}
+        recs += [synthetic.record("power-loss", "seq-1", fs, m, v, "", 0, **f, **kw) for m, v, kw in (
+            ("sequences_run", run_, {}), ("sequences_skipped", skipped, why if skipped else {}),
+            ("oracle_points_checked", opoints, {}), ("oracle_paths_checked", 10 * opoints, {}),
+            ("oracle_mismatches", mism, {}))]
+    run_dir = synthetic.make_run(tmp_path / "o", "power-loss", recs, profile="seq-1")
+    ev = run_dir / "raw" / "ext2" / "seq-1" / "run" / "evidence"
+    ev.mkdir(parents=True)
+    (ev / "oracle.json").write_text(json.dumps({"mismatches": [{
+        "path": "seq1/02-creat.fsync-file-dir/new", "what": "link count", "expected": 1, "found": 0,
+        "points": [7, 8, 9], "check": {"verdict": "clean"}}]}))
+    run = load_run(run_dir)
+    run.plan["filesystems"] = [{"name": "ext4", "type": "ext4"}, {"name": "ext2", "type": "ext2"}]
+    label_runs([run])
+    ds = durability.collect(run)
+    head, rows = durability.table(ds)
+    col = head.index("oracle mismatches (paths checked)")
+    assert [r[col] for r in rows] == ["0 (400)", "1 (300)"]
+    ohead, orows = durability.oracle_table(run, ds)
+    (row,) = orows
+    got = dict(zip(ohead, row, strict=True))
+    assert (got["sequence"], got["what"], got["points"]) == ("02-creat.fsync-file-dir", "link count", "3")
+    assert got["reading"].startswith("bug: a linux-convention promise broken")
+    assert got["evidence"] == "raw/ext2/seq-1/run/evidence/oracle.json"
+    (sec,) = durability.sections([run])
+    assert ("ext4: 34 generated sequences run, 40 crash states checked (promises and the full-state oracle); "
+            "findings: none") in sec.markdown
+    assert ("ext2: 33 generated sequences run, 1 skipped (13-setxattr.fsync: setxattr: Operation not supported), "
+            "30 crash states checked (promises and the full-state oracle); findings in 1 sequence(s): "
+            "02-creat.fsync-file-dir; 0 promise(s) broken") in sec.markdown
+    assert "The full-state oracle's mismatches (1)" in sec.markdown

@@ -799,11 +799,14 @@ def fake_case(tmp_path, monkeypatch, fault=None, fail_mount_at=frozenset(), chec
     mnt.mkdir()
     out.mkdir()
     acks = pl.promises.Acks(lambda pid: None)
+    acks.set_initial({})
     for name, content in (("a", a), ("b", b)):
-        acks.op(f"create {name}", (name, pl.promises.file_state(content), pl.promises.EXISTS))
+        acks.op(f"create {name}", (name, pl.promises.file_state(content), pl.promises.EXISTS), do=["write", name])
+        acks.synced("fsync", name)
+        acks.synced("fsync", ".")
         acks.promise("create-fsync", f"write {name}; fsync {name}", f"{name} holds its bytes",
                      [(name, pl.promises.file_state(content))])
-    acks.op("write c", ("c", pl.promises.file_state(c), pl.promises.EXISTS), unsynced=True)
+    acks.op("write c", ("c", pl.promises.file_state(c), pl.promises.EXISTS), unsynced=True, do=["write", "c"])
     cfg = Namespace(data=str(data), log=str(logp), max_points=0, fault=fault, fstype="fakefs", mount_options="",
                     mnt=str(mnt), check=list(check) if check else None, fs_type="fakefs", fs_name="fake",
                     cow_file=str(tmp_path / "cow"), workload="hand-made", seed=0, ops=2, mkfs=["mkfs.fake"])
@@ -832,6 +835,11 @@ def test_check_loop_on_an_intact_log_keeps_every_fsynced_promise(tmp_path, monke
     assert points[-1]["unsynced_lost"] == ["c"] and all(p["check"]["clean"] for p in points)
     assert not list((out / "evidence").iterdir())
     assert json.loads((out / "log.json").read_text())["flushes"] == 3
+    # the full-state oracle at every point: a, then b too, persisted and as made; c never synced
+    assert [p["oracle"]["paths_checked"] for p in points] == [0, 0, 1, 2]
+    assert all(p["oracle"]["mismatches"] == [] and p["oracle"]["dirs_listed"] == 1 for p in points)
+    assert m[("oracle_points_checked", None)] == 4 and m[("oracle_paths_checked", None)] == 3
+    assert m[("oracle_mismatches", None)] == 0 and m[("oracle_points_with_mismatches", None)] == 0
     creates = [c for c in fake.calls if c[0] == "create"]
     assert len(creates) == 4 and all(" snapshot " in c[2] and c[2].endswith("/dev/loop7 N 8") for c in creates)
     assert ("losetup", "--detach", "/dev/loop7") in fake.calls and not (tmp_path / "cow").exists()
@@ -853,6 +861,12 @@ def test_check_loop_with_a_dropped_flushed_write_breaks_the_promise_and_keeps_ev
     assert (out / "checker" / "point-2.txt").read_text().startswith("$ fsck.fake ")
     assert [p["broken"] for p in points] == [[], [], ["p1"], ["p1"]]
     assert [p["promises_kept"] for p in points] == [[], [], [], ["p2"]]
+    # the oracle sees the same loss as a's content (size 2048, its bytes zeros), at both points
+    assert m[("oracle_mismatches", None)] == 1 and m[("oracle_points_with_mismatches", None)] == 2
+    (mm,) = json.loads((out / "evidence" / "oracle.json").read_text())["mismatches"]
+    assert (mm["path"], mm["what"], mm["points"]) == ("a", "content", [2, 3])
+    assert mm["expected"]["size"] == mm["found"]["size"] == 2048 and mm["found"]["sha256"] != mm["expected"]["sha256"]
+    assert ev["barriers"] == {"since": "mkfs", "flushes": 1, "fuas": 1} and ev["discards"] == 0
 
 
 def test_check_loop_goes_on_after_a_mount_failure_and_without_a_checker(tmp_path, monkeypatch):

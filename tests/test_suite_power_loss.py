@@ -30,7 +30,8 @@ VARIANTS = ["ext2", "ext3-ordered", "ext3-writeback", "ext3-journal", "ext4", "e
 
 
 @pytest.mark.parametrize("profile, ids, ops, max_points", [
-    ("paper", WORKLOADS, 50, 0), ("quick", WORKLOADS, 10, 40), ("smoke", ["maildir"], 3, 12)])
+    ("paper", WORKLOADS, 50, 0), ("quick", WORKLOADS, 10, 40), ("smoke", ["maildir"], 3, 12),
+    ("seq-1", ["seq-1"], len(pl.program().sequences(1)), 0)])
 def test_cases_one_per_workload_then_the_control(profile, ids, ops, max_points):
     cases = pl.SUITE.cases(profile)
     assert [c.id for c in cases] == [*ids, "control"] and pl.SUITE.default_reps(profile) == 1
@@ -59,7 +60,7 @@ def test_the_program_parses_the_suites_argv():
                     .replace("{mnt}", "/mnt/fslab/ext4").replace("{out}", "/tmp/o").replace("{rep}", "0")
                     for a in c.to_json()["steps"][0]["argv"][1:]]
             args = pl.program().parse_args(argv)
-            assert args.workload in WORKLOADS and args.seed == 0 and args.out == "/tmp/o"
+            assert args.workload in (*WORKLOADS, "seq-1") and args.seed == 0 and args.out == "/tmp/o"
 
 
 def test_the_full_vmconfig_has_every_variant_on_two_disks():
@@ -128,7 +129,7 @@ def test_the_log_writes_layout_and_the_new_variants():
 def test_loss_metrics_are_lower_is_better():
     for m, u in (("promises_broken", ""), ("points_unmountable", ""), ("points_needing_repair_pct", "%"),
                  ("points_not_clean_pct", "%"), ("points_preen_fixed", ""),
-                 ("points_unmountable_pct", "%"), ("unsynced_lost", "")):
+                 ("points_unmountable_pct", "%"), ("unsynced_lost", ""), ("oracle_mismatches", "")):
         assert stats.higher_is_better(m, u) is False, m
     assert stats.higher_is_better("points_checked") is None and stats.higher_is_better("promises_made") is None
 
@@ -140,7 +141,7 @@ def test_every_promise_the_workloads_make_says_what_backs_it(tmp_path):
     prog = pl.program()
     promises, workloads = (guest_module(f"fslabguest.powerloss.{m}") for m in ("promises", "workloads"))
     seen: dict[str, str] = {}
-    for w in prog.WORKLOADS:
+    for w in (*prog.WORKLOADS, *prog.GENERATED):
         root = tmp_path / w
         root.mkdir()
         acks = promises.Acks(lambda pid: None)

@@ -6,8 +6,9 @@ One boot (tests/vmconfigs/power-loss-smoke.yaml: ext4, ext2 and ext4-tiny-log; C
    points were checked on both; the data control broke the promise whose write it dropped,
    and its evidence came back; e2fsck flagged the metadata control's inverted block; every
    promise says what backs it and the checker's verdicts add up; ext4 kept every fsynced promise
-   of the maildir workload; the checker ran at every point (its exit code and verdict recorded);
-   the report has the durability section.
+   of the maildir workload; the full-state oracle ran at every mounted point, found nothing wrong
+   on ext4 and saw the data control's dropped write; the checker ran at every point (its exit
+   code and verdict recorded); the report has the durability section.
 2. A log disk too small (ext4-tiny-log): that filesystem's cases fail with one clear line, the
    other filesystems are recorded as if nothing happened.
 """
@@ -88,12 +89,29 @@ def test_power_loss_smoke_on_ext4_and_ext2(smoke):
             assert all(p["check"]["verdict"] in ("clean", "fixed by preen", "needs repair", "checker failed")
                        for p in points), (fs, case)
             assert points[0]["check"]["argv"][0] == "e2fsck"
+        # the full-state oracle: a model derived at every mounted point, the whole persisted tree checked;
+        # it sees the data control's dropped write too (a content mismatch on the promise's path)
+        for case, vals in (("maildir", wl), ("control", ctl)):
+            mounted = vals[("points_checked", None)] - vals[("points_unmountable", None)]
+            assert vals[("oracle_points_checked", None)] == mounted > 0, (fs, case)
+            assert vals[("oracle_paths_checked", None)] >= mounted and vals[("oracle_dirs_listed", None)] >= mounted
+            points = [json.loads(x) for x in
+                      (run_dir / "raw" / fs / case / "run" / "points.jsonl").read_text().splitlines()]
+            assert all(p["oracle"]["derived"] for p in points if p["mounted"]), (fs, case)
+            assert sum(bool(p["oracle"]["mismatches"]) for p in points if p["mounted"]) == \
+                vals[("oracle_points_with_mismatches", None)]
+        oracle = json.loads((run_dir / "raw" / fs / "control" / "run" / "evidence" / "oracle.json").read_text())
+        assert any(m["path"] == dropped["path"] and m["what"] == "content" for m in oracle["mismatches"]), oracle
         summary[fs] = {"points": wl[("points_checked", None)], "of": wl[("points_total", None)],
+                       "oracle_paths": wl[("oracle_paths_checked", None)],
+                       "oracle_mismatches": wl[("oracle_mismatches", None)],
                        "control_points": ctl[("points_checked", None)],
                        "preen": wl[("points_preen_fixed", None)], "needing_repair": wl[("points_needing_repair", None)],
                        "broken": wl[("promises_broken", None)], "meta_control": meta.get("why")}
-    # ext4 keeps what it promised after fsync (the maildir workload's promises are all fsynced)
+    # ext4 keeps what it promised after fsync (the maildir workload's promises are all fsynced), and
+    # everything its fsyncs persisted: the oracle finds nothing wrong in its whole tree
     assert _values(recs, "ext4", "maildir")[("promises_broken", None)] == 0
+    assert _values(recs, "ext4", "maildir")[("oracle_mismatches", None)] == 0
     cp = fslab("report", str(run_dir), timeout=600)
     assert cp.returncode == 0, cp.stderr[-2000:]
     html = (run_dir / "report" / "index.html").read_text()

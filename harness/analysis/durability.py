@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from html import escape
 
 from harness.analysis import ranking
+from harness.analysis.durability_reading import DOCUMENTED, reading
 from harness.analysis.number_format import fmt
 from harness.analysis.runs import Run, measured
 from harness.suites import power_loss
@@ -42,7 +43,6 @@ from harness.suites import power_loss
 SUITE = "power-loss"
 CONTROL = "control"  # harness/suites/power_loss.py's positive control
 LABELS: tuple[str, ...] = tuple(power_loss.program().LABELS)  # what backs a promise, strongest first
-DOCUMENTED = ("posix", "linux-convention")  # the labels a filesystem documents it keeps
 FIGURE = "power-loss-durability"
 DATA_CONTROL = ("one flushed write of a promised file dropped: proves that the promise check sees lost data; "
                 "says nothing of the checker")
@@ -80,6 +80,13 @@ class FsDurability:
     # promises made, promises checked, FUA/plain overlaps in its log] (the sample, said)
     sampling: dict[str, list[int]] = field(default_factory=dict)
     points_total: int = 0
+    # the full-state oracle (the program's oracle.py): points it checked, paths, distinct mismatches
+    oracle_points: int = 0
+    oracle_paths: int = 0
+    oracle_mismatches: int = 0
+    sequences: int = 0  # generated sequences run (seq-1), and those skipped with why
+    sequences_skipped: int = 0
+    sequences_skipped_why: str = ""
 
     @property
     def unmountable_pct(self) -> float | None:
@@ -165,10 +172,14 @@ def collect(run: Run) -> list[FsDurability]:
             d.verdicts = True
         if metric == "points_without_checker" and r.get("note") and not d.no_checker_why:
             d.no_checker_why = str(r["note"])
+        if metric == "sequences_skipped" and r.get("note") and not d.sequences_skipped_why:
+            d.sequences_skipped_why = str(r["note"])
         attr = {"points_checked": "points", "points_unmountable": "unmountable", "points_needing_repair": "repair",
                 "points_preen_fixed": "preen", "points_clean": "clean", "points_checker_failed": "checker_failed",
                 "points_without_checker": "no_checker", "unsynced_lost": "unsynced_lost",
-                "unsynced_present": "unsynced_present"}.get(metric)
+                "unsynced_present": "unsynced_present", "oracle_points_checked": "oracle_points",
+                "oracle_paths_checked": "oracle_paths", "oracle_mismatches": "oracle_mismatches",
+                "sequences_run": "sequences", "sequences_skipped": "sequences_skipped"}.get(metric)
         if attr is not None:
             setattr(d, attr, getattr(d, attr) + _num(r))
     for fs, recs in controls.items():
@@ -266,7 +277,8 @@ def table(ds: list[FsDurability]) -> tuple[list[str], list[list[str]]]:
     kinds, labels = _kinds(ds), _labels(ds)
     head = ["fs", "points checked", "unmountable", "fixed by preen", "needing repair",
             *(f"{lab} promises broken" for lab in labels),
-            *(f"{k} ({_label_of(ds, k)}) broken" for k in kinds), "unsynced lost / present", "data control",
+            *(f"{k} ({_label_of(ds, k)}) broken" for k in kinds), "unsynced lost / present",
+            *(["oracle mismatches (paths checked)"] if any(d.oracle_points for d in ds) else []), "data control",
             "metadata control", "failed cases"]
     rows = []
     for d in ds:
@@ -274,7 +286,9 @@ def table(ds: list[FsDurability]) -> tuple[list[str], list[list[str]]]:
         rows.append([d.fs, sampled(d), _pct(d.unmountable_pct), _preen(d), _repair(d),
                      *(f"{b} of {c}" if c or b else "-" for b, c in by_label),
                      *(f"{d.kinds[k][2]} of {d.kinds[k][1]}" if k in d.kinds else "-" for k in kinds),
-                     f"{d.unsynced_lost} / {d.unsynced_present}", d.control, d.meta_control,
+                     f"{d.unsynced_lost} / {d.unsynced_present}",
+                     *([f"{d.oracle_mismatches} ({d.oracle_paths})"] if any(x.oracle_points for x in ds) else []),
+                     d.control, d.meta_control,
                      "; ".join(d.failed) or "-"])
     return head, rows
 
@@ -304,22 +318,17 @@ def sampling_table(ds: list[FsDurability]) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
-def explain(d: FsDurability, case: str, ev: dict) -> str:
-    """Why one promise broke, as far as the run itself can tell: expected (nothing documented
-    promises it), the crash model's upper bound (no flush after mkfs), possibly the log's order
-    (a FUA/plain overlap), or a finding (a documented promise broken where the log is sound)."""
+def explain(d: FsDurability, case: str, ev: dict, fs: dict | None = None, label: str | None = None) -> str:
+    """What one finding is, "bug", "expected", "test artefact" or "unsure", and why
+    (durability_reading.py's rules), from its evidence, the case's sample (points in its log,
+    FUA/plain overlaps) and the filesystem (the evidence's own, or the plan's entry `fs`)."""
     kind = str((ev.get("promise") or {}).get("kind") or "")
-    label = str((ev.get("promise") or {}).get("backed_by") or d.label(kind))
+    label = label or str((ev.get("promise") or {}).get("backed_by") or d.label(kind))
     sample = d.sampling.get(case) or [0] * len(SAMPLING)
-    if label not in DOCUMENTED:
-        return f"expected: {label}, a promise no filesystem documents"
-    if sample[1] == 1:
-        return "upper bound by construction: no flush or FUA after mkfs, nothing it wrote became stable"
-    if sample[5]:
-        return f"finding, unless the log's order misleads: {sample[5]} FUA/plain overlap(s) in this log"
-    if ((ev.get("failure") or {}).get("expected") or {}).get("type") == "atomic":
-        return f"finding: a {label} promise lost by a half-done rename"
-    return f"finding: a {label} promise broken"
+    f = ev.get("filesystem") or fs or {}
+    verdict, why = reading(ev, fs_type=str(f.get("type") or ""), mount_options=str(f.get("mount_options") or ""),
+                           label=label, points_total=sample[1], overlaps=sample[5])
+    return f"{verdict}: {why}"
 
 
 def broken_table(run: Run, ds: list[FsDurability]) -> tuple[list[str], list[list[str]]]:
@@ -328,6 +337,7 @@ def broken_table(run: Run, ds: list[FsDurability]) -> tuple[list[str], list[list
     points, and `explain`'s reading of it."""
     head = ["fs", "case", "promise", "kind (backed by)", "found", "points broken", "reading", "evidence"]
     rows = []
+    plan_fs = {str(f.get("name")): f for f in run.plan.get("filesystems") or []}
     for d in ds:
         for case in d.sampling:
             evdir = run.dir / "raw" / d.fs / case / "run" / "evidence"
@@ -338,12 +348,65 @@ def broken_table(run: Run, ds: list[FsDurability]) -> tuple[list[str], list[list
                     continue
                 pr, fail = ev.get("promise") or {}, ev.get("failure") or {}
                 kind = str(pr.get("kind") or "?")
-                rows.append([d.fs, case, str(pr.get("id") or path.stem),
+                seq = f" ({pr['sequence']})" if pr.get("sequence") else ""  # a generated sequence's name
+                rows.append([d.fs, case, str(pr.get("id") or path.stem) + seq,
                              f"{kind} ({pr.get('backed_by') or d.label(kind)})",
                              f"{fail.get('path', '?')}: {fail.get('verdict', '?')}",
-                             str(len(ev.get("points_broken") or [])), explain(d, case, ev),
+                             str(len(ev.get("points_broken") or [])), explain(d, case, ev, plan_fs.get(d.fs)),
                              str(path.relative_to(run.dir))])
     return head, rows
+
+
+def oracle_table(run: Run, ds: list[FsDurability]) -> tuple[list[str], list[list[str]]]:
+    """Every mismatch of the full-state oracle (raw/<fs>/<case>/run/evidence/oracle.json): the path
+    (and the generated sequence it belongs to), what differs, expected and found, at how many
+    points, and `explain`'s reading (what the oracle checks is persisted by fsync(2) and sync(2):
+    a linux-convention promise)."""
+    head = ["fs", "case", "sequence", "path", "what", "expected", "found", "points", "reading", "evidence"]
+    rows = []
+    plan_fs = {str(f.get("name")): f for f in run.plan.get("filesystems") or []}
+
+    def short(x: object) -> str:
+        if isinstance(x, dict):
+            return ", ".join(f"{k} {str(v)[:16]}" for k, v in x.items() if k in ("type", "size", "sha256", "target",
+                                                                                  "exists", "error"))
+        return str(x)
+
+    for d in ds:
+        for case in d.sampling:
+            path = run.dir / "raw" / d.fs / case / "run" / "evidence" / "oracle.json"
+            try:
+                mms = json.loads(path.read_text()).get("mismatches") or []
+            except (OSError, ValueError):
+                continue
+            for mm in mms:
+                parts = str(mm.get("path", "")).split("/")
+                seq = parts[1] if len(parts) > 1 and parts[0] == "seq1" else "-"
+                ev = {"point": {"check": mm.get("check")}, "failure": {"verdict": str(mm.get("what"))},
+                      "filesystem": (plan_fs.get(d.fs) or {})}
+                rows.append([d.fs, case, seq, str(mm.get("path")), str(mm.get("what")), short(mm.get("expected")),
+                             short(mm.get("found")), str(len(mm.get("points") or [])),
+                             explain(d, case, ev, label="linux-convention"), str(path.relative_to(run.dir))])
+    return head, rows
+
+
+def sequences_said(ds: list[FsDurability], orows: list[list[str]], brows: list[list[str]]) -> list[str]:
+    """Per filesystem that ran generated sequences (seq-1): how many ran (and were skipped, why),
+    the crash states checked, and its findings by sequence, or "none"."""
+    out = []
+    for d in ds:
+        if not d.sequences and not d.sequences_skipped:
+            continue
+        broken = [r for r in brows if r[0] == d.fs and r[1] == "seq-1"]
+        found = sorted({r[2] for r in orows if r[0] == d.fs and r[2] != "-"}
+                       | {r[2].split(" (", 1)[1].rstrip(")") for r in broken if " (" in r[2]})
+        skipped = f", {d.sequences_skipped} skipped ({d.sequences_skipped_why})" if d.sequences_skipped else ""
+        states = d.sampling.get("seq-1", [0])[0]
+        what = (f"findings in {len(found)} sequence(s): {', '.join(found)}; {len(broken)} promise(s) broken"
+                if found or broken else "findings: none")
+        out.append(f"{d.fs}: {d.sequences} generated sequences run{skipped}, {states} crash states checked "
+                   f"(promises and the full-state oracle); {what}")
+    return out
 
 
 def blind(ds: list[FsDurability]) -> list[FsDurability]:
@@ -464,11 +527,21 @@ def sections(runs: list[Run]) -> list:
         md += _md_table(head, rows) + [""]
         bhead, brows = broken_table(run, ds)
         if brows:
-            text = (f"Each broken promise ({len(brows)}), read from its evidence: expected where nothing documented "
-                    "promises it, an upper bound where the filesystem issued no flush, a finding otherwise (the "
+            text = (f"Each broken promise ({len(brows)}), read from its evidence: a bug, expected (and why), a test "
+                    "artefact, or unsure where the log may mislead (harness/analysis/durability_reading.py; the "
                     "evidence file holds the crash point, the checker's output and what was found):")
             html += [f"<p>{escape(text)}</p>", _html_table(bhead, brows)]
             md += [text, "", *_md_table(bhead, brows), ""]
+        ohead, orows = oracle_table(run, ds)
+        if orows:
+            text = (f"The full-state oracle's mismatches ({len(orows)}): paths and directory listings that the "
+                    "workload's syncs had persisted, compared whole (type, size, content, link count, xattrs, "
+                    "entries missing or never made) with the recovered tree, each read as above:")
+            html += [f"<p>{escape(text)}</p>", _html_table(ohead, orows)]
+            md += [text, "", *_md_table(ohead, orows), ""]
+        for text in sequences_said(ds, orows, brows):
+            html.append(f"<p>{escape(text)}</p>")
+            md += [text, ""]
         shead, srows = sampling_table(ds)
         if srows:
             total = sum(d.points_total for d in ds)

@@ -475,8 +475,9 @@ _HIGHER_NAMES = ("iops", "bw", "throughput", "mbps", "per_s", "_rate")
 # bytes for the same work is better.
 _LOWER_NAMES = ("lat", "ms_per", "seconds", "time", "_s", "amplification", "bytes_per_op")
 # Suite power-loss: what a filesystem loses or leaves broken at a crash (promises_broken,
-# points_unmountable[_pct], points_needing_repair[_pct], unsynced_lost): less is better.
-_LOSS_NAMES = ("broken", "unmountable", "needing_repair", "not_clean", "preen_fixed", "_lost")
+# points_unmountable[_pct], points_needing_repair[_pct], unsynced_lost, the oracle's mismatches):
+# less is better.
+_LOSS_NAMES = ("broken", "unmountable", "needing_repair", "not_clean", "preen_fixed", "_lost", "mismatches")
 
 
 def higher_is_better(metric: str, unit: str = "", better: object = None) -> bool | None:
@@ -490,8 +491,8 @@ def higher_is_better(metric: str, unit: str = "", better: object = None) -> bool
     s, ms, us, ns are times, lower is better. Then the name: iops, bw, throughput, per_s ->
     higher; lat, ms_per, seconds, time, amplification, bytes_per_op or a name ending in _s
     (real_s, cpu_s) -> lower; and a loss at power loss (promises broken, crash points
-    unmountable, not clean, fixed by preen or needing repair, unsynced writes lost) -> lower, whatever
-    its unit (a count, or %).
+    unmountable, not clean, fixed by preen or needing repair, unsynced writes lost, the full-state
+    oracle's mismatches) -> lower, whatever its unit (a count, or %).
 
     >>> higher_is_better("iops", "IO/s"), higher_is_better("read_lat_p99", "us"), higher_is_better("real_s")
     (True, False, False)

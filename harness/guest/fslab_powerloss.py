@@ -25,7 +25,8 @@ One run owns the filesystem's whole life, because every write from mkfs on must 
    (seen with `qemu-io -c "write -f ..."`), and it logs in submission order, where dm-log-writes
    logs a write once the flush after it completed.
 2. Workloads (`maildir`, `replace-fsync`, `replace-nofsync`, `append`, `churn`, `mix`; each a
-   function of --seed and --ops only) keep an acknowledgement log, OUT/promises.jsonl: every
+   function of --seed and --ops only; and the generated `seq-1`, below) keep an acknowledgement
+   log, OUT/promises.jsonl: every
    operation with the state it leaves each path in, and every promise: what the application did
    before it was told "durable" (which fsyncs), and what must therefore hold. The mark `p<N>` is
    logged right after the promise's last fsync returns.
@@ -85,6 +86,13 @@ What backs each promise is recorded with it (promises.py BACKED_BY): posix (file
 fsync/fdatasync), linux-convention (a name made durable by fsync of its directory, fsync(2)),
 fs-heuristic (rename over a file never fsynced, ext4's auto_da_alloc); a mkdir promise fsyncs the
 new directory and its parent.
+Full-state oracle (oracle.py, CrashMonkey's): at every point that mounted, the whole tree is
+compared with a model of it derived from the workload's operations and the syncs that had returned:
+every persisted path's type, size, content hash, link count, xattrs and symlink target, every
+persisted directory's listing (a persisted entry missing, an entry never made or whose removal
+was persisted present); each mismatch (path, what, expected, found) goes into the point's record
+and evidence/oracle.json. Generated workloads (seqgen.py): `seq-1`, ACE's bounded sequences of
+one operation and its persistence point, each in its own directory named by its sequence.
 Writes no promise covers (the mix workload makes some on purpose) are informational: at points
 where they had certainly finished (before the last due mark, or at the final point) each is
 counted as unsynced present or lost.
@@ -101,7 +109,8 @@ Output: JSON lines on stdout, one metric each ({"metric", "value", "unit", "fs",
 "seed", "ops", ...}; per promise kind with "kind"; points_unmountable_pct and
 points_needing_repair_pct derived from the counts); files under --out: points.jsonl (one line per checked point),
 promises.jsonl (the acknowledgement log), log.json (the log's summary), record.txt (mkfs and
-mount output), evidence/<promise>.json for each broken promise (the points, the checker's
+mount output), evidence/oracle.json (the oracle's mismatches, each with the points it was seen at),
+evidence/<promise>.json for each broken promise (the points, the checker's
 output, expected vs found: size, sha256, first bytes) with evidence/<promise>.found (the wrong
 file's first MiB as the crash image held it), and checker/point-<i>.txt for each checker run
 that was not clean.
@@ -128,6 +137,7 @@ from fslabguest.powerloss.promises import BACKED_BY, LABELS  # noqa: F401  (the 
 from fslabguest.powerloss.record import record
 from fslabguest.powerloss.replay import FAULTS
 from fslabguest.powerloss.report import report
+from fslabguest.powerloss.seqgen import GENERATED, sequences  # noqa: F401  (sequences: the suite's seq-1 profile)
 from fslabguest.powerloss.workloads import WORKLOADS
 
 
@@ -187,7 +197,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="read-only checker argv with {dev} (instead of --plan; omit: no checker)")
     p.add_argument("--data", help="the filesystem's disk (zeroed!)")
     p.add_argument("--log", help="the log disk")
-    p.add_argument("--workload", choices=WORKLOADS)
+    p.add_argument("--workload", choices=WORKLOADS + GENERATED)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--ops", type=_int_at_least(1), default=20, help="durability points of the workload (default 20)")
     p.add_argument("--max-points", type=_int_at_least(0), default=0, help="check at most N points, 0 = all (default)")

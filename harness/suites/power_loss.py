@@ -18,6 +18,10 @@ filesystem's whole life, because every write from mkfs on must be recorded:
 3. check: a dm-snapshot of it is mounted (the journal is replayed, on a throwaway copy), every
    promise made before the point is verified, and the filesystem's own checker (the catalog's
    `check`, read-only) runs on it after the umount.
+   At every point that mounted, the full-state oracle (the program's oracle.py, CrashMonkey's)
+   also compares the whole tree with a model derived from the workload's operations and the syncs
+   that had returned: each persisted path's type, size, content hash, link count, xattrs, and each
+   persisted directory's listing (nothing missing, nothing never made).
 Hence the plan's filesystems carry `"prepare": false` (Suite.prepare): the agent finds the two
 disks and fills {disk0} (data) and {disk1} (log), but makes and mounts nothing itself.
 
@@ -72,6 +76,8 @@ Profiles (ops = durability points the workload makes; points = crash points chec
   quick   ops 10 (control 4); at most 40 points a case
   smoke   ops 3 (control 2), workload maildir only; at most 12 points (the control: all, about
           20): a few dozen points per filesystem, minutes under TCG (tests, CI)
+  seq-1   the generated workload seq-1 only (ACE's bounded sequences of one operation and its
+          persistence point, the program's seqgen.py: ops = their number), every crash point
 Timeouts: a case may take TIMEOUT_BASE_S plus SECONDS_PER_POINT for every point it may check
 (paper: the points its ops can make, POINTS_PER_OP each); on TCG one point (snapshot, mount,
 verify, umount, checker) took 1.4-2.8 s on ext4 and xfs,
@@ -105,6 +111,8 @@ _PROFILES: dict[str, dict[str, Any]] = {
     "paper": {"ops": 50, "control_ops": 5, "max_points": 0, "workloads": None},
     "quick": {"ops": 10, "control_ops": 4, "max_points": 40, "workloads": None},
     "smoke": {"ops": 3, "control_ops": 2, "max_points": 12, "workloads": ("maildir",)},
+    # ACE's seq-1 (the program's seqgen.py): every generated sequence (ops None), every crash point
+    "seq-1": {"ops": None, "control_ops": 4, "max_points": 0, "workloads": ("seq-1",)},
 }
 
 
@@ -148,7 +156,8 @@ def expand(profile: str) -> list[Case]:
     """One case per workload, then the positive control."""
     p = _PROFILES[profile]
     (fault,) = program().FAULTS
-    return [_case(w, w, p["ops"], p["max_points"]) for w in workloads(profile)] + [
+    ops = p["ops"] or len(program().sequences(1))
+    return [_case(w, w, ops, p["max_points"]) for w in workloads(profile)] + [
         _case(CONTROL, CONTROL_WORKLOAD, p["control_ops"], 0, fault)]
 
 
@@ -183,6 +192,8 @@ SUITE = Suite(
         "paper": "6 workloads x 50 durability points, every crash point, + the positive control",
         "quick": "6 workloads x 10 durability points, at most 40 crash points a case, + the positive control",
         "smoke": "maildir x 3 durability points, at most 12 crash points, + the control (tests, CI)",
+        "seq-1": "ACE's seq-1: every operation x each fitting persistence point, every crash "
+                 "point, the full-state oracle, + the control",
     },
     expand=expand,
     headline="promises_broken",

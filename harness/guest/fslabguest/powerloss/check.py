@@ -12,9 +12,9 @@ import stat
 import time
 from collections.abc import Callable
 
-from fslabguest.powerloss import PowerlossError, checkers, controls
+from fslabguest.powerloss import PowerlossError, checkers, controls, oracle
 from fslabguest.powerloss import devmapper as dm
-from fslabguest.powerloss.log import END_MARK, Log, parse_log
+from fslabguest.powerloss.log import DISCARD, END_MARK, FLUSH, FUA, MKFS_MARK, Log, parse_log
 from fslabguest.powerloss.points import Point, crash_points, log_summary, promise_marks, select_points
 from fslabguest.powerloss.promises import Acks, verify
 from fslabguest.powerloss.record import substitute
@@ -45,6 +45,7 @@ def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str,
         if rc == 0:
             try:
                 res = verify(cfg.mnt, acks.ops, acks.promises, point.due, point.final)
+                rec["oracle"] = full_state(cfg.mnt, acks, point.due, point.final)
                 for r in res["results"]:
                     if not r["ok"] and r["found"].get("type") == "file" and not r["found"].get("error"):
                         with open(os.path.join(cfg.mnt, r["path"]), "rb") as f:
@@ -92,10 +93,31 @@ def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str,
     return rec, check_text, found
 
 
+def full_state(root: str, acks: Acks, due: int, finished: bool) -> dict:
+    """oracle.py's check of the mounted tree; a model that cannot be derived is said, not raised."""
+    try:
+        return oracle.check(root, acks.ops, acks.promises, acks.syncs, acks.initial, due, finished)
+    except (ValueError, KeyError, AssertionError) as e:
+        return {"derived": False, "why": f"the oracle's model failed: {type(e).__name__}: {e}"}
+
+
+def barriers(log: Log, marks: list[int], pid: str) -> dict:
+    """The FLUSH and FUA entries logged between the mark before promise `pid` (the previous
+    promise's, or mkfs's) and its own: none means the syncs behind it issued no barrier, so under
+    the crash model nothing they wrote was stable when they returned."""
+    k = int(pid[1:]) - 1
+    start = marks[k - 1] if k else log.marks().get(MKFS_MARK, -1)
+    between = log.entries[start + 1:marks[k]]
+    return {"since": f"p{k}" if k else MKFS_MARK, "flushes": sum(e.has(FLUSH) for e in between),
+            "fuas": sum(e.has(FUA) for e in between)}
+
+
 def _evidence(rec: dict, failure: dict, acks: Acks, cfg: argparse.Namespace, log: Log, fault: dict | None,
-              check_text: str) -> dict:
+              check_text: str, marks: list[int]) -> dict:
     promise = next(p for p in acks.promises if p["id"] == failure["promise"])
     return {"promise": promise, "failure": failure, "point": {k: v for k, v in rec.items() if k != "failures"},
+            "barriers": barriers(log, marks, promise["id"]),
+            "discards": sum(e.has(DISCARD) for e in log.entries[log.marks().get(MKFS_MARK, -1) + 1:rec["t"] + 1]),
             "checker_output": check_text.splitlines()[:200], "points_broken": [rec["point"]],
             "filesystem": {"name": cfg.fs_name, "type": cfg.fs_type, "fstype": cfg.fstype, "mkfs": cfg.mkfs,
                            "mount_options": cfg.mount_options, "check": cfg.check},
@@ -146,6 +168,8 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
                  "verdicts": dict.fromkeys(checkers.VERDICTS, 0)}
     checked: dict[str, str] = {}
     evidence: dict[str, dict] = {}
+    oracle_found: dict[str, dict] = {}  # "path: what" -> the mismatch, where it was first seen and every point
+    tot["oracle"] = {"points": 0, "paths": 0, "dirs": 0, "points_with_mismatches": 0, "not_derived": 0, "why": ""}
     t0 = time.monotonic()
     try:
         with open(cfg.log, "rb") as lf, open(cfg.data, "r+b", buffering=0) as dev:
@@ -180,6 +204,7 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
                     if not rec["mounted"]:
                         tot["unreachable"] += pt.due
                         continue
+                    _oracle_tally(tot, rec, oracle_found)
                     tot["checks"] += len(rec["promises_checked"])
                     tot["checks_broken"] += len(rec["broken"])
                     tot["present"] += len(rec["unsynced_present"])
@@ -191,7 +216,7 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
                             if rec["point"] not in evidence[pid]["points_broken"]:
                                 evidence[pid]["points_broken"].append(rec["point"])
                             continue
-                        evidence[pid] = _evidence(rec, failure, acks, cfg, log, fault, check_text)
+                        evidence[pid] = _evidence(rec, failure, acks, cfg, log, fault, check_text, marks)
                         data = found.get(f"{pid}:{failure['path']}")
                         if data is not None:  # the wrong file itself, as the crash image held it
                             evidence[pid]["found_file"] = f"{pid}.found"
@@ -214,12 +239,37 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
         os.unlink(cfg.cow_file)
     for pid, ev in evidence.items():  # again, now with every point where it broke
         _write_json(os.path.join(out, "evidence", f"{pid}.json"), ev)
+    tot["oracle"]["mismatches"] = list(oracle_found.values())
+    if oracle_found:
+        _write_json(os.path.join(out, "evidence", "oracle.json"), {
+            "mismatches": list(oracle_found.values()), "how_to_read": oracle.__doc__.split("\n\n>>>")[0],
+            "filesystem": {"name": cfg.fs_name, "type": cfg.fs_type, "mount_options": cfg.mount_options},
+            "workload": {"name": cfg.workload, "seed": cfg.seed, "ops": cfg.ops}, "kernel": os.uname().release})
     tot.update(replay_s=time.monotonic() - t0, checked=checked,
                broken={p: e["promise"]["kind"] for p, e in evidence.items()})
     if fault is not None:  # did the control show its loss? (fslab_powerloss.py: "Positive control")
         tot["fault"] = {"replayed": bool(rp is not None and rp.dropped), "promise": fault["promise"],
                         "broken": fault["promise"] in evidence}
     return tot
+
+
+def _oracle_tally(tot: dict, rec: dict, found: dict[str, dict]) -> None:
+    """Count one mounted point's oracle result; each distinct mismatch kept once, with its points."""
+    o, t = rec.get("oracle") or {}, tot["oracle"]
+    if not o.get("derived"):
+        t["not_derived"] += 1
+        t["why"] = t["why"] or o.get("why", "")
+        return
+    t["points"] += 1
+    t["paths"] += o["paths_checked"]
+    t["dirs"] += o["dirs_listed"]
+    t["points_with_mismatches"] += bool(o["mismatches"])
+    for mm in o["mismatches"]:
+        key = f"{mm['path']}: {mm['what']}"
+        if key not in found:
+            found[key] = {**mm, "points": [], "first_point": {k: rec[k] for k in ("point", "t", "barrier", "due")},
+                          "check": rec.get("check")}
+        found[key]["points"].append(rec["point"])
 
 
 def _on_snapshot(cfg: argparse.Namespace, cow_dev: str, sectors: int, fn: Callable[[str], object]) -> object:

@@ -49,6 +49,12 @@ BACKED_BY = {
     "create-fsync": "linux-convention", "mkdir-fsync": "linux-convention", "unlink-fsync": "linux-convention",
     "rename-fsync": "linux-convention", "maildir-delivery": "linux-convention", "replace-fsync": "linux-convention",
     "replace-nofsync": "fs-heuristic",
+    # the generated seq-N workloads (seqgen.py), named by their persistence point: fsync or fdatasync
+    # of the file an operation changed (POSIX), fsync of the directory or directories whose entries
+    # it changed, of the new file or directory and then its parent, or sync() (Linux's sync(2) waits
+    # for the writes; POSIX's only schedules them)
+    "seq-fsync": "posix", "seq-fdatasync": "posix", "seq-fsync-dir": "linux-convention",
+    "seq-fsync-file-dir": "linux-convention", "seq-sync": "linux-convention",
 }
 LABELS = ("posix", "linux-convention", "fs-heuristic")  # strongest first
 
@@ -59,6 +65,10 @@ EXISTS: dict = {"type": "exists"}  # any regular file: a write that was never sy
 
 def one_of(states: list[dict]) -> dict:
     return {"type": "one-of", "of": states}
+
+
+def symlink_state(target: str) -> dict:
+    return {"type": "symlink", "target": target}
 
 
 def _sectors(data: bytes) -> list[str]:
@@ -83,6 +93,11 @@ def observe(path: str) -> tuple[dict, bytes | None]:
         return {"exists": None, "error": f"lstat: {os.strerror(e.errno or 0)}"}, None
     if stat.S_ISDIR(st.st_mode):
         return {"exists": True, "type": "dir"}, None
+    if stat.S_ISLNK(st.st_mode):
+        try:
+            return {"exists": True, "type": "symlink", "target": os.readlink(path)}, None
+        except OSError as e:
+            return {"exists": True, "type": "symlink", "error": f"readlink: {os.strerror(e.errno or 0)}"}, None
     if not stat.S_ISREG(st.st_mode):
         return {"exists": True, "type": "other", "mode": oct(st.st_mode)}, None
     try:
@@ -102,6 +117,8 @@ def matches(state: dict, found: dict, data: bytes | None) -> bool:
         return found.get("exists") is False
     if kind == "dir":
         return found.get("type") == "dir"
+    if kind == "symlink":
+        return found.get("type") == "symlink" and found.get("target") == state["target"]
     if data is None or found.get("type") != "file":
         return False
     if kind == "exists":
@@ -130,6 +147,9 @@ def verdict(state: dict, found: dict) -> str:
         return "missing"
     if state["type"] == "dir":
         return f"not a directory ({found.get('type')})"
+    if state["type"] == "symlink":
+        return (f"a symlink to {found.get('target')!r}, not {state['target']!r}" if found.get("type") == "symlink"
+                else f"not a symlink ({found.get('type')})")
     if found.get("type") != "file":
         return f"not a regular file ({found.get('type')})"
     size, want = found["size"], state.get("size")
@@ -151,13 +171,20 @@ class Acks:
     """The acknowledgement log: operations in program order and the promises made about them.
 
     `op` is recorded before the operation runs; `promise` after the fsync it depends on returned,
-    and calls `mark` (a dm message in the guest) with the promise's id at once.
+    and calls `mark` (a dm message in the guest) with the promise's id at once. For the full-state
+    oracle (oracle.py): an op may say what it does to the tree (`do`, e.g. ["link", "a", "b"]),
+    `synced` records each fsync, fdatasync or sync() once it returned (after the ops before it,
+    before the next promise), and `initial` what the root held before the workload (mkfs's
+    lost+found).
     """
 
     def __init__(self, mark: Callable[[str], None], path: str | None = None, header: dict | None = None):
         self.mark = mark
         self.ops: list[dict] = []
         self.promises: list[dict] = []
+        self.syncs: list[dict] = []
+        self.initial: dict[str, str] | None = None
+        self.skipped: list[dict] = []
         self.out = open(path, "w") if path else None
         if header is not None:
             self._write({"rec": "workload", **header})
@@ -167,21 +194,39 @@ class Acks:
             self.out.write(json.dumps(rec, sort_keys=True) + "\n")
             self.out.flush()
 
-    def op(self, what: str, *effects: tuple, unsynced: bool = False) -> None:
+    def op(self, what: str, *effects: tuple, unsynced: bool = False, do: list | None = None) -> None:
         """effects: (path, state) or (path, state, state while it may be in progress)."""
         rec = {"rec": "op", "seq": len(self.ops) + 1, "op": what, "unsynced": unsynced,
                "effects": [{"path": e[0], "state": e[1], **({"inflight": e[2]} if len(e) > 2 else {})}
-                           for e in effects]}
+                           for e in effects], **({"do": do} if do is not None else {})}
         self.ops.append(rec)
         self._write(rec)
 
-    def promise(self, kind: str, after: str, holds: str, effects: list[tuple[str, dict]]) -> str:
-        """Record a promise of `kind` (BACKED_BY says what backs it) and mark it in the log."""
+    def synced(self, how: str, path: str = ".") -> None:
+        """An fsync, fdatasync (of `path`) or sync() that returned."""
+        rec = {"rec": "sync", "how": how, "path": path, "ops": len(self.ops), "promises": len(self.promises)}
+        self.syncs.append(rec)
+        self._write(rec)
+
+    def set_initial(self, entries: dict[str, str]) -> None:
+        """What the root held before the workload (name -> "dir", "file", "symlink" or "other")."""
+        self.initial = dict(entries)
+        self._write({"rec": "initial", "entries": self.initial})
+
+    def skip(self, name: str, why: str) -> None:
+        """A generated workload that could not run here (e.g. xattrs not supported), said."""
+        rec = {"rec": "skipped", "workload": name, "why": why}
+        self.skipped.append(rec)
+        self._write(rec)
+
+    def promise(self, kind: str, after: str, holds: str, effects: list[tuple[str, dict]], **extra: object) -> str:
+        """Record a promise of `kind` (BACKED_BY says what backs it) and mark it in the log; `extra`
+        fields (e.g. the generated sequence's name) go into its record."""
         backed_by = BACKED_BY[kind]
         pid = f"p{len(self.promises) + 1}"
         self.mark(pid)
         rec = {"rec": "promise", "id": pid, "kind": kind, "after": after, "holds": holds, "backed_by": backed_by,
-               "ops": len(self.ops), "effects": [{"path": p, "state": s} for p, s in effects]}
+               "ops": len(self.ops), "effects": [{"path": p, "state": s} for p, s in effects], **extra}
         self.promises.append(rec)
         self._write(rec)
         return pid

@@ -73,6 +73,19 @@ def report(acks: Acks, tot: dict, emit: Callable) -> None:
             emit("promises_made", made, backed_by=label)
             emit("promises_checked", sum(BACKED_BY[k] == label for k in tot["checked"].values()), backed_by=label)
             emit("promises_broken", sum(BACKED_BY[k] == label for k in tot["broken"].values()), backed_by=label)
+    o = tot.get("oracle")
+    if o is not None:  # oracle.py: the whole tree against the model, at every point that mounted
+        emit("oracle_points_checked", o["points"],
+             **({"note": f"no model at {o['not_derived']} points: {o['why']}"} if o["not_derived"] else {}))
+        emit("oracle_paths_checked", o["paths"])
+        emit("oracle_dirs_listed", o["dirs"])
+        emit("oracle_points_with_mismatches", o["points_with_mismatches"])
+        emit("oracle_mismatches", len(o.get("mismatches") or []))
+    seqs = [p["sequence"] for p in acks.promises if p.get("sequence")]
+    if seqs or acks.skipped:  # a generated workload (seqgen.py): how many of its sequences ran
+        emit("sequences_run", len(seqs))
+        emit("sequences_skipped", len(acks.skipped),
+             **({"note": "; ".join(f"{s['workload']}: {s['why']}" for s in acks.skipped)} if acks.skipped else {}))
     emit("promise_checks", tot["checks"])
     emit("promise_checks_broken", tot["checks_broken"])
     emit("promise_checks_unmountable", tot["unreachable"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import random
+import stat
 from collections.abc import Callable
 
 from fslabguest.fdio import write_all
@@ -29,6 +30,7 @@ class Tree:
             (os.fdatasync if data_only else os.fsync)(fd)
         finally:
             os.close(fd)
+        self.ack.synced("fdatasync" if data_only else "fsync", rel)
 
     @staticmethod
     def parent(rel: str) -> str:
@@ -42,6 +44,8 @@ class Tree:
                 os.fsync(fd)
         finally:
             os.close(fd)
+        if sync:
+            self.ack.synced("fsync", rel)
 
     def mkdirs(self, rels: list[str]) -> None:
         """mkdir each, then fsync every new directory and every parent involved, deepest first: one
@@ -49,7 +53,7 @@ class Tree:
         parent's fsync makes the entry durable, not the directory it names; ext2 writes the new
         directory's inode only when that directory is synced)."""
         for rel in rels:
-            self.ack.op(f"mkdir {rel}", (rel, DIR))
+            self.ack.op(f"mkdir {rel}", (rel, DIR), do=["mkdir", rel])
             os.mkdir(self.path(rel))
         dirs = sorted(set(rels) | {self.parent(r) for r in rels}, key=lambda p: (-p.count("/"), p))
         for d in dirs:
@@ -60,7 +64,7 @@ class Tree:
 
     def create(self, rel: str, data: bytes) -> None:
         st = file_state(data)
-        self.ack.op(f"create {rel}", (rel, st, EXISTS))
+        self.ack.op(f"create {rel}", (rel, st, EXISTS), do=["write", rel])
         self.write(rel, data, sync=True)
         self.fsync(self.parent(rel))
         self.files[rel] = data
@@ -68,7 +72,7 @@ class Tree:
                          f"fsync {self.parent(rel)}/", f"{rel} holds its {len(data)} bytes", [(rel, st)])
 
     def unlink(self, rel: str) -> None:
-        self.ack.op(f"unlink {rel}", (rel, ABSENT))
+        self.ack.op(f"unlink {rel}", (rel, ABSENT), do=["unlink", rel])
         os.unlink(self.path(rel))
         self.files.pop(rel)
         self.fsync(self.parent(rel))
@@ -78,7 +82,7 @@ class Tree:
     def rename(self, src: str, dst: str) -> None:
         data = self.files.pop(src)
         st = file_state(data)
-        self.ack.op(f"rename {src} {dst}", (src, ABSENT), (dst, st))
+        self.ack.op(f"rename {src} {dst}", (src, ABSENT), (dst, st), do=["rename", src, dst])
         os.rename(self.path(src), self.path(dst))
         self.files[dst] = data
         dirs = [self.parent(dst)] + ([self.parent(src)] if self.parent(src) != self.parent(dst) else [])
@@ -90,13 +94,14 @@ class Tree:
     def append(self, rel: str, record: bytes) -> None:
         new = self.files[rel] + record
         st = file_state(new, "prefix")
-        self.ack.op(f"append {len(record)} bytes to {rel}", (rel, st))
+        self.ack.op(f"append {len(record)} bytes to {rel}", (rel, st), do=["write", rel])
         fd = os.open(self.path(rel), os.O_WRONLY | os.O_APPEND)
         try:
             write_all(fd, record)
             os.fdatasync(fd)
         finally:
             os.close(fd)
+        self.ack.synced("fdatasync", rel)
         self.files[rel] = new
         self.ack.promise("append-fdatasync", f"append {len(record)} bytes to {rel}; fdatasync {rel}",
                          f"{rel} starts with its first {len(new)} bytes (the records appended so far)", [(rel, st)])
@@ -105,13 +110,15 @@ class Tree:
         old = self.files[rel]
         new = old[:off] + chunk + old[off + len(chunk):]
         st = file_state(new)
-        self.ack.op(f"overwrite {len(chunk)} bytes of {rel} at {off}", (rel, st, torn_state(old, new, off, len(chunk))))
+        self.ack.op(f"overwrite {len(chunk)} bytes of {rel} at {off}", (rel, st, torn_state(old, new, off, len(chunk))),
+                    do=["write", rel])
         fd = os.open(self.path(rel), os.O_WRONLY)
         try:
             os.pwrite(fd, chunk, off)
             os.fsync(fd)
         finally:
             os.close(fd)
+        self.ack.synced("fsync", rel)
         self.files[rel] = new
         self.ack.promise("overwrite-fsync", f"pwrite {len(chunk)} bytes at {off} of {rel}; fsync {rel}",
                          f"{rel} holds its new {len(new)} bytes", [(rel, st)])
@@ -119,11 +126,11 @@ class Tree:
     def replace(self, rel: str, data: bytes, versions: list[dict], sync_data: bool) -> None:
         """Atomic replace: write rel.tmp, [fsync it], rename over rel, fsync the directory."""
         tmp, st = rel + ".tmp", file_state(data)
-        self.ack.op(f"write {tmp}", (tmp, st, EXISTS))
+        self.ack.op(f"write {tmp}", (tmp, st, EXISTS), do=["write", tmp])
         self.write(tmp, data, sync=sync_data)
         last = versions[-1:]  # the version acknowledged before this replace, if any
         inflight = st if sync_data else one_of(last + [st])
-        self.ack.op(f"rename {tmp} {rel}", (tmp, ABSENT), (rel, st, inflight))
+        self.ack.op(f"rename {tmp} {rel}", (tmp, ABSENT), (rel, st, inflight), do=["rename", tmp, rel])
         os.rename(self.path(tmp), self.path(rel))
         self.fsync(self.parent(rel))
         self.files[rel] = data
@@ -141,7 +148,7 @@ class Tree:
                              [(rel, st)])
 
     def unsynced(self, rel: str, data: bytes) -> None:
-        self.ack.op(f"write {rel} (never synced)", (rel, file_state(data), EXISTS), unsynced=True)
+        self.ack.op(f"write {rel} (never synced)", (rel, file_state(data), EXISTS), unsynced=True, do=["write", rel])
         self.write(rel, data, sync=False)
 
 
@@ -160,11 +167,11 @@ def wl_maildir(tree: Tree, rng: random.Random, ops: int, seed: int) -> None:
         name = f"{1000000 + k}.M{k}P{seed}.fslab"
         tmp, new = f"Maildir/tmp/{name}", f"Maildir/new/{name}"
         st = file_state(msg)
-        tree.ack.op(f"write {tmp}", (tmp, st, EXISTS))
+        tree.ack.op(f"write {tmp}", (tmp, st, EXISTS), do=["write", tmp])
         tree.write(tmp, msg, sync=True)
-        tree.ack.op(f"link {tmp} {new}", (new, st))
+        tree.ack.op(f"link {tmp} {new}", (new, st), do=["link", tmp, new])
         os.link(tree.path(tmp), tree.path(new))
-        tree.ack.op(f"unlink {tmp}", (tmp, ABSENT))
+        tree.ack.op(f"unlink {tmp}", (tmp, ABSENT), do=["unlink", tmp])
         os.unlink(tree.path(tmp))
         tree.fsync("Maildir/new")
         tree.ack.promise("maildir-delivery", f"write {tmp}; fsync {tmp}; link {tmp} {new}; unlink {tmp}; "
@@ -269,7 +276,21 @@ WORKLOAD_FUNCS: dict[str, Callable[[Tree, random.Random, int, int], None]] = {
     "append": wl_append, "churn": wl_churn, "mix": wl_mix}
 
 
+def entry_type(path: str) -> str:
+    mode = os.lstat(path).st_mode
+    if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+        return "dir" if stat.S_ISDIR(mode) else "file"
+    return "symlink" if stat.S_ISLNK(mode) else "other"
+
+
 def run_workload(name: str, root: str, seed: int, ops: int, ack: Acks) -> None:
-    """Run one workload in `root`; every random choice comes from (name, seed)."""
-    rng = random.Random(f"fslab-powerloss/{name}/{seed}")
-    WORKLOAD_FUNCS[name](Tree(root, ack), rng, ops, seed)
+    """Run one workload in `root` (a hand-written one of WORKLOADS, or a generated seq-N of
+    seqgen.py); every random choice comes from (name, seed). What the root held before (mkfs's
+    lost+found) is recorded first, for the oracle."""
+    ack.set_initial({e: entry_type(os.path.join(root, e)) for e in sorted(os.listdir(root))})
+    tree = Tree(root, ack)
+    if name in WORKLOAD_FUNCS:
+        WORKLOAD_FUNCS[name](tree, random.Random(f"fslab-powerloss/{name}/{seed}"), ops, seed)
+        return
+    from fslabguest.powerloss import seqgen  # it builds on Tree: imported here, not at the top (a cycle)
+    seqgen.run(name, tree, ops, seed)

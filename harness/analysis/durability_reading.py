@@ -1,0 +1,88 @@
+"""What one power-loss finding is, read from its evidence: a bug of the filesystem, expected (and
+why), a test artefact (the test asked for more than the recipe it ran promises), or unsure (the
+log may mislead). Used by harness/analysis/durability.py for every broken promise
+(evidence/<promise>.json) and every oracle mismatch (evidence/oracle.json) of a run.
+
+The rules, in order (the first that applies says it):
+1. A promise nothing documents (label fs-heuristic: rename over a file never fsynced): expected.
+2. No barrier behind it: the case's log has no flush or FUA after mkfs, or none was logged
+   between the promise's previous mark and its own (evidence `barriers`). Mounted without
+   barriers (barrier=0, nobarrier): expected, the crash model's upper bound. Otherwise its fsync
+   returned without flushing the disk's cache: a bug on a disk with a volatile cache (jfs_fsync
+   issues none), whose size here is the model's upper bound.
+3. mkdir's old recipe (before issue 24 item 2: fsync of the parent only): a test artefact; the
+   parent's fsync makes the entry durable, not the new directory's inode (fsync(2)).
+4. ext2 (no journal) at a point whose checker is not clean: expected; a crash leaves ext2's
+   metadata to fsck, and the promise was judged on the image before the fsck a boot runs.
+5. A FUA write overlapped by a later plain write before a flush in the case's log: unsure, the
+   log's order may not be the device's (a possible test artefact).
+6. Discards replayed before the point and the file found zeroed, short, empty or missing:
+   unsure, a disk may keep what was discarded (f2fs discards by default; a possible artefact).
+7. Otherwise a bug: a rename half done (the source gone, the destination as before), or a
+   documented promise broken though its syncs issued a barrier and the log is sound.
+"""
+
+from __future__ import annotations
+
+DOCUMENTED = ("posix", "linux-convention")  # the labels a filesystem documents it keeps
+NO_BARRIER_OPTIONS = ("barrier=0", "nobarrier")
+LOSS_WORDS = ("zero", "empty", "short", "missing", "content")
+
+
+def _old_mkdir_recipe(after: str) -> bool:
+    """Did the promise's recipe leave a new directory without its own fsync?
+
+    >>> _old_mkdir_recipe("mkdir a/b; fsync a/"), _old_mkdir_recipe("mkdir a/b; fsync a/b/, a/")
+    (True, False)
+    """
+    if not after.startswith("mkdir ") or "; fsync " not in after:
+        return False
+    made = after.split(";")[0][len("mkdir "):].split(", ")
+    synced = {p.rstrip("/") for p in after.split("; fsync ", 1)[1].split(", ")}
+    return any(d not in synced for d in made)
+
+
+def reading(ev: dict, *, fs_type: str, mount_options: str, label: str, points_total: int,
+            overlaps: int) -> tuple[str, str]:
+    """(bug | expected | test artefact | unsure, why) for one finding's evidence.
+
+    >>> reading({"barriers": {"since": "p1", "flushes": 0, "fuas": 0}}, fs_type="jfs", mount_options="",
+    ...         label="posix", points_total=1, overlaps=0)[0]
+    'bug'
+    >>> reading({"point": {"check": {"verdict": "needs repair"}}}, fs_type="ext2", mount_options="",
+    ...         label="linux-convention", points_total=9, overlaps=0)[0]
+    'expected'
+    """
+    promise, failure = ev.get("promise") or {}, ev.get("failure") or {}
+    barriers: dict = ev.get("barriers") or {}
+    verdict = str(failure.get("verdict") or "")
+    check = ((ev.get("point") or {}).get("check") or {}).get("verdict")
+    if label not in DOCUMENTED:
+        return "expected", f"{label}: a promise no filesystem documents (rename over a file never fsynced)"
+    no_barrier = points_total == 1 or (bool(barriers) and not (barriers.get("flushes") or barriers.get("fuas")))
+    if no_barrier:
+        where = ("no flush or FUA after mkfs in this case's log" if points_total == 1 else
+                 f"no flush or FUA logged between {barriers['since']} and this promise's mark")
+        if any(o in mount_options.split(",") for o in NO_BARRIER_OPTIONS):
+            return "expected", (f"mounted without barriers ({mount_options}): {where}; under the crash model nothing "
+                                "it wrote became stable, the upper bound of its loss")
+        return "bug", (f"its sync returned without flushing the disk's cache ({where}"
+                       + ("; jfs_fsync issues no cache flush" if fs_type == "jfs" else "")
+                       + "): a disk with a volatile write cache may lose it; the loss here is the crash model's "
+                         "upper bound")
+    if promise.get("kind") == "mkdir-fsync" and _old_mkdir_recipe(str(promise.get("after") or "")):
+        return "test artefact", ("the old mkdir recipe fsynced the parent only: that makes the entry durable, not "
+                                 "the new directory's inode (fsync(2)); the recipe now fsyncs both (issue 24 item 2)")
+    if fs_type == "ext2" and check not in (None, "clean"):
+        return "expected", (f"ext2 has no journal: a crash leaves its metadata to fsck (the checker at this point: "
+                            f"{check}), and the promise was judged on the image before the fsck a boot runs")
+    if overlaps:
+        return "unsure", (f"{overlaps} FUA/plain overlap(s) in this log: there the log's order may not be the "
+                          "device's (possibly a test artefact)")
+    if ev.get("discards") and any(w in verdict for w in LOSS_WORDS):
+        return "unsure", (f"{ev['discards']} discard(s) replayed as zeros up to this point, a disk may keep what was "
+                          f"discarded ({fs_type} {'discards by default' if fs_type == 'f2fs' else 'discards'}): "
+                          "possibly a test artefact")
+    if (failure.get("expected") or {}).get("type") == "atomic":
+        return "bug", f"a {label} promise lost by a half-done rename (the source gone, the destination as before)"
+    return "bug", f"a {label} promise broken though its syncs issued a barrier and the log is sound"

@@ -1,0 +1,310 @@
+"""The full-state oracle (CrashMonkey's): what the whole tree must hold at a crash point, derived
+from the workload's operations and the syncs that had returned, against the recovered tree.
+
+The model: each op's `do` (mkdir, write, link, unlink, rename, rmdir, symlink, setxattr; a write
+takes the path's content state from the op's effects) applied in program order to an in-memory
+tree of inodes (type, content, symlink target, xattrs, link count) and directories (name ->
+inode), from what mkfs left in the root (Acks.initial). Every change and every sync that
+returned (Acks.synced) is stamped with a clock, and a sync persists:
+- fsync(file): the inode's data (content, size) and its metadata (type, link count, xattrs);
+- fdatasync(file): its data;
+- fsync(dir): the directory's entries (which names exist, and which inode each names) and the
+  directory inode itself;
+- sync(): everything.
+Something is persisted when a sync of it came after its last change. At a point where the first
+`due` promises are due, the ops before the last due mark are done and the syncs recorded before it
+returned; the ops up to the next mark may have started: the tree after each prefix of them (and
+each one's `inflight` state of a path) is also accepted.
+
+Checked, each failure a mismatch (path, what, expected, found):
+- every directory reached from the root through persisted entries whose own inode is persisted:
+  each persisted entry present ("missing"), and no name that was never made there, or whose
+  absence is persisted, present ("unexpected entry");
+- every object reached so: its type (metadata persisted, or a file's data), a file's size and
+  content hash (data persisted), its link count and user xattrs (metadata persisted), a
+  symlink's target.
+Not checked: directories' link counts (btrfs counts 1), block counts, timestamps, what mkfs made
+(lost+found's contents), anything behind an entry that is not persisted.
+
+>>> ops = [{"seq": 1, "do": ["mkdir", "d"], "effects": []},
+...        {"seq": 2, "do": ["write", "d/f"], "effects": [{"path": "d/f", "state": {"type": "file", "size": 0,
+...         "sha256": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}}]}]
+>>> syncs = [{"how": "sync", "path": ".", "ops": 2, "promises": 0}]
+>>> m = build(ops, syncs, {"lost+found": "dir"}, 2, 1)
+>>> sorted(m.dir_of("d").entries), m.node("d/f").nlink, m.persisted_entry("d", "f")
+(['f'], 1, True)
+"""
+
+from __future__ import annotations
+
+import copy
+import errno
+import hashlib
+import os
+import stat
+from dataclasses import dataclass, field
+
+from fslabguest.powerloss.promises import matches, observe
+
+
+@dataclass
+class Node:
+    type: str  # file, dir, symlink, other
+    content: dict | None = None  # a file's state (promises.py), exact
+    target: str | None = None  # a symlink's
+    xattrs: dict[str, str] = field(default_factory=dict)  # user xattr name -> sha256 of its value
+    nlink: int = 1
+    entries: dict[str, int] = field(default_factory=dict)  # a directory's: name -> inode
+    opaque: bool = False  # made by mkfs: only its type is known
+    data_at: int = 0  # clock of the last change / sync of the data, the metadata, the entries
+    meta_at: int = 0
+    data_sync: int = -1
+    meta_sync: int = -1
+    names_at: dict[str, int] = field(default_factory=dict)  # a directory's: name -> clock of its last change
+    names_sync: int = -1
+
+
+class Model:
+    def __init__(self, initial: dict[str, str]) -> None:
+        root = Node("dir", meta_sync=1, names_sync=1)
+        self.nodes: dict[int, Node] = {0: root}
+        for name, kind in initial.items():
+            self.nodes[len(self.nodes)] = Node(kind, opaque=True, meta_sync=1, data_sync=1)
+            root.entries[name] = len(self.nodes) - 1
+            root.names_at[name] = 0
+        self.clock = 2
+
+    def lookup(self, rel: str) -> int | None:
+        ino = 0
+        for part in [p for p in rel.split("/") if p not in ("", ".")]:
+            node = self.nodes[ino]
+            if node.type != "dir" or part not in node.entries:
+                return None
+            ino = node.entries[part]
+        return ino
+
+    def node(self, rel: str) -> Node | None:
+        ino = self.lookup(rel)
+        return None if ino is None else self.nodes[ino]
+
+    def dir_of(self, rel: str) -> Node:
+        ino = self.lookup(rel)
+        if ino is None or self.nodes[ino].type != "dir":
+            raise ValueError(f"oracle: {rel!r} is not a directory of the model")
+        return self.nodes[ino]
+
+    def persisted_entry(self, parent: str, name: str) -> bool:
+        d = self.dir_of(parent)
+        return d.names_sync > d.names_at.get(name, -1)
+
+    def _split(self, rel: str) -> tuple[Node, str]:
+        parent, name = os.path.split(rel)
+        return self.dir_of(parent), name
+
+    def _new(self, node: Node, rel: str) -> None:
+        d, name = self._split(rel)
+        ino = max(self.nodes) + 1
+        node.data_at = node.meta_at = self.clock
+        self.nodes[ino] = node
+        d.entries[name] = ino
+        d.names_at[name] = self.clock
+
+    def _drop_name(self, rel: str) -> Node:
+        d, name = self._split(rel)
+        node = self.nodes[d.entries.pop(name)]
+        d.names_at[name] = self.clock
+        node.nlink -= 1
+        node.meta_at = self.clock
+        return node
+
+    def apply(self, op: dict) -> None:
+        """One op's `do`; `write` takes the path's state from the op's effects."""
+        self.clock += 1
+        what, *args = op["do"]
+        states = {e["path"]: e["state"] for e in op.get("effects") or []}
+        if what == "mkdir":
+            self._new(Node("dir"), args[0])
+        elif what == "write":
+            content = exact(states[args[0]])
+            node = self.node(args[0])
+            if node is None:
+                self._new(Node("file", content=content), args[0])
+            else:
+                node.content, node.data_at = content, self.clock
+        elif what == "link":
+            ino = self.lookup(args[0])
+            assert ino is not None, op
+            d, name = self._split(args[1])
+            d.entries[name], d.names_at[name] = ino, self.clock
+            self.nodes[ino].nlink += 1
+            self.nodes[ino].meta_at = self.clock
+        elif what in ("unlink", "rmdir"):
+            self._drop_name(args[0])
+        elif what == "rename":
+            src, dst = args
+            ino = self.lookup(src)
+            if self.lookup(dst) is not None and self.lookup(dst) != ino:
+                self._drop_name(dst)
+            s, sname = self._split(src)
+            s.entries.pop(sname)
+            s.names_at[sname] = self.clock
+            d, dname = self._split(dst)
+            assert ino is not None, op
+            d.entries[dname], d.names_at[dname] = ino, self.clock
+        elif what == "symlink":
+            self._new(Node("symlink", target=args[0]), args[1])
+        elif what == "setxattr":
+            node = self.node(args[0])
+            assert node is not None, op
+            node.xattrs[args[1]], node.meta_at = args[2], self.clock
+        else:
+            raise ValueError(f"oracle: unknown operation {what!r} in op {op.get('seq')}")
+
+    def sync(self, rec: dict) -> None:
+        self.clock += 1
+        if rec["how"] == "sync":
+            for each in self.nodes.values():
+                each.data_sync = each.meta_sync = each.names_sync = self.clock
+            return
+        node = self.node(rec["path"])
+        if node is None:  # fsync of a path the model does not know: nothing it can say
+            return
+        node.data_sync = self.clock
+        if rec["how"] == "fsync" or node.type == "dir":
+            node.meta_sync = self.clock
+        if node.type == "dir":
+            node.names_sync = self.clock
+
+
+def exact(state: dict) -> dict:
+    """A content state as the model holds it: a prefix (an append's) is exactly its bytes."""
+    return {**state, "type": "file"} if state.get("type") == "prefix" else state
+
+
+def build(ops: list[dict], syncs: list[dict], initial: dict[str, str], n_ops: int, due: int | None) -> Model:
+    """The model after ops[:n_ops] with the syncs recorded before promise `due` + 1 was made (None:
+    every sync)."""
+    m = Model(initial)
+    todo = [s for s in syncs if due is None or s["promises"] < due]
+    k = 0
+    for i, op in enumerate(ops[:n_ops]):
+        while k < len(todo) and todo[k]["ops"] <= i:
+            m.sync(todo[k])
+            k += 1
+        m.apply(op)
+    for s in todo[k:]:
+        if s["ops"] <= n_ops:
+            m.sync(s)
+    return m
+
+
+def _xattrs(path: str) -> dict[str, str] | str:
+    try:
+        names = [n for n in os.listxattr(path, follow_symlinks=False) if n.startswith("user.")]
+        return {n: hashlib.sha256(os.getxattr(path, n, follow_symlinks=False)).hexdigest() for n in sorted(names)}
+    except OSError as e:
+        if e.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):  # no xattrs here (nilfs2): none to hold
+            return {}
+        return f"xattr: {os.strerror(e.errno or 0)}"
+
+
+def _short(state: dict | None) -> dict | None:
+    return None if state is None else {k: state[k] for k in ("type", "size", "sha256", "target") if k in state}
+
+
+def check(root: str, ops: list[dict], promises: list[dict], syncs: list[dict], initial: dict[str, str] | None,
+          due: int, finished: bool = False) -> dict:
+    """The recovered tree at `root` against the model (the module's docstring): the paths and
+    directories checked and every mismatch."""
+    s_due = len(ops) if finished else promises[due - 1]["ops"] if due else 0
+    s_next = promises[due]["ops"] if due < len(promises) else len(ops)
+    if initial is None:
+        return {"derived": False, "why": "the workload did not record the root's initial entries"}
+    lacking = [op["seq"] for op in ops[:s_next] if "do" not in op]
+    if lacking:
+        return {"derived": False, "why": f"op {lacking[0]} does not say what it does to the tree"}
+    m = build(ops, syncs, initial, s_due, None if finished else due)
+    alts: list[Model] = []
+    inflight: dict[str, list[dict]] = {}
+    cur = copy.deepcopy(m)
+    for op in ops[s_due:s_next]:
+        cur.apply(op)
+        alts.append(copy.deepcopy(cur))
+        for e in op.get("effects") or []:
+            st = e.get("inflight", e["state"])
+            inflight.setdefault(e["path"], []).append(
+                {**st, "max_size": st["size"]} if st.get("type") == "prefix" else st)
+    out: dict = {"derived": True, "paths_checked": 0, "dirs_listed": 0, "mismatches": []}
+
+    def miss(path: str, what: str, expected: object, found: object) -> None:
+        out["mismatches"].append({"path": path, "what": what, "expected": expected, "found": found})
+
+    def alt_nodes(rel: str) -> list[Node | None]:
+        return [a.node(rel) for a in alts]
+
+    def check_node(rel: str, node: Node) -> None:
+        meta_ok = node.meta_sync > node.meta_at
+        data_ok = node.type == "file" and not node.opaque and node.data_sync > node.data_at
+        if not (meta_ok or data_ok):
+            return
+        out["paths_checked"] += 1
+        path = os.path.join(root, rel)
+        found, data = observe(path)
+        others = alt_nodes(rel)
+        ftype = found.get("type") if found.get("exists") else "absent"
+        if ftype != node.type and not any(o is not None and o.type == ftype for o in others):
+            if node.type != "other":
+                miss(rel, "type", node.type, found)
+            return
+        if node.opaque or ftype != node.type:
+            return
+        if node.type == "file" and data_ok and node.content is not None:
+            states = [node.content] + [o.content for o in others if o is not None and o.content] + inflight.get(rel, [])
+            if not any(matches(s, found, data) for s in states):
+                miss(rel, "content", _short(node.content), _short(found))
+        if node.type == "symlink" and meta_ok:
+            targets = [node.target] + [o.target for o in others if o is not None]
+            if found.get("target") not in targets:
+                miss(rel, "symlink target", node.target, found.get("target"))
+        if node.type == "file" and meta_ok:
+            try:
+                nlink = os.lstat(path).st_nlink
+            except OSError as e:
+                nlink = f"lstat: {os.strerror(e.errno or 0)}"  # type: ignore[assignment]
+            if nlink not in [node.nlink] + [o.nlink for o in others if o is not None]:
+                miss(rel, "link count", node.nlink, nlink)
+            xa = _xattrs(path)
+            if xa != node.xattrs and not any(o is not None and xa == o.xattrs for o in others):
+                miss(rel, "xattrs", node.xattrs, xa)
+
+    def walk(rel: str, d: Node) -> None:
+        if d.opaque or not d.meta_sync > d.meta_at:
+            return
+        path = os.path.join(root, rel) if rel else root
+        try:
+            names = set(os.listdir(path))
+        except OSError as e:
+            miss(rel or ".", "listing", sorted(d.entries), f"listdir: {os.strerror(e.errno or 0)}")
+            return
+        out["dirs_listed"] += 1
+        for name in sorted(set(d.entries) | set(d.names_at) | names):
+            p = os.path.join(rel, name) if rel else name
+            persisted = d.names_sync > d.names_at.get(name, -1)
+            in_alt = [o is not None for o in alt_nodes(p)]
+            if name in names and name not in d.entries and (name not in d.names_at or persisted) and not any(in_alt):
+                miss(p, "unexpected entry", "absent", observe(os.path.join(root, p))[0])
+            elif name not in names and name in d.entries and persisted and all(in_alt):
+                miss(p, "missing", {"type": m.nodes[d.entries[name]].type}, "absent")
+            elif name in names and name in d.entries and persisted:
+                node = m.nodes[d.entries[name]]
+                check_node(p, node)
+                if node.type == "dir":
+                    try:
+                        isdir = stat.S_ISDIR(os.lstat(os.path.join(root, p)).st_mode)
+                    except OSError:
+                        isdir = False
+                    if isdir:
+                        walk(p, node)
+
+    walk("", m.nodes[0])
+    return out
