@@ -25,8 +25,9 @@ from harness.results.jsonl import read_jsonl, read_object
 # `kind`: power-loss's per promise kind lines beside the total)
 DETAIL_FIELDS = ("writer", "file", "section", "kind", "backed_by")
 # Metrics shown beside a suite's headline: maildir's article plots delivery and read times; the
-# step suites (kernel-tree, file-ops, random-io) report real and CPU seconds.
-COMPANIONS = {"ms_per_delivery": ["ms_per_read"], "real_s": ["cpu_s"]}
+# step suites (kernel-tree, file-ops, random-io) report real and CPU seconds; sqlite's query step
+# gives queries per second where its insert and update steps give transactions per second.
+COMPANIONS = {"ms_per_delivery": ["ms_per_read"], "real_s": ["cpu_s"], "txn_per_s": ["queries_per_s"]}
 
 
 class Key(NamedTuple):
