@@ -326,6 +326,7 @@ def test_sqlite_and_pgbench_get_device_bytes_per_transaction_and_query():
     assert got[("insert", "device_write_bytes_per_op")]["ops"] == 40
     assert got[("update", "device_write_bytes_per_op")]["value"] == 200 * 512 / 40
     assert got[("query", "device_read_bytes_per_op")]["value"] == 100 * 512 / 400
+    assert ("query", "device_write_bytes_per_op") not in got  # a query syncs nothing: its writes are not its own
     run = amp.steps_records("pgbench", [_step("run", 0, 0, 16, 1000)], _recs("pgbench", "run", transactions=250),
                             {}, {"suite": "pgbench"})
     per = {r["metric"]: r["value"] for r in run if r["metric"].endswith("_per_op")}
