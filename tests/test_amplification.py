@@ -312,3 +312,24 @@ def test_maildir_first_case_of_a_run_is_not_judged_on_writes():
         got = {r["metric"]: r["value"] for r in amp.steps_records("maildir", steps, recs, {}, {"suite": "maildir"})}
         assert got["read_amplification"] == 1.0
         assert got.get("write_amplification") == (4.0 if judged else None)
+
+
+def test_sqlite_and_pgbench_get_device_bytes_per_transaction_and_query():
+    """The application suites (issue 27) had device bytes only, so the report's IO amplification
+    table had no row for them: sqlite's and pgbench's operations are their transactions and
+    queries; git has no count and keeps device bytes only."""
+    steps = [_step("insert", 0, 0, 8, 400), _step("update", 8, 400, 8, 600), _step("query", 8, 600, 108, 602)]
+    recs = ([{**r, "txns": 40} for r in _recs("sqlite", "insert") + _recs("sqlite", "update")]
+            + [{**r, "queries": 400} for r in _recs("sqlite", "query")])
+    got = {(r["step"], r["metric"]): r for r in amp.steps_records("sqlite", steps, recs, {}, {"suite": "sqlite"})}
+    assert got[("insert", "device_write_bytes_per_op")]["value"] == 400 * 512 / 40
+    assert got[("insert", "device_write_bytes_per_op")]["ops"] == 40
+    assert got[("update", "device_write_bytes_per_op")]["value"] == 200 * 512 / 40
+    assert got[("query", "device_read_bytes_per_op")]["value"] == 100 * 512 / 400
+    assert ("query", "device_write_bytes_per_op") not in got  # a query syncs nothing: its writes are not its own
+    run = amp.steps_records("pgbench", [_step("run", 0, 0, 16, 1000)], _recs("pgbench", "run", transactions=250),
+                            {}, {"suite": "pgbench"})
+    per = {r["metric"]: r["value"] for r in run if r["metric"].endswith("_per_op")}
+    assert per == {"device_read_bytes_per_op": round(16 * 512 / 250, 1), "device_write_bytes_per_op": 1000 * 512 / 250}
+    git = amp.steps_records("git", [_step("clone", 0, 0, 16, 1000)], _recs("git", "clone"), {}, {"suite": "git"})
+    assert {r["metric"] for r in git} == {"device_read_bytes", "device_write_bytes"}

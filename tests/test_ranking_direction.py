@@ -3,7 +3,7 @@ suites, their headline, its unit and the direction each study reads it in: suite
 
 A flipped direction ("latency is higher-is-better") would rank the slowest filesystem first and
 give it the score 100; here two filesystems, one clearly better, are ranked for each suite's
-headline and its companions (analysis/runs.py COMPANIONS, same unit and direction as their
+headline and its companions (analysis/runs.py COMPANIONS, the same direction as their
 headline), and fio's latencies (results/fio.py: `<dir>_lat_mean`, `<dir>_lat_p99`, us) are judged
 in the direction of less time.
 """

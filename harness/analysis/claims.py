@@ -534,7 +534,7 @@ def comparability(c: Claim, run: Run) -> str | None:
     """Why this claim is not comparable in this run (rule 2), None if it is."""
     if c.kind == "absolute":
         return TCG_ABSOLUTE
-    why = profile_reason(c, str((run.plan.get("suite") or {}).get("profile") or ""))
+    why = profile_reason(c, str(run.suite_ref(c.suite).get("profile") or ""))
     if why:
         return why
     if run.accel == "tcg" and tcg_reason(c):

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.analysis import fairness, stats
-from harness.analysis.runs import Key, Run, Sample, load_run, samples
+from harness.analysis.runs import Key, Run, Sample, load_run, plan_suites, samples
 from harness.errors import FslabError
 from harness.plan import vm_settings
 
@@ -124,11 +124,15 @@ def differences(man_a: dict, man_b: dict) -> list[str]:
     if man_a.get("accel") != man_b.get("accel"):
         out.append(f"accelerator used: {man_a.get('accel')} (A) vs {man_b.get('accel')} (B)")
     pa, pb = man_a.get("plan") or {}, man_b.get("plan") or {}
-    sa, sb = pa.get("suite") or {}, pb.get("suite") or {}
-    for k in ("name", "version", "profile", "sha256"):  # sha256: of a suite file (harness/config/suite_file.py)
-        if sa.get(k) != sb.get(k):
-            out.append(f"suite {'file sha256' if k == 'sha256' else k}: {_short(sa.get(k))} (A) vs "
-                       f"{_short(sb.get(k))} (B)")
+    ra, rb = plan_suites(pa), plan_suites(pb)
+    if len(ra) != len(rb):  # a boot of several suites (plan `more_suites`) against another
+        out.append(f"suites: {', '.join(str(s.get('name')) for s in ra)} (A) vs "
+                   f"{', '.join(str(s.get('name')) for s in rb)} (B)")
+    for sa, sb in zip(ra, rb, strict=False):
+        for k in ("name", "version", "profile", "sha256"):  # sha256: of a suite file (harness/config/suite_file.py)
+            if sa.get(k) != sb.get(k):
+                out.append(f"suite {'file sha256' if k == 'sha256' else k}: {_short(sa.get(k))} (A) vs "
+                           f"{_short(sb.get(k))} (B)")
     ia = {i.get("name"): i.get("sha256") for i in pa.get("inputs") or [] if isinstance(i, dict)}
     ib = {i.get("name"): i.get("sha256") for i in pb.get("inputs") or [] if isinstance(i, dict)}
     out += [f"suite input {n}: sha256 {_short(ia.get(n))} (A) vs {_short(ib.get(n))} (B)"

@@ -424,7 +424,7 @@ def beside_speed(runs: list[Run], ds: list[FsDurability]) -> tuple[list[str], li
     for r in speed:
         s = ranking.score(r.label, ranking.rank_run(r))
         order = sorted((v, fs) for fs, v in s.per_fs.items() if v is not None)[::-1]
-        suite = (r.plan.get("suite") or {}).get("name") or "?"
+        suite = "+".join(str(s.get("name") or "?") for s in r.suite_refs())
         scores.append((f"{suite} ({r.label})", s.per_fs, [fs for _, fs in order]))
     by_fs = {d.fs: d for d in ds}
     names = [fs for _, per, _ in scores for fs in per if fs in by_fs]
@@ -484,7 +484,7 @@ def sections(runs: list[Run]) -> list:
     for run in pl:
         ds = collect(run)
         all_ds += ds
-        profile = (run.plan.get("suite") or {}).get("profile")
+        profile = run.suite_ref(SUITE).get("profile")
         title = f"run {run.label}: power-loss ({profile})" if len(runs) > 1 else f"power-loss ({profile})"
         sens = ", ".join(f"{d.fs}: {d.control}" for d in ds)
         meta = ", ".join(f"{d.fs}: {d.meta_control}" for d in ds)

@@ -130,7 +130,7 @@ def _suite_figures(suite: str, runs: list[Run], multi: bool) -> list[Spec]:
     if not out:  # generic fallback: the headline per case
         for run in runs:
             label = run.label if multi else ""
-            head = run.headline_metrics()[0]
+            head = run.headline_metrics(suite)[0]
             for k, s in samples([r for r in run.records if r.get("suite") == suite]).items():
                 if k.metric == head and not k.detail:
                     group = k.case if not k.step else f"{k.case}\n{k.step}"

@@ -174,11 +174,12 @@ def _rank_one(run: Run, baseline: str | None = None) -> list[Group]:
     fails = failures(run.records)
     lat = fio_latency(run.records)
     unstable_cv = float((run.plan.get("repeat") or {}).get("unstable_cv", 0.05))
-    heads = run.headline_metrics()
-    declared = set(run.declared_metrics())  # ranked where a step gives them, not beside every step's time
     groups: dict[tuple[str, str], Group] = {}
     suites = list(dict.fromkeys(k.suite for k in ss))
+    order: dict[str, dict[str, int]] = {}
     for suite in suites:
+        heads = run.headline_metrics(suite)  # each suite's own (a boot may run several)
+        order[suite] = {m: i for i, m in enumerate([heads[0], RATE, *heads[1:]])}
         fss = _fs_order(run, suite)
         ids = list(dict.fromkeys((k.case, k.step, k.detail) for k in ss if k.suite == suite))
         with_values = {(k.case, k.step, k.detail) for k, s in ss.items()
@@ -191,8 +192,8 @@ def _rank_one(run: Run, baseline: str | None = None) -> list[Group]:
             for metric in metrics:
                 found = [ss.get(Key(suite, case, fs, metric, step, detail)) for fs in fss]
                 times = [ss.get(Key(suite, case, fs, heads[0], step, detail)) for fs in fss]
-                if not any(found) and (metric in declared or not any(times)):
-                    continue
+                if not any(found) and (metric not in (heads[0], RATE) or not any(times)):
+                    continue  # a companion or declared metric only where a step gives it
                 unit = next((s.unit for s in found if s and s.unit), "")
                 higher = stats.higher_is_better(metric, unit, next((s.fields.get("better") for s in found if s), None))
                 primary = metric in (heads[0], RATE)
@@ -208,8 +209,7 @@ def _rank_one(run: Run, baseline: str | None = None) -> list[Group]:
                 _order(q)
                 _compare(q, baseline)
                 g.quantities.append(q)
-    order = {m: i for i, m in enumerate([heads[0], RATE, *heads[1:]])}
-    return sorted(groups.values(), key=lambda g: (suites.index(g.suite), order.get(g.metric, 99)))
+    return sorted(groups.values(), key=lambda g: (suites.index(g.suite), order[g.suite].get(g.metric, 99)))
 
 
 @dataclass

@@ -26,7 +26,8 @@ RULE = ("Device bytes: the sectors the virtual disks (every member disk of a lay
         "writes only where the window ends with the data on the disks (fio: a sync; steps that sync themselves; "
         "file-ops and kernel-tree: over the timed steps, ended by a sync); none for a fio job with a ramp_time "
         "(fio's io_bytes leave the ramp out, the disks count it). Per operation: metadata steps (stat, "
-        "rename, delete, rm). Below 1: reads served by the page cache, data deleted before it was written back. "
+        "rename, delete, rm) and a database's transactions and queries (sqlite, pgbench). Below 1: reads "
+        "served by the page cache, data deleted before it was written back. "
         "Lower is better.")
 assert set(SHOWN) <= set(METRICS)
 

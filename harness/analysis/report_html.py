@@ -72,8 +72,9 @@ def _row_classes(rows: list) -> list[str]:
 def _runs_line(rep: Report) -> str:
     parts = []
     for r in rep.runs:
-        m, suite = r.manifest, (r.plan.get("suite") or {})
-        what = (f"{suite.get('name')} ({suite.get('profile')}) on {(r.plan.get('vm') or {}).get('name')}, "
+        m = r.manifest
+        suites = ", ".join(f"{s.get('name')} ({s.get('profile')})" for s in r.suite_refs())
+        what = (f"{suites} on {(r.plan.get('vm') or {}).get('name')}, "
                 f"accel {r.accel}, {m.get('status')}, started {m.get('started')}")
         parts.append(f"<b>{escape(r.label)}</b> = {escape(r.run_id)}: {escape(what)}" if rep.multi
                      else escape(what))

@@ -34,7 +34,7 @@ def provenance(run: Run) -> dict:
     m, plan = run.manifest, run.plan
     img, acc, host, guest = (m.get(k) or {} for k in ("image", "accelerator", "host", "guest"))
     git = m.get("git") or {}
-    suite, rpt = plan.get("suite") or {}, plan.get("repeat") or {}
+    rpt = plan.get("repeat") or {}
     facts = [
         ("run", f"{run.run_id}: {m.get('status')} ({m.get('reason')}), {m.get('started')} .. {m.get('finished')}"),
         ("image", f"{img.get('name')} {img.get('digest')}"),
@@ -50,8 +50,8 @@ def provenance(run: Run) -> dict:
         ("kept in memory", resident(guest.get("resident"))),
         ("mkfs", "; ".join(f"{v}" for v in (guest.get("mkfs") or {}).values()) or "-"),
         ("git revision", f"{git.get('revision')}{' (dirty)' if git.get('dirty') else ''}"),
-        ("suite", f"{suite.get('name')} v{suite.get('version')}, profile {suite.get('profile')}, "
-                  f"headline {suite.get('headline')}"),
+        ("suite", "; ".join(f"{s.get('name')} v{s.get('version')}, profile {s.get('profile')}, "
+                            f"headline {s.get('headline')}" for s in run.suite_refs())),
         ("repetitions", f"n {rpt.get('n', 1)}, warm-up {rpt.get('warmup', 0)}, cap {rpt.get('cap', '-')}, "
                         f"CV threshold {rpt.get('cv_threshold', '-')}, unstable above {rpt.get('unstable_cv', 0.05)}"),
         ("vmconfig", ", ".join(f"{k} {v}" for k, v in (plan.get("vm") or {}).items())),

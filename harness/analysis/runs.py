@@ -25,8 +25,9 @@ from harness.results.jsonl import read_jsonl, read_object
 # `kind`: power-loss's per promise kind lines beside the total)
 DETAIL_FIELDS = ("writer", "file", "section", "kind", "backed_by")
 # Metrics shown beside a suite's headline: maildir's article plots delivery and read times; the
-# step suites (kernel-tree, file-ops, random-io) report real and CPU seconds.
-COMPANIONS = {"ms_per_delivery": ["ms_per_read"], "real_s": ["cpu_s"]}
+# step suites (kernel-tree, file-ops, random-io) report real and CPU seconds; sqlite's query step
+# gives queries per second where its insert and update steps give transactions per second.
+COMPANIONS = {"ms_per_delivery": ["ms_per_read"], "real_s": ["cpu_s"], "txn_per_s": ["queries_per_s"]}
 
 
 class Key(NamedTuple):
@@ -65,6 +66,13 @@ class Sample:
         return level_values(self.values, list(self.boots), list(self.hosts))
 
 
+def plan_suites(plan: dict) -> list[dict]:
+    """Every suite a plan (as in a manifest) ran: its `suite`, then `more_suites` (a boot of
+    several suites, `fslab run --suite a,b`)."""
+    more = plan.get("more_suites")
+    return [plan.get("suite") or {}, *(x for x in (more if isinstance(more, list) else []) if isinstance(x, dict))]
+
+
 @dataclass
 class Run:
     """One run directory: `label` names it in figures and tables (see `label_runs`)."""
@@ -86,11 +94,30 @@ class Run:
     def accel(self) -> str:
         return str(self.manifest.get("accel") or "unknown")
 
-    def headline_metrics(self) -> list[str]:
-        """The suite's headline metric and its companions (see COMPANIONS), then the metrics a
-        suite file's steps declare (`declared_metrics`)."""
-        head = (self.plan.get("suite") or {}).get("headline") or "iops"
-        heads = [head, *COMPANIONS.get(head, [])]
+    def suite_refs(self) -> list[dict]:
+        """Every suite the plan ran (plan_suites)."""
+        return plan_suites(self.plan)
+
+    def suite_ref(self, name: str) -> dict:
+        """The plan's entry of suite `name` (its profile, headline, ...); the plan's `suite` when no
+        entry has that name."""
+        return next((s for s in self.suite_refs() if s.get("name") == name), self.plan.get("suite") or {})
+
+    def headline_metrics(self, suite: str | None = None) -> list[str]:
+        """A suite's headline metric and its companions (see COMPANIONS), then the metrics a suite
+        file's steps declare (`declared_metrics`). `suite` None: the plan's first suite's first,
+        then every other suite's (a boot of several suites).
+
+        >>> r = Run(None, {"plan": {"suite": {"name": "a", "headline": "tps"},
+        ...                         "more_suites": [{"name": "b", "headline": "real_s"}]}}, [])
+        >>> r.headline_metrics(), r.headline_metrics("b")
+        (['tps', 'real_s', 'cpu_s'], ['real_s', 'cpu_s'])
+        """
+        refs = [self.suite_ref(suite)] if suite else self.suite_refs()
+        heads: list[str] = []
+        for ref in refs:
+            head = ref.get("headline") or "iops"
+            heads += [m for m in (head, *COMPANIONS.get(head, [])) if m not in heads]
         return heads + [m for m in self.declared_metrics() if m not in heads]
 
     def declared_metrics(self) -> list[str]:
@@ -115,7 +142,7 @@ _SHAPES: dict[str, type] = {"plan": dict, "image": dict, "accelerator": dict, "q
                             "disks": dict,
                             "boots": list, "vms": list, "hosts": list}
 _PLAN_SHAPES: dict[str, type] = {"vm": dict, "suite": dict, "repeat": dict, "image": dict, "disks": list,
-                                 "filesystems": list, "cases": list}
+                                 "filesystems": list, "cases": list, "more_suites": list}
 
 
 def check_manifest(m: object, where: str) -> dict:

@@ -42,7 +42,8 @@ DEFAULT_VMCONFIG = "vmconfigs/default.yaml"
 def _add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("vmconfig", nargs="?", default=DEFAULT_VMCONFIG,
                    help=f"VM configuration YAML (default: {DEFAULT_VMCONFIG})")
-    p.add_argument("--suite", help="workload suite (default: the vmconfig's)")
+    p.add_argument("--suite", help="workload suite, or several comma-separated (a,b,c: one boot runs them all; "
+                   "default: the vmconfig's)")
     p.add_argument("--profile", help="profile of the suite (default: the vmconfig's)")
     p.add_argument("--fio-job", metavar="FILE", help="run this fio job file instead of the suite's cases")
     p.add_argument("--suite-file", metavar="FILE", help="run the suite written in this YAML file "
@@ -320,7 +321,7 @@ def _bench_all(args: argparse.Namespace, plans: list[Plan], results_root: Path) 
             print(f"fslab: WARNING: {choice.warning}", file=sys.stderr)
         before_boot.fit(p, choice.used, args.strict, args.fio_job)
         out = _execute(p, image, choice, results_root, args.boots or 1)
-        print(f"== {p.suite.name} ({p.suite.profile}) on {p.vm.name}: {out.status}")
+        print(f"== {', '.join(f'{s.name} ({s.profile})' for s in p.suites())} on {p.vm.name}: {out.status}")
         print(format_table(out.records))
         if out.overhead is not None:
             print(overhead.line(out.overhead))
@@ -394,7 +395,7 @@ def cmd_claims(args: argparse.Namespace) -> int:
     for run in runs:
         suites = claims.run_suites(run)
         n = sum(len(claims.run_claims(run, s)) for s in suites)
-        profile = (run.plan.get("suite") or {}).get("profile")
+        profile = "/".join(dict.fromkeys(str(s.get("profile")) for s in run.suite_refs()))
         print(f"run {run.label}: {', '.join(suites) or 'no records'} (profile {profile}, accel {run.accel}): "
               f"{n} claim(s)")
     print()

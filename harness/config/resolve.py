@@ -11,6 +11,7 @@ import datetime as _dt
 import secrets
 import zlib
 from dataclasses import replace
+from typing import Any
 
 from harness import suites
 from harness.config import suite_file as suite_file_mod
@@ -120,21 +121,18 @@ def resolve(
         raise FslabError(f"--suite-file {suite_file}: runs instead of a suite; allowed: one of --suite, --fio-job "
                          "and --suite-file")
     sf = suite_file_mod.load(suite_file, tuple(suites.registry())) if suite_file else None
-    s = fio_job_suite.SUITE if fio_job else sf.suite if sf else \
-        suites.get(suite or cfg.suite, src=f"{cfg.source}: suite")
-    prof = profile or cfg.profile
-    if profile is None and prof not in s.profiles:
-        prof = next(iter(s.profiles))  # the vmconfig's profile belongs to its own suite
+    names = [] if fio_job or sf else (suite or cfg.suite).split(",")
+    where = "--suite" if suite else f"{cfg.source}: suite"
+    if len(names) > 1:
+        return _several(cfg, names, where, profile, run_id=run_id, accelerator=accelerator, backend=backend,
+                        reps=reps, warmup=warmup, cv_threshold=cv_threshold, max_reps=max_reps, order=order,
+                        seed=seed)
+    s = fio_job_suite.SUITE if fio_job else sf.suite if sf else suites.get(names[0], src=where)
+    prof = _profile(s, profile, cfg)
     cases = _cases(cfg, s, prof, fio_job)
     run_id = run_id or new_run_id(cfg.name)
-    redo_why = s.redo_why or ("" if s.prepare else "its cases make the filesystem themselves")
-    repeat = Repeat.make(reps if reps is not None else s.default_reps(prof), warmup, max_reps,
-                         *(() if cv_threshold is None else (cv_threshold,)),
-                         order=order or ("grouped" if s.interleave_why else "random"),
-                         seed=seed if seed is not None else zlib.crc32(run_id.encode()),
-                         redo="remount" if redo_why else "mkfs", redo_why=redo_why,
-                         order_why="" if (order or "grouped") != "grouped" or not (s.interleave_why or order) else
-                         s.interleave_why if order is None else "asked for (--order grouped)")
+    repeat = _repeat(s, prof, run_id, reps=reps, warmup=warmup, cv_threshold=cv_threshold, max_reps=max_reps,
+                     order=order, seed=seed)
     plan = Plan(
         run_id=run_id,
         vm=plan_vm(cfg, accelerator=accelerator, backend=backend),
@@ -150,6 +148,74 @@ def resolve(
     )
     if s.check is not None and not fio_job:
         s.check(plan.to_json())  # the suite's own refusal before any boot (e.g. inodes, space)
+    return plan
+
+
+def _profile(s: suites.Suite, profile: str | None, cfg: VMConfig) -> str:
+    """The profile asked for, else the vmconfig's; a vmconfig's profile that is not one of the suite's
+    belongs to the vmconfig's own suite: then the suite's first."""
+    prof = profile or cfg.profile
+    return next(iter(s.profiles)) if profile is None and prof not in s.profiles else prof
+
+
+def _repeat(s: suites.Suite, prof: str, run_id: str, *, reps: int | None, warmup: int,
+            cv_threshold: float | None, max_reps: int | None, order: str | None, seed: int | None) -> Repeat:
+    redo_why = s.redo_why or ("" if s.prepare else "its cases make the filesystem themselves")
+    return Repeat.make(reps if reps is not None else s.default_reps(prof), warmup, max_reps,
+                       *(() if cv_threshold is None else (cv_threshold,)),
+                       order=order or ("grouped" if s.interleave_why else "random"),
+                       seed=seed if seed is not None else zlib.crc32(run_id.encode()),
+                       redo="remount" if redo_why else "mkfs", redo_why=redo_why,
+                       order_why="" if (order or "grouped") != "grouped" or not (s.interleave_why or order) else
+                       s.interleave_why if order is None else "asked for (--order grouped)")
+
+
+def _several(cfg: VMConfig, names: list[str], where: str, profile: str | None, *, run_id: str | None,
+             accelerator: str | None, backend: str | None, **rep: Any) -> Plan:
+    """One boot for several suites (`--suite a,b,c`): every suite's cases in one plan, each case
+    naming its suite (`Case.suite`), the first suite the plan's `suite`, the others `more_suites`.
+    Their records, rankings and IO amplification are each suite's own, as in a run of one suite.
+    The suites must agree on how their repetitions run (the plan has one `repeat`): the same
+    default repetitions for the profile (unless --reps), a fresh mkfs each round or not and why,
+    interleaved or not; and no case id may be in two of them (the guest keeps a case's files
+    under its id). Anything else is one line naming the suites that differ."""
+    if len(set(names)) != len(names) or not all(names):
+        raise FslabError(f"{where}: '{','.join(names)}': each suite once, comma-separated; allowed: "
+                         f"{', '.join(sorted(suites.registry()))}")
+    chosen = [suites.get(n, src=where) for n in names]
+    profs = [_profile(s, profile, cfg) for s in chosen]
+    run_id = run_id or new_run_id(cfg.name)
+    repeats = [_repeat(s, p, run_id, **rep) for s, p in zip(chosen, profs, strict=True)]
+    for s, r in zip(chosen[1:], repeats[1:], strict=True):
+        first = chosen[0]
+        if (r, s.prepare) != (repeats[0], first.prepare):
+            label = {"n": "reps", "redo": "redo", "order": "order"}
+            differ = [f"{label[k]} {getattr(repeats[0], k)} vs {getattr(r, k)}" for k in label
+                      if getattr(r, k) != getattr(repeats[0], k)]
+            differ += [] if s.prepare == first.prepare else [f"who makes the filesystems (prepare {first.prepare} "
+                                                             f"vs {s.prepare})"]
+            raise FslabError(f"{where}: suites {first.name} and {s.name} cannot share one boot: their repetitions "
+                             f"differ: {', '.join(differ) or 'why they redo what they redo'}; allowed: suites whose "
+                             "repetitions run alike, else one run each" + (" (--reps N makes their number alike)"
+                                                                           if r.n != repeats[0].n else ""))
+    cases: list[Case] = []
+    seen: dict[str, str] = {}
+    for i, (s, p) in enumerate(zip(chosen, profs, strict=True)):
+        for c in s.cases(p, src=f"{where}: {s.name}: profile"):
+            if seen.setdefault(c.id, s.name) != s.name:
+                raise FslabError(f"{where}: suites {seen[c.id]} and {s.name} both have a case '{c.id}'; allowed: "
+                                 "suites whose case ids differ, else one run each")
+            cases.append(replace(c, suite=s.name) if i else c)
+    refs = [SuiteRef(name=s.name, profile=p, version=s.version, headline=s.headline) for s, p in zip(chosen, profs,
+                                                                                                      strict=True)]
+    plan = Plan(run_id=run_id, vm=plan_vm(cfg, accelerator=accelerator, backend=backend), image=cfg.image,
+                disks=cfg.disks,
+                filesystems=tuple(replace(render_filesystem(f), prepare=chosen[0].prepare) for f in cfg.filesystems),
+                suite=refs[0], repeat=repeats[0], cases=tuple(cases), more_suites=tuple(refs[1:]))
+    for s, ref in zip(chosen, refs, strict=True):
+        if s.check is not None:  # each suite's own refusal, on a plan of its own cases
+            s.check(replace(plan, suite=ref, more_suites=(),
+                            cases=tuple(replace(c, suite="") for c in plan.cases if plan.suite_of(c) == ref)).to_json())
     return plan
 
 

@@ -37,6 +37,16 @@ _name, _text = vm_settings.name, vm_settings.text
 name_problem, _shown_value = vm_settings.name_problem, vm_settings.shown_value
 
 
+def _suites(v: Any) -> str:
+    """A suite name, or a list of them (several suites in one boot: config/resolve.py), as the
+    comma-separated text `--suite` takes.
+
+    >>> _suites(["sqlite", "git"])
+    'sqlite,git'
+    """
+    return ",".join(_name(x) for x in v) if isinstance(v, list) and v else _name(v)
+
+
 @dataclass(frozen=True, kw_only=True)
 class FsEntry:
     """One `filesystems:` entry of a vmconfig, its variant resolved and its disks assigned."""
@@ -186,7 +196,7 @@ VM_KEYS: dict[str, tuple[Callable[[Any], Any] | None, Any, str]] = {
     "kernels": (_kernels, (), "two or more kernels, each as `kernel:`: every filesystem runs on each, one boot per "
                 "kernel, in one run"),
     "image": (_name, "debian-12", "image definition under images/"),
-    "suite": (_name, "fio-basic", "workload suite"),
+    "suite": (_suites, "fio-basic", "workload suite, or a list of suites run in one boot"),
     "profile": (_name, "default", "profile of the suite"),
     "suite_file": (_text, None, "a suite written in YAML (path relative to this file), instead of `suite`"),
     "disks": (None, _REQUIRED, "virtual disks under test"),

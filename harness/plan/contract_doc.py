@@ -21,6 +21,8 @@ _SECTIONS: tuple[tuple[str, Any, str], ...] = (
     ("disks[]", disk.Disk, "one per virtual disk; plus `serial` (= fslab-<id>), how the guest finds it"),
     ("filesystems[]", plan.Filesystem, "one per filesystem, in order"),
     ("suite", plan.SuiteRef, "the suite and profile the cases come from"),
+    ("more_suites[]", plan.SuiteRef, "the suites after `suite` when one boot runs several (`fslab run --suite a,b,c`; "
+     "only then): the same keys; each of their cases names its suite in `cases[].suite`"),
     ("repeat", plan.Repeat, "repetitions, in rounds across the filesystems (see \"Repetitions\" below)"),
     ("cases[]", plan.Case, "what runs on every filesystem"),
     ("cases[].steps[]", plan.Step, "a `steps` case's steps; keys at their default are left out"),

@@ -144,6 +144,8 @@ class Case:
 
     kind "fio": `job` is a complete fio job file pointed at ${FSLAB_MNT}; kind "steps": `steps`.
     `headline_step`: the step whose real time decides on more repetitions (default: all timed).
+    `suite`: in a plan of several suites (`Plan.more_suites`), the one the case comes from; ""
+    (the default, and every plan of one suite): the plan's `suite`. The agent does not read it.
     Steps may be given as dicts (suites write them so); they are checked and typed here.
     """
 
@@ -155,6 +157,7 @@ class Case:
     rep: int = 0
     steps: tuple[Step, ...] = ()
     headline_step: str | None = None
+    suite: str = ""
 
     def __post_init__(self) -> None:
         where = f"case {self.id}"
@@ -169,7 +172,7 @@ class Case:
         return {"id": self.id, "kind": self.kind, "params": self.params, "job": self.job,
                 "timeout_s": self.timeout_s, "rep": self.rep,
                 "steps": [s.to_json() for s in self.steps] if self.kind == "steps" else None,
-                "headline_step": self.headline_step}
+                "headline_step": self.headline_step, **({"suite": self.suite} if self.suite else {})}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Case:
@@ -381,6 +384,10 @@ class Filesystem:
                       "remount": None if d.get("remount") is None else _argvs(d["remount"])})
 
 
+def _suite_ref(d: dict[str, Any]) -> SuiteRef:
+    return SuiteRef(**{**d, "claims": tuple(d.get("claims") or ())})
+
+
 def _input(d: dict[str, Any], src: str) -> Input:
     _check_keys(d, _names(Input), f"{src}: input {d.get('name')}")
     return Input(**d)
@@ -397,9 +404,37 @@ class Plan:
     repeat: Repeat
     cases: tuple[Case, ...]
     inputs: tuple[Input, ...] = ()
+    # The suites after `suite` when one boot runs several (`fslab run --suite a,b,c`): each case
+    # names its own in `Case.suite` (one of these); empty for a plan of one suite.
+    more_suites: tuple[SuiteRef, ...] = ()
+
+    def __post_init__(self) -> None:
+        names = [s.name for s in self.suites()]
+        if len(set(names)) != len(names):
+            raise FslabError(f"plan: suites {', '.join(names)}: a suite is named twice")
+        stray = sorted({c.suite for c in self.cases if c.suite and c.suite not in names[1:]})
+        if stray:
+            raise FslabError(f"plan: cases of suite {', '.join(stray)}, which is not one of the plan's "
+                             f"more_suites; allowed: {', '.join(names[1:]) or 'none (a plan of one suite)'}")
+
+    def suites(self) -> tuple[SuiteRef, ...]:
+        """Every suite this plan runs: `suite`, then `more_suites`."""
+        return (self.suite, *self.more_suites)
+
+    def suite_of(self, case: Case) -> SuiteRef:
+        """The suite a case comes from.
+
+        >>> vm = VM(name="v", source="v", vcpus=1, memory_mib=512, accelerator="tcg", deadline_s=60)
+        >>> p = Plan("r", vm, "debian-12", (), (), SuiteRef("a", "smoke", 1), Repeat(),
+        ...          (Case("x", "fio", {}), Case("y", "fio", {}, suite="b")), more_suites=(SuiteRef("b", "smoke", 1),))
+        >>> [p.suite_of(c).name for c in p.cases]
+        ['a', 'b']
+        """
+        return next((s for s in self.more_suites if s.name == case.suite), self.suite)
 
     def to_json(self) -> dict[str, Any]:
-        """plan.json, the wire format (docs/contracts.md); `inputs` only when there are any."""
+        """plan.json, the wire format (docs/contracts.md); `inputs` and `more_suites` only when there
+        are any."""
         return {
             "fslab_plan": PLAN_VERSION,
             "run_id": self.run_id,
@@ -411,6 +446,7 @@ class Plan:
             "repeat": asdict(self.repeat),
             "cases": [c.to_json() for c in self.cases],
             **({"inputs": [asdict(i) for i in self.inputs]} if self.inputs else {}),
+            **({"more_suites": [s.to_json() for s in self.more_suites]} if self.more_suites else {}),
         }
 
     @classmethod
@@ -423,17 +459,19 @@ class Plan:
                              hint="use the fslab revision recorded in the run's manifest (git)")
         try:
             _check_keys(d, ["fslab_plan", "run_id", "vm", "image", "disks", "filesystems", "suite", "repeat",
-                            "cases", "inputs"], src)
+                            "cases", "inputs", "more_suites"], src)
             vm = dict(d["vm"])
             vm.setdefault("source", vm.get("name", ""))  # plans before vm.source
             _check_keys(vm, _names(VM), f"{src}: vm")
-            _check_keys(d["suite"], _names(SuiteRef), f"{src}: suite")
+            for i, sr in enumerate([d["suite"], *(d.get("more_suites") or [])]):
+                _check_keys(sr, _names(SuiteRef), f"{src}: {'suite' if i == 0 else f'more_suites[{i - 1}]'}")
             for disk in d["disks"]:
                 _check_keys(disk, ["id", "serial", *Disk.__dataclass_fields__], f"{src}: disk {disk.get('id')}")
             return cls(run_id=d["run_id"], vm=VM(**vm), image=d["image"]["name"],
                        disks=tuple(Disk.from_json(x) for x in d["disks"]),
                        filesystems=tuple(Filesystem.from_json(f) for f in d["filesystems"]),
-                       suite=SuiteRef(**{**d["suite"], "claims": tuple(d["suite"].get("claims") or ())}),
+                       suite=_suite_ref(d["suite"]),
+                       more_suites=tuple(_suite_ref(x) for x in d.get("more_suites") or ()),
                        repeat=Repeat.from_json(d.get("repeat")),
                        cases=tuple(Case.from_json(c) for c in d["cases"]),
                        inputs=tuple(_input(i, src) for i in d.get("inputs") or ()))

@@ -216,10 +216,38 @@ def _kernel_tree(step: str, own: Recs, case: dict[str, Recs]) -> Asked | None:
     return Asked(None, None, settled=False)
 
 
+def _sqlite(step: str, own: Recs, case: dict[str, Recs]) -> Asked | None:
+    """sqlite: `insert` and `update` run `txns` transactions, `query` runs `queries` queries (the
+    case's fields); a database's bytes are SQLite's pages and journal or WAL, not a count the
+    workload asked, so each gets device bytes per operation (per transaction, per query). Insert
+    and update are settled: their commits sync, and fslab-sqlite closes its connection inside the
+    step (WAL: the last connection's checkpoint syncs the WAL, then the database). Query is not:
+    it syncs nothing, so the metadata it dirties (WAL mode's -wal and -shm files made and removed)
+    is written back when the filesystem's log decides (ext4 within 5 s, xfs later): reads only.
+    The ext4/xfs smoke run showed it: wal-normal's query wrote 92 B per query on ext4, 0 on xfs."""
+    if step in ("insert", "update"):
+        ops, settled = _field(own, "txns"), True
+    elif step == "query":
+        ops, settled = _field(own, "queries"), False
+    else:
+        return None
+    return Asked(0, 0, ops, settled=settled) if ops else None
+
+
+def _pgbench(step: str, own: Recs, case: dict[str, Recs]) -> Asked | None:
+    """pgbench: `run` makes `transactions` transactions (its metric) with fsync on and ends with
+    the server's stop, whose shutdown checkpoint writes every dirty page: settled; device bytes per
+    transaction (WAL, data pages and the checkpoint)."""
+    ops = _metric(own, "transactions") if step == "run" else None
+    return Asked(0, 0, ops, settled=True) if ops else None
+
+
 # suite -> its rule: (step name, the step's records, every step's records) -> Asked, or None
-# when the step asked nothing it can count (it gets device bytes only).
+# when the step asked nothing it can count (it gets device bytes only: suite git, whose clone,
+# checkout and gc write what git decides, with no logical count to hold them against).
 RULES: dict[str, Rule] = {"random-io": _random_io, "small-files": _small_files, "maildir": _maildir,
-                          "file-ops": _file_ops, "kernel-tree": _kernel_tree}
+                          "file-ops": _file_ops, "kernel-tree": _kernel_tree, "sqlite": _sqlite,
+                          "pgbench": _pgbench, "git": lambda step, own, case: None}
 
 
 # A suite file's step says what it asks in its `io:` (harness/config/suite_file.py), carried as

@@ -162,7 +162,7 @@ def records_for_run(run_dir: str | Path, plan: Plan, accel: str, error: str | No
 def _rep_records(run_dir: Path, plan: Plan, fs: str, case: Case, rep: int, accel: str,
                  error: str | None = None, no_result: NoResult | None = None) -> list[dict]:
     """Records of one repetition of one case on one filesystem (a failed record if need be)."""
-    base = {"suite": plan.suite.name, "case": case.id, "fs": fs, "rep": rep, "ok": True, "accel": accel,
+    base = {"suite": plan.suite_of(case).name, "case": case.id, "fs": fs, "rep": rep, "ok": True, "accel": accel,
             "redo": plan.repeat.redo}  # what each repetition re-did before its case (issue 30)
     if rep < 0:
         base["warmup"] = True  # discarded by statistics, kept for the record
@@ -176,7 +176,7 @@ def _rep_records(run_dir: Path, plan: Plan, fs: str, case: Case, rep: int, accel
     except (OSError, ValueError, KeyError, TypeError) as e:
         err = str(e) if isinstance(e, ValueError) and not isinstance(e, json.JSONDecodeError) \
             else f"unreadable result in {raw}: {type(e).__name__}: {e}"
-        headline = plan.suite.headline
+        headline = plan.suite_of(case).headline
         recs = [{**base, "metric": headline, "value": None, "unit": "IO/s" if headline == "iops" else "",
                  "ok": False, "error": err}]
     return [_ordered(r) for r in recs]

@@ -29,7 +29,8 @@ MAX_RUNS = 20
 
 def case_key(plan: Plan, case_id: str) -> str:
     """'suite/profile/case': a case id means different work in another suite or profile."""
-    return f"{plan.suite.name}/{plan.suite.profile}/{case_id}"
+    ref = next((plan.suite_of(c) for c in plan.cases if c.id == case_id), plan.suite)
+    return f"{ref.name}/{ref.profile}/{case_id}"
 
 
 def _mean(xs: list[float]) -> float | None:
