@@ -121,13 +121,14 @@ import time
 from fslabguest.commands import add_sbin_to_path, run_cmd
 from fslabguest.powerloss import PowerlossError
 from fslabguest.powerloss.check import check_all
-from fslabguest.powerloss.devmapper import check_free_device, check_write_cache, clean_stale
+from fslabguest.powerloss.devmapper import check_free_device, check_write_cache, clean_stale, use_names
 from fslabguest.powerloss.log import MKFS_MARK, parse_log
 from fslabguest.powerloss.points import crash_points, log_summary, select_points
 from fslabguest.powerloss.promises import BACKED_BY, LABELS  # noqa: F401  (the host's labels: suites/power_loss.py)
 from fslabguest.powerloss.record import record
 from fslabguest.powerloss.replay import FAULTS
 from fslabguest.powerloss.report import report
+from fslabguest.powerloss.target import REPLAY_TARGETS
 from fslabguest.powerloss.workloads import WORKLOADS
 
 
@@ -191,11 +192,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--ops", type=_int_at_least(1), default=20, help="durability points of the workload (default 20)")
     p.add_argument("--max-points", type=_int_at_least(0), default=0, help="check at most N points, 0 = all (default)")
+    p.add_argument("--check-every", type=_int_at_least(1), default=1,
+                   help="run the checker at 1 in K of the points where no promise becomes due "
+                        "(always at promise points, the first, the last and unmountable ones; default 1: every point)")
     p.add_argument("--fault", choices=FAULTS, help="positive control: leave out a write a promise depends on")
     p.add_argument("--out", help="evidence directory")
     p.add_argument("--mnt", default="/mnt/fslab-powerloss", help="mount point (default: %(default)s)")
     p.add_argument("--cow-dir", default="/dev/shm",
-                   help="where the snapshots' sparse store lives (default: %(default)s)")
+                   help="where the snapshots' sparse store (and a RAM replay target) lives (default: %(default)s)")
+    p.add_argument("--replay-target", choices=REPLAY_TARGETS, default="auto",
+                   help="where crash states are rebuilt: auto (RAM when the log's bytes fit), ram, disk "
+                        "(default: %(default)s)")
     args = p.parse_args(argv)
     if args.max_points == 1:
         p.error("argument --max-points: must be 0 (all) or at least 2 (the first and the last point)")
@@ -254,6 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         def emit(metric: str, value: object, unit: str = "", **extra: object) -> None:
             print(json.dumps({"metric": metric, "value": value, "unit": unit, **fields, **extra}), flush=True)
 
+        use_names(cfg.fs_name)
         for what in clean_stale(cfg.mnt, cfg.cow_dir):
             print(f"fslab-powerloss: left by an earlier run: {what}", file=sys.stderr, flush=True)
         check_free_device(cfg.data, "data")
