@@ -98,13 +98,18 @@ CONTROL_WORKLOAD = "replace-fsync"
 CACHED = ("none", "writeback", "unsafe")  # disk cache modes that show the guest a volatile write cache
 TIMEOUT_BASE_S = 900  # mkfs, zeroing, recording, parsing the log
 SECONDS_PER_POINT = 30  # TCG: 1.4-2.8 s measured (ext4, xfs); other checkers may take longer
+# The program writes a metric line per crash point; silent this long, it has hung (a mount or checker
+# stuck on a corrupt image): the agent stops the case and the other filesystems go on. The longest
+# silent stretch of a sound case is the recording (zeroing, mkfs, workload): below a minute on TCG.
+SILENT_S = 1200
 POINTS_PER_OP = 8  # paper profile, every point: an op makes 2-4 flush/FUA boundaries on ext4 and xfs
 
 _PROFILES: dict[str, dict[str, Any]] = {
-    # ops per workload, ops of the control, max points a case (0 = all), workloads (None = all)
-    "paper": {"ops": 50, "control_ops": 5, "max_points": 0, "workloads": None},
-    "quick": {"ops": 10, "control_ops": 4, "max_points": 40, "workloads": None},
-    "smoke": {"ops": 3, "control_ops": 2, "max_points": 12, "workloads": ("maildir",)},
+    # ops per workload, ops of the control, max points a case (0 = all), workloads (None = all),
+    # check_every: the checker at 1 in K of the points without a new promise (the program's sampling.py)
+    "paper": {"ops": 50, "control_ops": 5, "max_points": 0, "workloads": None, "check_every": 4},
+    "quick": {"ops": 10, "control_ops": 4, "max_points": 40, "workloads": None, "check_every": 1},
+    "smoke": {"ops": 3, "control_ops": 2, "max_points": 12, "workloads": ("maildir",), "check_every": 1},
 }
 
 
@@ -130,16 +135,16 @@ def timeout_s(ops: int, max_points: int) -> int:
     return TIMEOUT_BASE_S + SECONDS_PER_POINT * points
 
 
-def _case(cid: str, workload: str, ops: int, max_points: int, fault: str | None = None) -> Case:
+def _case(cid: str, workload: str, ops: int, max_points: int, check_every: int, fault: str | None = None) -> Case:
     argv = [PROGRAM, "--plan", PLAN_PATH, "--fs", "{name}", "--data", "{disk0}", "--log", "{disk1}",
             "--workload", workload, "--seed", "{rep}", "--ops", str(ops), "--max-points", str(max_points),
-            "--mnt", "{mnt}", "--out", "{out}"]
+            "--check-every", str(check_every), "--mnt", "{mnt}", "--out", "{out}"]
     if fault:
         argv += ["--fault", fault]
-    params: dict[str, Any] = {"workload": workload, "ops": ops, "max_points": max_points}
+    params: dict[str, Any] = {"workload": workload, "ops": ops, "max_points": max_points, "check_every": check_every}
     if fault:
         params["fault"] = fault
-    step = {"name": "run", "argv": argv, "cwd": "/", "parse": "metrics", "collect": True}
+    step = {"name": "run", "argv": argv, "cwd": "/", "parse": "metrics", "collect": True, "silent_s": SILENT_S}
     return Case(id=cid, kind="steps", params=params, timeout_s=timeout_s(ops, max_points),
                 steps=as_steps([step], f"suite power-loss: case {cid}"))
 
@@ -148,8 +153,8 @@ def expand(profile: str) -> list[Case]:
     """One case per workload, then the positive control."""
     p = _PROFILES[profile]
     (fault,) = program().FAULTS
-    return [_case(w, w, p["ops"], p["max_points"]) for w in workloads(profile)] + [
-        _case(CONTROL, CONTROL_WORKLOAD, p["control_ops"], 0, fault)]
+    return [_case(w, w, p["ops"], p["max_points"], p["check_every"]) for w in workloads(profile)] + [
+        _case(CONTROL, CONTROL_WORKLOAD, p["control_ops"], 0, 1, fault)]
 
 
 def check(plan: dict[str, Any]) -> None:
