@@ -110,3 +110,12 @@ def test_every_point_is_a_metric_line_with_its_parts_written_as_it_is_checked(tm
         assert x["value"] == p["seconds"] and x["mounted"] == p["mounted"]
         parts = {k: v for k, v in x.items() if k.endswith("_s")}
         assert set(parts) >= {"replay_s", "other_s"} and abs(sum(parts.values()) - x["value"]) < 0.01
+
+
+def test_blanking_a_ram_target_zeroes_it_without_writing_and_leaves_a_disk_alone(tmp_path):
+    f = tmp_path / "t"
+    f.write_bytes(b"x" * 8192)
+    with open(f, "r+b") as fh:
+        assert pl.target.blank(pl.target.Target("ram", str(f), "/dev/loop9", True, "", 0), fh.fileno())
+        assert not pl.target.blank(pl.target.Target("disk", str(f), str(f), False, "", 0), fh.fileno())
+    assert f.read_bytes() == bytes(8192) and os.stat(f).st_blocks == 0

@@ -30,13 +30,20 @@ One run owns the filesystem's whole life, because every write from mkfs on must 
    before it was told "durable" (which fsyncs), and what must therefore hold. The mark `p<N>` is
    logged right after the promise's last fsync returns.
 3. Replay and check. The log is parsed (format below), the crash points are chosen (crash model
-   below), and for each point DATA is rebuilt as that crash would leave it: the ranges the log
-   touches are zeroed, then entries are applied in log order (a discard zeroes its range),
-   incrementally from point to point. A dm-snapshot (non-persistent, its copy-on-write store a
-   sparse file on a loop device in /dev/shm) keeps the crash image pristine while it is mounted
-   (the journal is replayed here), every due promise is verified, it is unmounted and the
-   filesystem's own checker runs read-only on the snapshot. A mount that fails is a result (the
-   checker then runs on a fresh, un-replayed snapshot); so is a checker missing from the image.
+   below), and for each point the crash state is rebuilt as that crash would leave DATA: the
+   ranges the log touches are zeroed, then entries are applied in log order (a discard zeroes
+   its range), incrementally from point to point. The state is rebuilt in RAM (a sparse file in
+   /dev/shm behind a loop device, nothing to zero) when the log's writes fit, else on DATA
+   itself (target.py; metric replay_target says which and why). A dm-snapshot (non-persistent,
+   its copy-on-write store a sparse file on a loop device in /dev/shm; made and removed by the
+   device-mapper ioctl, dmioctl.py) keeps the crash image pristine while it is mounted (mount(2):
+   the journal is replayed here), every due promise is verified, it is unmounted and the
+   filesystem's own checker runs read-only on the snapshot (with --check-every K, at every point
+   where a promise becomes due, the first, the last, every one that did not mount, and every
+   K-th of the others: sampling.py). A mount that fails is a result (the checker then runs on a
+   fresh, un-replayed snapshot); so is a checker missing from the image. Each point's seconds,
+   split into replay, snapshot, mount, umount, checker and the rest (cost.py), are in its
+   points.jsonl line and in its own metric line `point_s`, written the moment it is checked.
 
 The dm-log-writes log (learned from the kernel's drivers/md/dm-log-writes.c and fstests'
 src/log-writes; all integers little-endian; S = the data device's logical sector size):
@@ -99,7 +106,9 @@ the control showed its loss.
 
 Output: JSON lines on stdout, one metric each ({"metric", "value", "unit", "fs", "workload",
 "seed", "ops", ...}; per promise kind with "kind"; points_unmountable_pct and
-points_needing_repair_pct derived from the counts); files under --out: points.jsonl (one line per checked point),
+points_needing_repair_pct derived from the counts; `point_s` once per checked point as it is
+checked, with "point" and its parts replay_s, snapshot_s, mount_s, umount_s, checker_s, other_s:
+a case stopped later keeps them); files under --out: points.jsonl (one line per checked point),
 promises.jsonl (the acknowledgement log), log.json (the log's summary), record.txt (mkfs and
 mount output), evidence/<promise>.json for each broken promise (the points, the checker's
 output, expected vs found: size, sha256, first bytes) with evidence/<promise>.found (the wrong

@@ -20,7 +20,7 @@ from fslabguest.powerloss.points import Point, crash_points, log_summary, promis
 from fslabguest.powerloss.promises import Acks, verify
 from fslabguest.powerloss.record import substitute
 from fslabguest.powerloss.replay import CHUNK, Replayer, find_fault
-from fslabguest.powerloss.target import close_target, open_target
+from fslabguest.powerloss.target import blank, close_target, open_target
 
 
 def _lines(text: str, n: int = 20) -> list[str]:
@@ -218,7 +218,7 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
                 # rebuilt without the data control's dropped write: on ext2 that write was seen to carry a
                 # directory block too (a merged request), which left the last state needing repair
                 whole = Replayer(log, lf.fileno(), dev.fileno(), [])
-                whole.reset()
+                whole.reset(fresh=blank(target, dev.fileno()))
                 whole.goto(chosen[-1])
                 os.fsync(dev.fileno())
                 tot["metadata_control"] = _metadata_control(cfg, log, dev.fileno(), set(), cow_dev, sectors)

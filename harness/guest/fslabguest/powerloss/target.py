@@ -110,6 +110,18 @@ def open_target(data: str, size: int, log: Log, ram_dir: str, tag: str, want: st
     return Target("ram", path, loop, True, why, touched, loop)
 
 
+def blank(t: Target, fd: int) -> bool:
+    """Make a RAM target all zeros again without writing them (truncated to nothing and back: no
+    memory taken, where the reset's zeros would take every byte the log touches, discards and
+    all); True when done, so the replayer's reset has nothing to zero. A disk: False."""
+    if t.kind != "ram":
+        return False
+    size = os.fstat(fd).st_size
+    os.ftruncate(fd, 0)
+    os.ftruncate(fd, size)
+    return True
+
+
 def close_target(t: Target) -> None:
     if t.loop is not None:
         dm.run_cmd(["losetup", "--detach", t.loop], 60)
