@@ -65,14 +65,14 @@ def test_the_ram_target_gives_the_same_results_as_the_disk(tmp_path, monkeypatch
     disk_points, disk_m, _, _ = fake_case(tmp_path / "d", monkeypatch, fault="drop-flushed-write")
     ram_points, ram_m, _, fake = fake_case(tmp_path / "r", monkeypatch, fault="drop-flushed-write",
                                            replay_target="ram")
-    assert ram_m[("replay_target", None)] == "ram" and disk_m[("replay_target", None)] == "disk"
+    assert ram_m[("replay_in_ram", None)] == 1 and disk_m[("replay_in_ram", None)] == 0
     def same(p: dict) -> dict:  # what a point found, not its timing nor the device's name
         return {**{k: v for k, v in p.items() if k not in ("seconds", "cost_s", "check")},
                 "check": {k: v for k, v in p["check"].items() if k != "argv"}}
 
     assert [same(p) for p in ram_points] == [same(p) for p in disk_points]
-    assert {k: v for k, v in ram_m.items() if k[0] not in ("replay_target", "replay_s", "point_s")} == {
-        k: v for k, v in disk_m.items() if k[0] not in ("replay_target", "replay_s", "point_s")}
+    assert {k: v for k, v in ram_m.items() if k[0] not in ("replay_in_ram", "replay_s", "point_s")} == {
+        k: v for k, v in disk_m.items() if k[0] not in ("replay_in_ram", "replay_s", "point_s")}
     assert any(" snapshot /dev/loop" in c[2] for c in fake.calls if c[0] == "create")  # the origin: the loop
     assert ("losetup", "--detach", "/dev/loop7") in fake.calls and not list((tmp_path / "r").glob("fslab-powerloss-*"))
 

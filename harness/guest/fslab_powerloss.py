@@ -34,7 +34,7 @@ One run owns the filesystem's whole life, because every write from mkfs on must 
    ranges the log touches are zeroed, then entries are applied in log order (a discard zeroes
    its range), incrementally from point to point. The state is rebuilt in RAM (a sparse file in
    /dev/shm behind a loop device, nothing to zero) when the log's writes fit, else on DATA
-   itself (target.py; metric replay_target says which and why). A dm-snapshot (non-persistent,
+   itself (target.py; metric replay_in_ram says which and why). A dm-snapshot (non-persistent,
    its copy-on-write store a sparse file on a loop device in /dev/shm; made and removed by the
    device-mapper ioctl, dmioctl.py) keeps the crash image pristine while it is mounted (mount(2):
    the journal is replayed here), every due promise is verified, it is unmounted and the

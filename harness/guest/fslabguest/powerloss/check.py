@@ -143,7 +143,7 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
     os.makedirs(os.path.join(out, "checker"), exist_ok=True)
     fault, rp = None, None
     target = open_target(cfg.data, size, log, cfg.cow_dir, str(os.getpid()), cfg.replay_target)
-    emit("replay_target", target.kind, note=target.why, touched_bytes=target.touched)
+    emit("replay_in_ram", int(target.kind == "ram"), note=target.why, touched_bytes=target.touched)
     cfg = argparse.Namespace(**{**vars(cfg), "data": target.origin})  # the snapshots' origin
     with open(cfg.cow_file, "wb") as f:
         f.truncate(size)

@@ -11,7 +11,7 @@ disk, which the recording zeroed whole, so the two hold the same bytes at every 
 has nothing to zero. Only what the log touches takes memory: RAM is chosen when those bytes plus
 HEADROOM (the snapshots' copy-on-write stores) take at most RAM_SHARE of the guest's available
 memory and fit in the directory's free space; otherwise the data disk, and the run says why
-(metric replay_target: its note).
+(metric replay_in_ram, 1 or 0: its note).
 """
 
 from __future__ import annotations
