@@ -189,10 +189,12 @@ def _partial_metrics(raw: Path, base: dict, case_plan: Case, err: str) -> list[d
     for a finished case's."""
     if case_plan.kind != "steps" or not (raw / "steps.json").is_file():
         return []
-    try:
-        steps = json.loads((raw / "steps.json").read_text())
+    parsed = {p.name for p in case_plan.steps if p.parse == "metrics"}
+    try:  # only what the programs said: not the real and CPU seconds of the steps that had finished
+        steps = [{**st, "timed": False} for st in json.loads((raw / "steps.json").read_text())
+                 if st.get("name") in parsed and not st.get("reason")]
         recs = steps_records(steps, case_plan.steps, raw, base)
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return []
     return [{**r, "ok": False, "error": err, "partial": True} for r in recs]
 
