@@ -729,6 +729,7 @@ class FakeSystem:
                  checker_rc: int | None = None):
         self.data, self.fail_mount_at, self.mounts, self.calls = data, fail_mount_at, 0, list[Any]()
         self.checker_rc = checker_rc  # every checker run exits with this (None: it checks the image)
+        self.loops: dict[str, str] = {}
 
     def install(self, monkeypatch) -> None:
         monkeypatch.setattr(pl.devmapper, "dm_create", self.dm_create)
@@ -741,7 +742,8 @@ class FakeSystem:
 
     def dm_create(self, name: str, table: str) -> str:
         self.calls.append(("create", name, table))
-        return str(self.data)  # the snapshot: what it shows is the origin's content
+        origin = table.split()[3]  # the snapshot: what it shows is the origin's content
+        return self.loops.get(origin, origin)
 
     def mount(self, fstype, options, dev, mnt):
         self.mounts += 1
@@ -764,7 +766,11 @@ class FakeSystem:
 
     def run_cmd(self, argv, timeout=None):
         self.calls.append(tuple(argv))
-        return (0, "/dev/loop7\n") if argv[:2] == ["losetup", "--find"] else (0, "")
+        if argv[:3] == ["losetup", "--find", "--show"]:  # a loop device over the file: the file itself
+            dev = f"/dev/loop{7 + len(self.loops)}"
+            self.loops[dev] = argv[3]
+            return 0, dev + "\n"
+        return 0, ""
 
 
 def fake_log(a: bytes, b: bytes, c: bytes) -> LogBuilder:
@@ -787,10 +793,11 @@ def fake_log(a: bytes, b: bytes, c: bytes) -> LogBuilder:
 
 
 NOTES: dict = {}  # the notes of the last fake_case's metric lines
+METRICS: list[dict] = []  # the last fake_case's metric lines, in order
 
 
 def fake_case(tmp_path, monkeypatch, fault=None, fail_mount_at=frozenset(), check=("fsck.fake", "{dev}"),
-              log=fake_log, checker_rc=None):
+              log=fake_log, checker_rc=None, replay_target="disk", check_every=1):
     a, b, c = pl.promises.blob("a", 2048), pl.promises.blob("b", 1536), pl.promises.blob("c", 512)
     logp = _file(tmp_path, log(a, b, c).build())
     data = tmp_path / "data.img"
@@ -809,10 +816,12 @@ def fake_case(tmp_path, monkeypatch, fault=None, fail_mount_at=frozenset(), chec
     acks.op("write c", ("c", pl.promises.file_state(c), pl.promises.EXISTS), unsynced=True, do=["write", "c"])
     cfg = Namespace(data=str(data), log=str(logp), max_points=0, fault=fault, fstype="fakefs", mount_options="",
                     mnt=str(mnt), check=list(check) if check else None, fs_type="fakefs", fs_name="fake",
-                    cow_file=str(tmp_path / "cow"), workload="hand-made", seed=0, ops=2, mkfs=["mkfs.fake"])
+                    cow_file=str(tmp_path / "cow"), cow_dir=str(tmp_path), replay_target=replay_target,
+                    check_every=check_every, workload="hand-made", seed=0, ops=2, mkfs=["mkfs.fake"])
     fake = FakeSystem(data, fail_mount_at, checker_rc)
     fake.install(monkeypatch)
-    metrics = []
+    metrics = METRICS  # filled as the loop emits (a test may read it while the loop runs)
+    metrics.clear()
     tot = pl.check.check_all(cfg, acks, str(out),
                              lambda m, v, u="", **kw: metrics.append({"metric": m, "value": v, **kw}))
     pl.report.report(acks, tot, lambda m, v, u="", **kw: metrics.append({"metric": m, "value": v, **kw}))

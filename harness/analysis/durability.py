@@ -38,6 +38,7 @@ from harness.analysis import ranking
 from harness.analysis.durability_reading import DOCUMENTED, reading
 from harness.analysis.number_format import fmt
 from harness.analysis.runs import Run, measured
+from harness.results import crash_cost
 from harness.suites import power_loss
 
 SUITE = "power-loss"
@@ -291,6 +292,13 @@ def table(ds: list[FsDurability]) -> tuple[list[str], list[list[str]]]:
                      d.control, d.meta_control,
                      "; ".join(d.failed) or "-"])
     return head, rows
+
+
+def cost_table(run: Run) -> tuple[list[str], list[list[str]]]:
+    """What a crash point cost, per filesystem (harness/results/crash_cost.py); no rows for a run
+    made before points had their own records."""
+    s = crash_cost.summary([r for r in run.records if r.get("suite") == SUITE])
+    return crash_cost.HEAD, [crash_cost.line(fs, v) for fs, v in s.items()]
 
 
 def sampled(d: FsDurability) -> str:
@@ -560,6 +568,12 @@ def sections(runs: list[Run]) -> list:
                         "(fua_overlaps).")
                 html.append(f'<div class="loud"><ul><li>{escape(warn)}</li></ul></div>')
                 md += [f"- **WARNING**: {warn}", ""]
+        chead, crows = cost_table(run)
+        if crows:
+            text = ("Cost per crash point (replay, snapshot, mount, verify, umount and checker; "
+                    f"accel {run.manifest.get('accel', '?')}), n points per filesystem:")
+            html += [f"<p>{escape(text)}</p>", _html_table(chead, crows)]
+            md += [text, "", *_md_table(chead, crows), ""]
     html.append(f"<p>Figure {FIGURE} (below, with the figures): promises broken and the shares of crash "
                 "points unmountable and needing repair, per workload.</p>")
     md += [f"Figure: figures/{FIGURE}.png", ""]

@@ -214,8 +214,14 @@ def _letters(i: int) -> str:
 
 
 def measured(rec: dict) -> bool:
-    """A record that statistics use: not a warm-up."""
-    return not rec.get("warmup") and int(rec.get("rep", 0) or 0) >= 0
+    """A record that statistics use: not a warm-up, and not one of power-loss's lines per crash
+    point (`point`: many in one repetition, summed up by harness/results/crash_cost.py and by its
+    case's own totals).
+
+    >>> measured({"rep": 0}), measured({"rep": 0, "metric": "point_s", "point": 3}), measured({"rep": -1})
+    (True, False, False)
+    """
+    return not rec.get("warmup") and int(rec.get("rep", 0) or 0) >= 0 and "point" not in rec
 
 
 def key_of(rec: dict) -> Key:

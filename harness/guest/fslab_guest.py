@@ -27,6 +27,7 @@ import json
 import os
 import random
 import re
+import resource
 import shlex
 import shutil
 import signal
@@ -54,6 +55,8 @@ FIO_STOP_GRACE_S = 30.0
 # At its case timeout a step's process group gets SIGTERM, then SIGKILL after this long (a program
 # owning dm targets, loop devices and a mount undoes them in that time; see run_timed).
 STEP_STOP_GRACE_S = 60.0
+# A process still there this long after SIGKILL is stuck in the kernel: the agent goes on without it.
+KILL_WAIT_S = 30.0
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+-]*$")
 
 
@@ -581,39 +584,87 @@ def run_fio(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter) -
 
 
 def run_timed(argv: list[str], cwd: str, env: dict, stdout, stderr, timeout: float | None,
-              grace: float = STEP_STOP_GRACE_S) -> dict:
+              grace: float = STEP_STOP_GRACE_S, silent_s: float = 0) -> dict:
     """Run one step and measure it like `/usr/bin/time`: real seconds from a monotonic clock,
     user and system CPU seconds of the step and all its children (os.wait4's rusage).
 
     At `timeout` the step's process group gets SIGTERM, so that a program that owns devices
     (fslab-powerloss: its dm targets, loop device and mount) can undo them; whatever is left
-    after `grace` seconds is killed with its whole tree (`killed` in the result)."""
+    after `grace` seconds is killed with its whole tree (`killed` in the result). With
+    `silent_s`, a step whose stdout (a file) has not grown for that long is stopped the same way
+    (`silent` in the result): a program that writes a line per unit of progress has hung.
+    A process that outlives SIGKILL for KILL_WAIT_S is stuck in the kernel (D state: a hung
+    mount, a kernel oops holding a lock): it is left, listed in `stuck` (pid, state, wchan,
+    kernel stack), and the step ends with rc None instead of waiting for it forever."""
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=stdout,
                             stderr=stderr, start_new_session=True)
-    timed_out = killed = False
+    timed_out = killed = silent = False
+    stuck: list[dict] = []
     deadline = None if timeout is None else t0 + timeout
+    out_fd = stdout.fileno() if silent_s and hasattr(stdout, "fileno") else None
+    size, heard = -1, t0
+    status: int | None = None
+    ru: resource.struct_rusage | None = None
     while True:
-        pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+        pid, st, r = os.wait4(proc.pid, os.WNOHANG)
         if pid:
+            status, ru = st, r
             break
         now = time.monotonic()
-        if deadline is not None and now > deadline and not timed_out:
+        if out_fd is not None and not timed_out:
+            n = os.fstat(out_fd).st_size
+            if n != size:
+                size, heard = n, now
+            elif now - heard > silent_s:
+                silent, deadline = True, now
+        if deadline is not None and now >= deadline and not timed_out:
             timed_out = True
             _signal_group(proc.pid, signal.SIGTERM)
             deadline = now + grace
         elif deadline is not None and now > deadline:
-            kill_tree(proc.pid)
-            pid, status, ru = os.wait4(proc.pid, 0)
+            left = kill_tree(proc.pid)
             killed = True
+            reaped = _reap(proc.pid, KILL_WAIT_S)
+            if reaped is not None:
+                status, ru = reaped
+            stuck = [describe_stuck(p) for p in ([proc.pid] if reaped is None else []) + left]
             break
         time.sleep(0.02)
     if timed_out:
         _signal_group(proc.pid, signal.SIGKILL)  # what the step left behind in its group
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return {"rc": proc.returncode, "real_s": round(time.monotonic() - t0, 4),
-            "user_s": round(ru.ru_utime, 4), "sys_s": round(ru.ru_stime, 4),
-            "maxrss_kib": ru.ru_maxrss, "timed_out": timed_out, **({"killed": killed} if timed_out else {})}
+    rc = None if status is None else os.waitstatus_to_exitcode(status)
+    proc.returncode = rc
+    return {"rc": rc, "real_s": round(time.monotonic() - t0, 4),
+            "user_s": round(ru.ru_utime, 4) if ru else 0.0, "sys_s": round(ru.ru_stime, 4) if ru else 0.0,
+            "maxrss_kib": ru.ru_maxrss if ru else 0, "timed_out": timed_out,
+            **({"killed": killed} if timed_out else {}), **({"silent_s": silent_s} if silent else {}),
+            **({"stuck": stuck} if stuck else {})}
+
+
+def _reap(pid: int, wait_s: float) -> tuple[int, resource.struct_rusage] | None:
+    """(status, rusage) of `pid` once it exits within wait_s; None if it does not (stuck)."""
+    end = time.monotonic() + wait_s
+    while True:
+        p, status, ru = os.wait4(pid, os.WNOHANG)
+        if p:
+            return status, ru
+        if time.monotonic() >= end:
+            return None
+        time.sleep(0.1)
+
+
+def describe_stuck(pid: int, proc: str = "/proc") -> dict:
+    """What a process that SIGKILL did not end is doing: its state, wchan and kernel stack."""
+    def read(name: str) -> str:
+        try:
+            with open(f"{proc}/{pid}/{name}") as f:
+                return f.read().strip()
+        except OSError as e:
+            return f"({os.strerror(e.errno or 0)})"
+    stat = read("stat")
+    return {"pid": pid, "comm": read("comm"), "state": stat.rsplit(")", 1)[-1].split()[0] if ")" in stat else stat,
+            "wchan": read("wchan"), "stack": read("stack").splitlines()[:12]}
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -630,6 +681,9 @@ def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter)
     "needs_bytes" (skipped, and said so, when the filesystem has less free space: tmpfs),
     "needs_paths" (skipped, and said so, when one of these paths does not exist: an input an
     earlier step left out because it did not fit),
+    "silent_s" (stopped as at the case timeout when its stdout has not grown for this many
+    seconds: a program writing a line per unit of progress has hung; a process that then
+    outlives SIGKILL is stuck in the kernel, and the filesystem's later cases are not run),
     "once" (set-up run by the first repetition on this mkfs only: ctx is made anew by every
     mkfs, so with a fresh mkfs each round it runs every repetition; skipped ones say
     `once_from_rep`),
@@ -645,6 +699,8 @@ def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter)
     right after it, with no sync in between; case.json's `disk_io` spans from the first timed
     step to the end of the case and a sync (harness/results/amplification.py says which it uses).
     """
+    if ctx.get("wedged"):  # its devices are held by a process stuck in the kernel: the others go on
+        raise AgentError(f"not run: {ctx['wedged']}")
     cold_start(ctx["fs"], ctx)
     vals = {**ctx["vals"], "{ncpu}": str(os.cpu_count() or 1), "{rep}": str(case.get("rep", 0))}
     deadline = time.monotonic() + float(case.get("timeout_s") or 3600)
@@ -701,7 +757,8 @@ def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter)
         try:
             with open(os.path.join(work, "out"), "wb") as so, open(os.path.join(work, "err"), "wb") as se:
                 try:
-                    res.update(run_timed(argv, cwd, env, so, se, max(1.0, deadline - time.monotonic())))
+                    res.update(run_timed(argv, cwd, env, so, se, max(1.0, deadline - time.monotonic()),
+                                         silent_s=float(step.get("silent_s") or 0)))
                 except OSError as e:
                     res.update(rc=127, error=f"{argv[0]}: {e.strerror}")
             if before is not None:  # no sync: the suites' steps follow one another as in the articles
@@ -720,9 +777,16 @@ def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter)
             if res["rc"] == 0:
                 once[(case["id"], name)] = case.get("rep", 0)
         results.append(res)
+        stuck = ("left processes stuck in the kernel after SIGKILL: " + ", ".join(
+            f"{p['comm']} (pid {p['pid']}, state {p['state']}, wchan {p['wchan']})" for p in res.get("stuck", [])))
+        if res.get("stuck"):  # the kernel holds them: this filesystem's devices are not free again
+            ctx["wedged"] = f"case {case['id']} step {name} {stuck}"
         if res.get("timed_out"):
-            error = f"step {name} timed out (case timeout {case.get('timeout_s')} s)" + (
+            error = (f"step {name} went silent (no output for {res['silent_s']:g} s)" if res.get("silent_s") else
+                     f"step {name} timed out (case timeout {case.get('timeout_s')} s)") + (
                 f"; killed {STEP_STOP_GRACE_S:.0f} s after SIGTERM" if res.get("killed") else "; stopped by SIGTERM")
+            if res.get("stuck"):
+                error += f"; it {stuck}"
         elif res["rc"] != 0:
             error = f"step {name} failed with exit code {res['rc']}: " + (
                 why[:400] if why else shlex.join(argv)[:200])
@@ -1144,7 +1208,9 @@ def run_plan(plan: dict, out: TarWriter, rep: Reporter) -> tuple[int, int]:
         rep.event("fs-ready", fs=name, ok=errors[name] is None, round=rnd)
 
     def remake(name: str, rnd: int) -> None:
-        if errors[name] is None:  # a filesystem that failed to be made stays failed
+        # a filesystem that failed to be made stays failed; one whose devices a process stuck in the
+        # kernel holds (run_timed: `stuck`) is not touched again: its later cases fail, saying why
+        if errors[name] is None and not ctxs[name].get("wedged"):
             make(name, rnd)
 
     def run_one(name: str, case: dict, rnum: int, rnd: int) -> float | None:

@@ -31,13 +31,20 @@ One run owns the filesystem's whole life, because every write from mkfs on must 
    before it was told "durable" (which fsyncs), and what must therefore hold. The mark `p<N>` is
    logged right after the promise's last fsync returns.
 3. Replay and check. The log is parsed (format below), the crash points are chosen (crash model
-   below), and for each point DATA is rebuilt as that crash would leave it: the ranges the log
-   touches are zeroed, then entries are applied in log order (a discard zeroes its range),
-   incrementally from point to point. A dm-snapshot (non-persistent, its copy-on-write store a
-   sparse file on a loop device in /dev/shm) keeps the crash image pristine while it is mounted
-   (the journal is replayed here), every due promise is verified, it is unmounted and the
-   filesystem's own checker runs read-only on the snapshot. A mount that fails is a result (the
-   checker then runs on a fresh, un-replayed snapshot); so is a checker missing from the image.
+   below), and for each point the crash state is rebuilt as that crash would leave DATA: the
+   ranges the log touches are zeroed, then entries are applied in log order (a discard zeroes
+   its range), incrementally from point to point. The state is rebuilt in RAM (a sparse file in
+   /dev/shm behind a loop device, nothing to zero) when the log's writes fit, else on DATA
+   itself (target.py; metric replay_in_ram says which and why). A dm-snapshot (non-persistent,
+   its copy-on-write store a sparse file on a loop device in /dev/shm; made and removed by the
+   device-mapper ioctl, dmioctl.py) keeps the crash image pristine while it is mounted (mount(2):
+   the journal is replayed here), every due promise is verified, it is unmounted and the
+   filesystem's own checker runs read-only on the snapshot (with --check-every K, at every point
+   where a promise becomes due, the first, the last, every one that did not mount, and every
+   K-th of the others: sampling.py). A mount that fails is a result (the checker then runs on a
+   fresh, un-replayed snapshot); so is a checker missing from the image. Each point's seconds,
+   split into replay, snapshot, mount, umount, checker and the rest (cost.py), are in its
+   points.jsonl line and in its own metric line `point_s`, written the moment it is checked.
 
 The dm-log-writes log (learned from the kernel's drivers/md/dm-log-writes.c and fstests'
 src/log-writes; all integers little-endian; S = the data device's logical sector size):
@@ -107,7 +114,9 @@ the control showed its loss.
 
 Output: JSON lines on stdout, one metric each ({"metric", "value", "unit", "fs", "workload",
 "seed", "ops", ...}; per promise kind with "kind"; points_unmountable_pct and
-points_needing_repair_pct derived from the counts); files under --out: points.jsonl (one line per checked point),
+points_needing_repair_pct derived from the counts; `point_s` once per checked point as it is
+checked, with "point" and its parts replay_s, snapshot_s, mount_s, umount_s, checker_s, other_s:
+a case stopped later keeps them); files under --out: points.jsonl (one line per checked point),
 promises.jsonl (the acknowledgement log), log.json (the log's summary), record.txt (mkfs and
 mount output), evidence/oracle.json (the oracle's mismatches, each with the points it was seen at),
 evidence/<promise>.json for each broken promise (the points, the checker's
@@ -130,7 +139,7 @@ import time
 from fslabguest.commands import add_sbin_to_path, run_cmd
 from fslabguest.powerloss import PowerlossError
 from fslabguest.powerloss.check import check_all
-from fslabguest.powerloss.devmapper import check_free_device, check_write_cache, clean_stale
+from fslabguest.powerloss.devmapper import check_free_device, check_write_cache, clean_stale, use_names
 from fslabguest.powerloss.log import MKFS_MARK, parse_log
 from fslabguest.powerloss.points import crash_points, log_summary, select_points
 from fslabguest.powerloss.promises import BACKED_BY, LABELS  # noqa: F401  (the host's labels: suites/power_loss.py)
@@ -138,6 +147,7 @@ from fslabguest.powerloss.record import record
 from fslabguest.powerloss.replay import FAULTS
 from fslabguest.powerloss.report import report
 from fslabguest.powerloss.seqgen import GENERATED, sequences  # noqa: F401  (sequences: the suite's seq-1 profile)
+from fslabguest.powerloss.target import REPLAY_TARGETS
 from fslabguest.powerloss.workloads import WORKLOADS
 
 
@@ -201,11 +211,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--ops", type=_int_at_least(1), default=20, help="durability points of the workload (default 20)")
     p.add_argument("--max-points", type=_int_at_least(0), default=0, help="check at most N points, 0 = all (default)")
+    p.add_argument("--check-every", type=_int_at_least(1), default=1,
+                   help="run the checker at 1 in K of the points where no promise becomes due "
+                        "(always at promise points, the first, the last and unmountable ones; default 1: every point)")
     p.add_argument("--fault", choices=FAULTS, help="positive control: leave out a write a promise depends on")
     p.add_argument("--out", help="evidence directory")
     p.add_argument("--mnt", default="/mnt/fslab-powerloss", help="mount point (default: %(default)s)")
     p.add_argument("--cow-dir", default="/dev/shm",
-                   help="where the snapshots' sparse store lives (default: %(default)s)")
+                   help="where the snapshots' sparse store (and a RAM replay target) lives (default: %(default)s)")
+    p.add_argument("--replay-target", choices=REPLAY_TARGETS, default="auto",
+                   help="where crash states are rebuilt: auto (RAM when the log's bytes fit), ram, disk "
+                        "(default: %(default)s)")
     args = p.parse_args(argv)
     if args.max_points == 1:
         p.error("argument --max-points: must be 0 (all) or at least 2 (the first and the last point)")
@@ -264,6 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         def emit(metric: str, value: object, unit: str = "", **extra: object) -> None:
             print(json.dumps({"metric": metric, "value": value, "unit": unit, **fields, **extra}), flush=True)
 
+        use_names(cfg.fs_name)
         for what in clean_stale(cfg.mnt, cfg.cow_dir):
             print(f"fslab-powerloss: left by an earlier run: {what}", file=sys.stderr, flush=True)
         check_free_device(cfg.data, "data")

@@ -14,7 +14,7 @@ tests/test_twins.py.
     Traceback (most recent call last):
     ...
     harness.errors.FslabError: suite x: case c: step cp: unknown key 'needs_bytz'; allowed: name, argv, cwd, env, \
-timed, parse, fields, needs_bytes, needs_paths, builtin, collect, extract, once
+timed, parse, fields, needs_bytes, needs_paths, builtin, collect, extract, once, silent_s
 """
 
 from __future__ import annotations
@@ -71,6 +71,11 @@ class Step:
     extract:     metrics the host reads from the step's stdout (or stderr) after the run, each
                  {"metric", "unit", "better": "higher"|"lower", "regex" (a group named value) or
                  "json" (a dotted path), "source": "stdout"|"stderr"}; the agent ignores it.
+    silent_s:    the agent stops the step as at its timeout when its stdout has not grown for
+                 this many seconds (0: never): a program that writes a line per unit of progress
+                 (fslab-powerloss: one per crash point) has hung. A process that outlives the
+                 SIGKILL after it is stuck in the kernel: the agent goes on without it, and that
+                 filesystem's later cases fail saying so (its devices stay held).
     once:        set-up that runs once per mkfs (untimed only): the first repetition of the case
                  on a freshly made filesystem runs it, later repetitions on the same filesystem
                  skip it (steps.json: `once_from_rep`, the repetition that ran it). With a fresh
@@ -91,6 +96,7 @@ class Step:
     collect: bool = False
     extract: tuple[dict[str, Any], ...] = ()
     once: bool = False
+    silent_s: int = 0
 
     @classmethod
     def from_dict(cls, d: dict[str, Any], where: str) -> Step:

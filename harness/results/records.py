@@ -178,8 +178,25 @@ def _rep_records(run_dir: Path, plan: Plan, fs: str, case: Case, rep: int, accel
             else f"unreadable result in {raw}: {type(e).__name__}: {e}"
         headline = plan.suite_of(case).headline
         recs = [{**base, "metric": headline, "value": None, "unit": "IO/s" if headline == "iops" else "",
-                 "ok": False, "error": err}]
+                 "ok": False, "error": err}] + _partial_metrics(raw, base, case, err)
     return [_ordered(r) for r in recs]
+
+
+def _partial_metrics(raw: Path, base: dict, case_plan: Case, err: str) -> list[dict]:
+    """The metric lines a failed `steps` case's programs wrote before it failed (fslab-powerloss
+    writes one per crash point as it checks it), kept as records with ok false, the case's error
+    and `partial`: what a hung or killed case had measured is not lost, and no statistic takes it
+    for a finished case's."""
+    if case_plan.kind != "steps" or not (raw / "steps.json").is_file():
+        return []
+    parsed = {p.name for p in case_plan.steps if p.parse == "metrics"}
+    try:  # only what the programs said: not the real and CPU seconds of the steps that had finished
+        steps = [{**st, "timed": False} for st in json.loads((raw / "steps.json").read_text())
+                 if st.get("name") in parsed and not st.get("reason")]
+        recs = steps_records(steps, case_plan.steps, raw, base)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return []
+    return [{**r, "ok": False, "error": err, "partial": True} for r in recs]
 
 
 def _ordered(rec: dict) -> dict:

@@ -30,6 +30,7 @@ from harness.hostinfo import accel as accel_mod
 from harness.hostinfo import facts as provenance
 from harness.image import store as images
 from harness.plan.document import Plan
+from harness.results import crash_cost
 from harness.results import missing_reasons as unfinished
 from harness.results.jsonl import write_jsonl
 from harness.results.records import records_for_run
@@ -280,6 +281,9 @@ def collect(plan: Plan, run_dir: Path, paths: RunPaths, accel: str, manifest: di
             status, reason = "failed", f"guest reported failures: {done.get('cases_ok')}/{done.get('cases')} cases ok"
     records = records_for_run(run_dir, plan, accel, error=None if stream_format else reason, no_result=no_result)
     write_jsonl(run_dir / "results.jsonl", records)
+    point_cost = crash_cost.summary(records)
+    if point_cost:  # power-loss: what a crash point cost, per filesystem (harness/results/crash_cost.py)
+        manifest["crash_point_s"] = point_cost
     info = run_dir / "guest" / "info.json"
     if info.exists():
         manifest["guest"] = json.loads(info.read_text())

@@ -72,17 +72,29 @@ Choices, and why:
   crash point after the dropped write and says so (`fault_replayed` 0).
 
 Profiles (ops = durability points the workload makes; points = crash points checked per case):
-  paper   ops 50 (control 5); every crash point, every workload, every variant
-  quick   ops 10 (control 4); at most 40 points a case
+  paper   ops 50 (control 5); every crash point, every workload, every variant; the checker at
+          every promise point, the first, the last, every unmountable one and every 4th other
+          (check_every 4: the program's sampling.py; the report says "checker ran at N of M")
+  quick   ops 10 (control 4); at most 40 points a case; the checker at every point
   smoke   ops 3 (control 2), workload maildir only; at most 12 points (the control: all, about
           20): a few dozen points per filesystem, minutes under TCG (tests, CI)
   seq-1   the generated workload seq-1 only (ACE's bounded sequences of one operation and its
           persistence point, the program's seqgen.py: ops = their number), every crash point
 Timeouts: a case may take TIMEOUT_BASE_S plus SECONDS_PER_POINT for every point it may check
-(paper: the points its ops can make, POINTS_PER_OP each); on TCG one point (snapshot, mount,
-verify, umount, checker) took 1.4-2.8 s on ext4 and xfs,
-recording 2.5-6 s. At the timeout the agent sends SIGTERM and
-the program undoes its mount, dm targets and loop device before it exits.
+(paper: the points its ops can make, POINTS_PER_OP each). At the timeout, or when the program
+has written nothing for SILENT_S (it writes a line per crash point), the agent sends SIGTERM and
+the program undoes its mount, dm targets and loop devices before it exits; a process stuck in
+the kernel then loses only its filesystem (the agent's run_timed).
+Cost of a crash point under TCG (each point's `point_s` record, split into replay, snapshot,
+mount, umount, checker, other; the report's durability section and the manifest's crash_point_s
+sum them up): ext4 maildir, 12 points each, main's program and this one in one boot on a host at
+load 25 (2026-11-25): per point median 8.9 s (min 6.2, max 13.4; without its replay) before,
+4.0 s (min 2.1, max 35.8: the first point replays all of mkfs) after; the check phase 13.9 s a
+point before, 7.7 after. The cuts: the snapshot by the device-mapper ioctl (dmsetup create and
+remove took 2.3-2.8 s a point at load 12-16), mount(2) and umount(2) instead of mount(8), the
+crash state rebuilt in RAM (no zeroing of the whole disk, no emulated I/O), the checker sampled
+in paper. What is left is mostly the checker (e2fsck 1.3-4.8 s a run at load 25) and the kernel's
+own mount and umount.
 """
 
 from __future__ import annotations
@@ -103,16 +115,21 @@ CONTROL = "control"
 CONTROL_WORKLOAD = "replace-fsync"
 CACHED = ("none", "writeback", "unsafe")  # disk cache modes that show the guest a volatile write cache
 TIMEOUT_BASE_S = 900  # mkfs, zeroing, recording, parsing the log
-SECONDS_PER_POINT = 30  # TCG: 1.4-2.8 s measured (ext4, xfs); other checkers may take longer
+SECONDS_PER_POINT = 30  # TCG: 2-13 s a point measured on a host at load 25 (ext4, xfs; docstring)
+# The program writes a metric line per crash point; silent this long, it has hung (a mount or checker
+# stuck on a corrupt image): the agent stops the case and the other filesystems go on. The longest
+# silent stretch of a sound case is the recording (zeroing, mkfs, workload): below a minute on TCG.
+SILENT_S = 1200
 POINTS_PER_OP = 8  # paper profile, every point: an op makes 2-4 flush/FUA boundaries on ext4 and xfs
 
 _PROFILES: dict[str, dict[str, Any]] = {
-    # ops per workload, ops of the control, max points a case (0 = all), workloads (None = all)
-    "paper": {"ops": 50, "control_ops": 5, "max_points": 0, "workloads": None},
-    "quick": {"ops": 10, "control_ops": 4, "max_points": 40, "workloads": None},
-    "smoke": {"ops": 3, "control_ops": 2, "max_points": 12, "workloads": ("maildir",)},
+    # ops per workload, ops of the control, max points a case (0 = all), workloads (None = all),
+    # check_every: the checker at 1 in K of the points without a new promise (the program's sampling.py)
+    "paper": {"ops": 50, "control_ops": 5, "max_points": 0, "workloads": None, "check_every": 4},
+    "quick": {"ops": 10, "control_ops": 4, "max_points": 40, "workloads": None, "check_every": 1},
+    "smoke": {"ops": 3, "control_ops": 2, "max_points": 12, "workloads": ("maildir",), "check_every": 1},
     # ACE's seq-1 (the program's seqgen.py): every generated sequence (ops None), every crash point
-    "seq-1": {"ops": None, "control_ops": 4, "max_points": 0, "workloads": ("seq-1",)},
+    "seq-1": {"ops": None, "control_ops": 4, "max_points": 0, "workloads": ("seq-1",), "check_every": 1},
 }
 
 
@@ -138,16 +155,16 @@ def timeout_s(ops: int, max_points: int) -> int:
     return TIMEOUT_BASE_S + SECONDS_PER_POINT * points
 
 
-def _case(cid: str, workload: str, ops: int, max_points: int, fault: str | None = None) -> Case:
+def _case(cid: str, workload: str, ops: int, max_points: int, check_every: int, fault: str | None = None) -> Case:
     argv = [PROGRAM, "--plan", PLAN_PATH, "--fs", "{name}", "--data", "{disk0}", "--log", "{disk1}",
             "--workload", workload, "--seed", "{rep}", "--ops", str(ops), "--max-points", str(max_points),
-            "--mnt", "{mnt}", "--out", "{out}"]
+            "--check-every", str(check_every), "--mnt", "{mnt}", "--out", "{out}"]
     if fault:
         argv += ["--fault", fault]
-    params: dict[str, Any] = {"workload": workload, "ops": ops, "max_points": max_points}
+    params: dict[str, Any] = {"workload": workload, "ops": ops, "max_points": max_points, "check_every": check_every}
     if fault:
         params["fault"] = fault
-    step = {"name": "run", "argv": argv, "cwd": "/", "parse": "metrics", "collect": True}
+    step = {"name": "run", "argv": argv, "cwd": "/", "parse": "metrics", "collect": True, "silent_s": SILENT_S}
     return Case(id=cid, kind="steps", params=params, timeout_s=timeout_s(ops, max_points),
                 steps=as_steps([step], f"suite power-loss: case {cid}"))
 
@@ -157,8 +174,8 @@ def expand(profile: str) -> list[Case]:
     p = _PROFILES[profile]
     (fault,) = program().FAULTS
     ops = p["ops"] or len(program().sequences(1))
-    return [_case(w, w, ops, p["max_points"]) for w in workloads(profile)] + [
-        _case(CONTROL, CONTROL_WORKLOAD, p["control_ops"], 0, fault)]
+    return [_case(w, w, ops, p["max_points"], p["check_every"]) for w in workloads(profile)] + [
+        _case(CONTROL, CONTROL_WORKLOAD, p["control_ops"], 0, 1, fault)]
 
 
 def check(plan: dict[str, Any]) -> None:

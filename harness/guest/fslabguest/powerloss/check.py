@@ -12,13 +12,15 @@ import stat
 import time
 from collections.abc import Callable
 
-from fslabguest.powerloss import PowerlossError, checkers, controls, oracle
+from fslabguest.powerloss import PowerlossError, checkers, controls, oracle, sampling
 from fslabguest.powerloss import devmapper as dm
+from fslabguest.powerloss.cost import CLOCK, emit_point, split
 from fslabguest.powerloss.log import DISCARD, END_MARK, FLUSH, FUA, MKFS_MARK, Log, parse_log
 from fslabguest.powerloss.points import Point, crash_points, log_summary, promise_marks, select_points
 from fslabguest.powerloss.promises import Acks, verify
 from fslabguest.powerloss.record import substitute
 from fslabguest.powerloss.replay import CHUNK, Replayer, find_fault
+from fslabguest.powerloss.target import blank, close_target, open_target
 
 
 def _lines(text: str, n: int = 20) -> list[str]:
@@ -26,9 +28,10 @@ def _lines(text: str, n: int = 20) -> list[str]:
 
 
 def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str, sectors: int,
-                kmsg: dm.Kmsg) -> tuple[dict, str, dict[str, bytes]]:
+                kmsg: dm.Kmsg, fsck: bool = True) -> tuple[dict, str, dict[str, bytes]]:
     """Snapshot, mount (journal replay), verify, umount, checker: one point's record, the checker's
-    output, and the first MiB of each file that broke a promise (evidence)."""
+    output, and the first MiB of each file that broke a promise (evidence). fsck False: the
+    checker is left out at this point (sampling.py), said in the record."""
     rec: dict = {"point": point.index, "t": point.t, "state": point.state, "barrier": point.barrier,
                  "due": point.due, "new_promises": point.new}
     table = f"0 {sectors} snapshot {cfg.data} {cow_dev} N 8"
@@ -65,6 +68,8 @@ def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str,
         check: dict
         if not cfg.check:
             check = {"ran": False, "note": f"no checker for {cfg.fs_type}"}
+        elif not fsck and rec["mounted"]:  # at a point that did not mount it always runs
+            check = {"ran": False, "sampled_out": True, "note": sampling.NOTE.format(k=cfg.check_every)}
         elif shutil.which(cfg.check[0]) is None:
             check = {"ran": False, "note": f"checker missing from the image: {cfg.check[0]}"}
         else:
@@ -159,12 +164,16 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
     os.makedirs(os.path.join(out, "evidence"), exist_ok=True)
     os.makedirs(os.path.join(out, "checker"), exist_ok=True)
     fault, rp = None, None
+    target = open_target(cfg.data, size, log, cfg.cow_dir, str(os.getpid()), cfg.replay_target)
+    emit("replay_in_ram", int(target.kind == "ram"), note=target.why, touched_bytes=target.touched)
+    cfg = argparse.Namespace(**{**vars(cfg), "data": target.origin})  # the snapshots' origin
     with open(cfg.cow_file, "wb") as f:
         f.truncate(size)
     cow_dev = dm.must(["losetup", "--find", "--show", cfg.cow_file], "losetup").strip()
     kmsg = dm.Kmsg()
-    tot: dict = {"points": 0, "unmountable": 0, "no_checker": 0, "checks": 0, "checks_broken": 0,
-                 "unreachable": 0, "present": 0, "lost": 0, "unmountable_not_clean": 0,
+    fsck_at = sampling.checker_points(chosen, cfg.check_every)
+    tot: dict = {"points": 0, "sampled_out": 0, "check_every": cfg.check_every, "unmountable": 0, "no_checker": 0,
+                 "checks": 0, "checks_broken": 0, "unreachable": 0, "present": 0, "lost": 0, "unmountable_not_clean": 0,
                  "verdicts": dict.fromkeys(checkers.VERDICTS, 0)}
     checked: dict[str, str] = {}
     evidence: dict[str, dict] = {}
@@ -172,29 +181,36 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
     tot["oracle"] = {"points": 0, "paths": 0, "dirs": 0, "points_with_mismatches": 0, "not_derived": 0, "why": ""}
     t0 = time.monotonic()
     try:
-        with open(cfg.log, "rb") as lf, open(cfg.data, "r+b", buffering=0) as dev:
+        with open(cfg.log, "rb") as lf, open(target.path, "r+b", buffering=0) as dev:
             if cfg.fault:
                 fault = find_fault(log, lf.fileno(), acks.promises, marks)
                 emit("fault_dropped_entry", fault["entry"], "", promise=fault["promise"], path=fault["path"])
             if stat.S_ISBLK(os.fstat(dev.fileno()).st_mode):  # no page the recording went around
                 fcntl.ioctl(dev.fileno(), dm.BLKFLSBUF, 0)
             rp = Replayer(log, lf.fileno(), dev.fileno(), [fault["entry"]] if fault else [])
-            rp.reset()
+            rp.reset(fresh=target.fresh)
+            CLOCK.take()
             with open(os.path.join(out, "points.jsonl"), "w") as pf:
                 for pt in chosen:
-                    rp.goto(pt)
-                    os.fsync(dev.fileno())  # the snapshot reads the disk, not this file's page cache
-                    rec, check_text, found = check_point(pt, cfg, acks, cow_dev, sectors, kmsg)
+                    with CLOCK.part("replay"):
+                        rp.goto(pt)
+                        os.fsync(dev.fileno())  # the snapshot reads the disk, not this file's page cache
+                    rec, check_text, found = check_point(pt, cfg, acks, cow_dev, sectors, kmsg, pt.index in fsck_at)
+                    parts = CLOCK.take()
+                    rec["seconds"] = round(rec["seconds"] + parts.get("replay", 0.0), 3)
+                    rec["cost_s"] = split(rec["seconds"], parts)
                     pf.write(json.dumps(rec, sort_keys=True) + "\n")
                     pf.flush()
+                    emit_point(emit, rec)
                     tot["points"] += 1
                     tot["unmountable"] += not rec["mounted"]
                     if rec["check"]["ran"] and rec["mounted"]:  # verdicts where the kernel replayed the journal
                         tot["verdicts"][rec["check"]["verdict"]] += 1
                     elif rec["check"]["ran"]:  # on a crash image no mount replayed: counted apart
                         tot["unmountable_not_clean"] += not rec["check"]["clean"]
-                    tot["no_checker"] += not rec["check"]["ran"]
-                    if not rec["check"]["ran"]:  # why: none in the catalog, or missing from the image
+                    tot["sampled_out"] += bool(rec["check"].get("sampled_out"))
+                    tot["no_checker"] += not rec["check"]["ran"] and not rec["check"].get("sampled_out")
+                    if not rec["check"]["ran"] and not rec["check"].get("sampled_out"):  # why: none, or missing
                         tot.setdefault("no_checker_why", rec["check"]["note"])
                     if rec["check"]["ran"] and not rec["check"]["clean"]:
                         with open(os.path.join(out, "checker", f"point-{pt.index}.txt"), "w") as f:
@@ -227,7 +243,7 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
                 # rebuilt without the data control's dropped write: on ext2 that write was seen to carry a
                 # directory block too (a merged request), which left the last state needing repair
                 whole = Replayer(log, lf.fileno(), dev.fileno(), [])
-                whole.reset()
+                whole.reset(fresh=blank(target, dev.fileno()))
                 whole.goto(chosen[-1])
                 os.fsync(dev.fileno())
                 tot["metadata_control"] = _metadata_control(cfg, log, dev.fileno(), set(), cow_dev, sectors)
@@ -237,6 +253,7 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
     finally:
         dm.run_cmd(["losetup", "--detach", cow_dev], 60)
         os.unlink(cfg.cow_file)
+        close_target(target)
     for pid, ev in evidence.items():  # again, now with every point where it broke
         _write_json(os.path.join(out, "evidence", f"{pid}.json"), ev)
     tot["oracle"]["mismatches"] = list(oracle_found.values())

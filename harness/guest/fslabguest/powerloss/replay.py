@@ -72,15 +72,18 @@ class Replayer:
         self.applied = 0
         self.dropped: list[int] = []
 
-    def reset(self) -> None:
-        """Zero exactly what the log touches: the disk was zeros when the recording began."""
+    def reset(self, fresh: bool = False) -> None:
+        """Zero exactly what the log touches: the disk was zeros when the recording began. A fresh
+        target (target.py: a new sparse file, all zeros) has nothing to zero."""
+        self.prefix, self.fua_to, self.t, self.dirty = 0, -1, -1, Extents()
+        if fresh:
+            return
         touched = Extents()
         for e in self.log.entries:
             if e.length and not e.has(MARK):
                 touched.add(e.offset, e.offset + e.length)
         for start, end in touched.ranges():
             zero_range(self.dev_fd, start, end - start)
-        self.prefix, self.fua_to, self.t, self.dirty = 0, -1, -1, Extents()
 
     def apply(self, e: Entry) -> None:
         if e.index in self.drop:

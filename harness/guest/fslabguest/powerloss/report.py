@@ -38,6 +38,10 @@ def report(acks: Acks, tot: dict, emit: Callable) -> None:
     emit("points_needing_repair", v[REPAIR])
     emit("points_checker_failed", v[FAILED])
     emit("points_unmountable_checker_not_clean", tot["unmountable_not_clean"])
+    emit("points_checker_sampled_out", tot["sampled_out"],
+         **({"note": f"the checker ran at {tot['points'] - tot['sampled_out'] - tot['no_checker']} of "
+                     f"{tot['points']} points checked (--check-every {tot['check_every']}: sampling.py)"}
+            if tot["sampled_out"] else {}))
     emit("points_without_checker", tot["no_checker"], **({"note": tot["no_checker_why"]} if tot["no_checker"] else {}))
     emit("points_unmountable_pct", pct(tot["unmountable"], tot["points"]), "%",
          derived="100 * points_unmountable / points_checked")
