@@ -107,7 +107,8 @@ def boot_kernel(p: Plan, image: images.Image) -> images.Image:
     """The image booting the plan's kernel (built now unless cached; refused, naming the module,
     if it lacks one the plan needs)."""
     return kernels.with_kernel(image, p.vm.kernel, [f.to_json() for f in p.filesystems],
-                               {d.bus for d in p.disks}, log=lambda m: print(f"fslab: {m}", file=sys.stderr))
+                               {d.bus for d in p.disks}, log=lambda m: print(f"fslab: {m}", file=sys.stderr),
+                               suite=p.suite.name)
 
 
 def cmd_show_config(args: argparse.Namespace) -> int:
