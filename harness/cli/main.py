@@ -262,7 +262,8 @@ def _run_kernels(args: argparse.Namespace, p: Plan, kernel_list: tuple[dict, ...
             outs.append(out)
     for out in outs:
         print(out.run_dir)
-    print(f"fslab: the kernels side by side: {args.prog} report {' '.join(str(o.run_dir) for o in outs)}",
+    fslab = args.prog.rsplit(" ", 1)[0]  # "fslab run" -> "fslab"
+    print(f"fslab: the kernels side by side: {fslab} report {' '.join(str(o.run_dir) for o in outs)}",
           file=sys.stderr)
     return 0 if all(o.status == "ok" for o in outs) else 1
 
