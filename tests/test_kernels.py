@@ -220,3 +220,45 @@ def test_a_built_kernel_is_named_as_each_spec_asks_and_keeps_its_module_list(tmp
     assert k.info["name"] == "mine" and k.info["kind"] == "bzimage"
     assert kernels.missing(k, {"xfs": "filesystem xfs"}) == []
     assert "modules" not in k.provenance() and k.provenance()["modules_dir"] == "/m/lib/modules/6.13.0"
+
+
+def test_the_power_loss_suite_needs_what_its_guest_program_loads():
+    """Suite.modules of power-loss is the list fslab-powerloss modprobes (its main()), one list in
+    two homes held together here: the guest program is an image input, the host checks before the boot."""
+    import ast
+
+    from harness.guest_programs import program_path
+    from harness.suites import power_loss
+
+    loaded = [ast.literal_eval(node.iter) for node in ast.walk(ast.parse(program_path("powerloss").read_text()))
+              if isinstance(node, ast.For) and "modprobe" in ast.unparse(node.body)]
+    assert loaded == [power_loss.SUITE.modules] and "dm_snapshot" in power_loss.SUITE.modules
+
+
+def test_a_kernel_without_the_power_loss_suites_modules_is_refused_before_the_boot(tmp_path, monkeypatch):
+    from harness.config import resolve
+    from harness.image import store as images
+
+    p = resolve.resolve(config.load(Path(__file__).resolve().parent / "vmconfigs" / "power-loss-smoke.yaml"),
+                        run_id="R")
+    fss, buses = [f.to_json() for f in p.filesystems], {d.bus for d in p.disks}
+    need = kernels.needed_modules(fss, buses, p.suite.name)
+    assert {m: need[m] for m in ("dm_log_writes", "dm_snapshot", "loop")} == {
+        "dm_log_writes": "layout log-writes of ext4", "dm_snapshot": "suite power-loss", "loop": "suite power-loss"}
+    assert "dm_snapshot" not in kernels.needed_modules(fss, buses, "fio-basic")  # only the suite that loads it
+    base = ["fs/ext4/ext4", "drivers/block/virtio_blk", "drivers/char/virtio_console", "drivers/virtio/virtio_pci",
+            "drivers/md/dm-log-writes"]
+    (tmp_path / "full").mkdir()
+    (tmp_path / "lacking").mkdir()
+    full = _kernel(tmp_path / "full", [*base, "drivers/md/dm-snapshot", "drivers/block/loop"],
+                   config={"CONFIG_EXT4_USE_FOR_EXT2": "y"})
+    assert kernels.missing(full, need) == []
+    lacking = _kernel(tmp_path / "lacking", base, builtin=("drivers/block/loop",),
+                      config={"CONFIG_EXT4_USE_FOR_EXT2": "y"})
+    assert kernels.missing(lacking, need) == ["dm_snapshot (suite power-loss)"]
+    monkeypatch.setattr(kernels, "prepare", lambda spec, image, log=None: lacking)
+    image = images.Image(tmp_path, {})
+    with pytest.raises(FslabError) as e:
+        kernels.with_kernel(image, kernel_spec.parse({"deb": "mine.deb"}), fss, buses, suite=p.suite.name)
+    assert e.value.message == "kernel mine.deb (6.12.0-test) has no module dm_snapshot (suite power-loss)"
+    assert (e.value.hint or "").endswith("or leave suite power-loss out")

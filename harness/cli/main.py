@@ -108,7 +108,8 @@ def boot_kernel(p: Plan, image: images.Image) -> images.Image:
     """The image booting the plan's kernel (built now unless cached; refused, naming the module,
     if it lacks one the plan needs)."""
     return kernels.with_kernel(image, p.vm.kernel, [f.to_json() for f in p.filesystems],
-                               {d.bus for d in p.disks}, log=lambda m: print(f"fslab: {m}", file=sys.stderr))
+                               {d.bus for d in p.disks}, log=lambda m: print(f"fslab: {m}", file=sys.stderr),
+                               suite=p.suite.name)
 
 
 def cmd_show_config(args: argparse.Namespace) -> int:
@@ -262,7 +263,8 @@ def _run_kernels(args: argparse.Namespace, p: Plan, kernel_list: tuple[dict, ...
             outs.append(out)
     for out in outs:
         print(out.run_dir)
-    print(f"fslab: the kernels side by side: {args.prog} report {' '.join(str(o.run_dir) for o in outs)}",
+    fslab = args.prog.rsplit(" ", 1)[0]  # "fslab run" -> "fslab"
+    print(f"fslab: the kernels side by side: {fslab} report {' '.join(str(o.run_dir) for o in outs)}",
           file=sys.stderr)
     return 0 if all(o.status == "ok" for o in outs) else 1
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harness import proc
+from harness import proc, suites
 from harness.cachedir import cache_dir
 from harness.errors import FslabError
 from harness.image import cpio, debian_archive, ext4image, kernel_elf
@@ -313,9 +313,10 @@ def _initramfs(image_initrd: Path, dep: dict[str, tuple[str, list[str]]], builti
     return gzip.compress(cpio.write(keep + added), compresslevel=9, mtime=0)
 
 
-def needed_modules(plan_filesystems: list[dict[str, Any]], buses: set[str]) -> dict[str, str]:
+def needed_modules(plan_filesystems: list[dict[str, Any]], buses: set[str], suite: str = "") -> dict[str, str]:
     """module -> why the plan needs it: the virtio console and root disk, each bus's driver, each
-    filesystem's module and its layout's."""
+    filesystem's module and its layout's, and what the built-in suite `suite` loads itself
+    (Suite.modules; a suite file's name is none of them)."""
     need = {"virtio_blk": "the root disk", "virtio_pci": "every virtio device",
             "virtio_console": "the results port"}
     bus_modules = {"virtio-scsi": ("virtio_scsi", "sd_mod"), "nvme": ("nvme",), "virtio-blk": ("virtio_blk",)}
@@ -330,6 +331,9 @@ def needed_modules(plan_filesystems: list[dict[str, Any]], buses: set[str]) -> d
         if layout:
             for m in layout.modules:
                 need.setdefault(m, f"layout {layout.name} of {fs['name']}")
+    builtin_suite = suites.registry().get(suite)
+    for m in builtin_suite.modules if builtin_suite else ():
+        need.setdefault(m, f"suite {suite}")
     return need
 
 
@@ -348,16 +352,17 @@ def missing(kernel: Kernel, need: dict[str, str]) -> list[str]:
 
 
 def with_kernel(image: images.Image, spec: dict[str, Any] | None, plan_filesystems: list[dict[str, Any]],
-                buses: set[str], log: Any = None) -> images.Image:
+                buses: set[str], log: Any = None, suite: str = "") -> images.Image:
     """`image` booting the kernel of `spec` (None or image: unchanged), refused before the boot if
-    the kernel lacks a module the plan needs."""
+    the kernel lacks a module the plan (its filesystems, buses and suite `suite`) needs."""
     if spec is None or spec.get("kind") == "image":
         return image
     kernel = prepare(spec, image, log)
-    lacking = missing(kernel, needed_modules(plan_filesystems, buses))
+    lacking = missing(kernel, needed_modules(plan_filesystems, buses, suite))
     if lacking:
+        leave = "those filesystems" if any("(suite " not in m for m in lacking) else f"suite {suite}"
         raise FslabError(f"kernel {spec['name']} ({kernel.version}) has no module {', '.join(lacking)}",
                          hint="pick a kernel built with it (a Debian -cloud kernel lacks many filesystems), "
-                              "or leave those filesystems out")
+                              f"or leave {leave} out")
     return replace(image, boot_kernel=kernel.vmlinux, boot_initrd=kernel.initrd, modules_disk=kernel.modules_disk,
                    kernel_info=kernel.provenance())

@@ -174,7 +174,7 @@ def prepare(run_dir: Path, bundle: Path | None, results_root: Path, log, image_r
     image = find_image(recorded, bundle, log, image_ref)
     resolve.check_image_support(p, image.name, images.supported_filesystems(image))
     image = kernels.with_kernel(image, p.vm.kernel, [f.to_json() for f in p.filesystems], {d.bus for d in p.disks},
-                                log=log)
+                                log=log, suite=p.suite.name)
     choice = accel.choose(p.vm.accelerator, image.kernel)
     out_dir = results_root / p.run_id
     _, argv = qemu_backend.prepare(p, image, choice.used, out_dir, out_dir / "scratch")

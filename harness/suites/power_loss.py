@@ -219,4 +219,8 @@ SUITE = Suite(
     reps={profile: 1 for profile in _PROFILES},
     check=check,
     prepare=False,
+    # What fslab-powerloss modprobes before it records (its main(); tests/test_kernels.py holds the
+    # two lists together): dm-log-writes records, dm-snapshot checks each crash state on a
+    # throwaway copy, whose copy-on-write store is a loop device.
+    modules=("dm_log_writes", "dm_snapshot", "loop"),
 )

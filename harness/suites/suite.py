@@ -54,6 +54,10 @@ class Suite:
     # Why its filesystems cannot be mounted and interleaved together (then: one after the other,
     # order "grouped"); empty: rounds across the filesystems.
     interleave_why: str = ""
+    # Kernel modules its cases load besides the filesystems' and their layouts' (power-loss: the
+    # device-mapper targets and loop devices its guest program modprobes). Another kernel
+    # (`kernel:`) without one is refused before the boot, naming it (harness/image/kernels.py).
+    modules: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.better not in BETTER:
