@@ -144,6 +144,19 @@ def mini_tree(root: Path) -> Path:
     return root
 
 
+def smoke_compile_on_host(src: Path, subset_dir: Path) -> dict:
+    """The smoke `compile` case as JSON, its paths of the image (the source, the smoke tree) and
+    its program moved to these on the host."""
+    _, comp = get("kernel-tree").cases("smoke")
+    j = comp.to_json()
+    swap = {PROGRAM: [sys.executable, str(GUEST / "fslab_kernel_tree.py")]}
+    for s in j["steps"]:
+        argv = [str(src) if a == SOURCE else str(subset_dir) if a == kernel_tree.SUBSET else a
+                for a in s.get("argv", [])]
+        s["argv"] = swap.get(argv[0], argv[:1]) + argv[1:] if argv else argv
+    return j
+
+
 @pytest.fixture
 def agent(tmp_path, monkeypatch):
     """The agent with fake disks, mounts, cache drops and poweroff (tests/agentfakes.py)."""
@@ -157,13 +170,7 @@ def test_smoke_compile_case_through_the_agent_twice(agent, tmp_path):
     filesystem empty for the next, as the article's "rm -rf, umount, mount" between runs."""
     src = mini_tree(tmp_path / "src" / "linux")
     subset_dir = tmp_path / "var" / "smoke" / "linux"
-    _, comp = get("kernel-tree").cases("smoke")
-    j = comp.to_json()
-    swap = {PROGRAM: [sys.executable, str(GUEST / "fslab_kernel_tree.py")]}
-    for s in j["steps"]:
-        argv = [str(src) if a == SOURCE else str(subset_dir) if a == kernel_tree.SUBSET else a
-                for a in s.get("argv", [])]
-        s["argv"] = swap.get(argv[0], argv[:1]) + argv[1:] if argv else argv
+    j = smoke_compile_on_host(src, subset_dir)
     _, recs = run_plan(agent, tmp_path, "ext2", {"name": "kernel-tree", "headline": "real_s"}, [j],
                        {"n": 2, "cap": 2, "cv_threshold": 10})
     run_dir = tmp_path / "run"  # where run_plan unpacked the results stream
@@ -211,13 +218,7 @@ def test_smoke_tree_made_by_the_image_build_is_found_by_the_case(agent, tmp_path
     made = capfd.readouterr().out.splitlines()
     assert json.loads(made[0])["made"] is True and json.loads(made[1])["metric"] == "tree_files"
     assert (subset_dir.parent / "configured.log").read_text() == "tinyconfig\n"
-    _, comp = get("kernel-tree").cases("smoke")
-    j = comp.to_json()
-    swap = {PROGRAM: [sys.executable, str(GUEST / "fslab_kernel_tree.py")]}
-    for s in j["steps"]:
-        argv = [str(src) if a == SOURCE else str(subset_dir) if a == kernel_tree.SUBSET else a
-                for a in s.get("argv", [])]
-        s["argv"] = swap.get(argv[0], argv[:1]) + argv[1:] if argv else argv
+    j = smoke_compile_on_host(src, subset_dir)
     _, recs = run_plan(agent, tmp_path, "ext2", {"name": "kernel-tree", "headline": "real_s"}, [j],
                        {"n": 1, "cap": 1, "cv_threshold": 10})
     assert recs and all(r["ok"] for r in recs)

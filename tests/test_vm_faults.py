@@ -19,14 +19,13 @@ import struct
 import subprocess
 import sys
 import termios
-import threading
 import time
 from pathlib import Path
 
 import pytest
 from loopback_ssh import ROOT, ensure_libvirt
 from netns_host import NetnsHost, netns_problem
-from vmhelpers import FSLAB
+from vmhelpers import FSLAB, pty_reader
 
 from harness.vm import hosts, libvirt
 
@@ -155,20 +154,7 @@ def test_run_whose_host_daemon_dies_mid_case_retries_elsewhere_and_cleans_up_whe
                              str(tmp_path / "runs")], cwd=ROOT, stdin=subprocess.DEVNULL,
                             stdout=open(tmp_path / "out.txt", "w"), stderr=slave)
     os.close(slave)
-    chunks: list[bytes] = []
-
-    def pump() -> None:
-        while True:
-            try:
-                data = os.read(master, 65536)
-            except OSError:
-                return
-            if not data:
-                return
-            chunks.append(data)
-
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
+    chunks, reader = pty_reader(master)
     try:
         lost_vm = None
         while lost_vm is None and time.monotonic() - t0 < 1500:

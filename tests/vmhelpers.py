@@ -41,14 +41,9 @@ def run_ok(vmconfig: str, results_dir: Path, *args: str, timeout: float = 3600) 
     return run_dir, recs, wall
 
 
-def fslab_tty(*args: str, timeout: float = 1800) -> tuple[subprocess.CompletedProcess[str], str]:
-    """Run the CLI with its stderr on a pseudo-terminal, as a person at a terminal sees it (the live
-    view draws its status line only on a terminal): (the result, its stdout captured; everything
-    the terminal received)."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([*FSLAB, *args], cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=slave)
-    os.close(slave)
+def pty_reader(master: int) -> tuple[list[bytes], threading.Thread]:
+    """Read a pseudo-terminal's master side in a thread of its own until every writer of the
+    terminal is gone: (the chunks read so far, growing; the thread, started)."""
     chunks: list[bytes] = []
 
     def pump() -> None:
@@ -63,6 +58,18 @@ def fslab_tty(*args: str, timeout: float = 1800) -> tuple[subprocess.CompletedPr
 
     reader = threading.Thread(target=pump, daemon=True)
     reader.start()
+    return chunks, reader
+
+
+def fslab_tty(*args: str, timeout: float = 1800) -> tuple[subprocess.CompletedProcess[str], str]:
+    """Run the CLI with its stderr on a pseudo-terminal, as a person at a terminal sees it (the live
+    view draws its status line only on a terminal): (the result, its stdout captured; everything
+    the terminal received)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([*FSLAB, *args], cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=slave)
+    os.close(slave)
+    chunks, reader = pty_reader(master)
     try:
         out, _ = proc.communicate(timeout=timeout)
     finally:

@@ -466,6 +466,12 @@ LEAD = ("Each case recorded every write the filesystem made from mkfs on (dm-log
         "raw/<fs>/<case>/run/evidence/.")
 
 
+def _said_with_table(html: list[str], md: list[str], text: str, head: list[str], rows: list[list[str]]) -> None:
+    """A paragraph and its table, added to both the HTML and the Markdown."""
+    html += [f"<p>{escape(text)}</p>", _html_table(head, rows)]
+    md += [text, "", *_md_table(head, rows), ""]
+
+
 def _html_table(head: list[str], rows: list[list[str]]) -> str:
     out = ["<table><thead><tr>", *(f"<th>{escape(h)}</th>" for h in head), "</tr></thead><tbody>"]
     out += ["<tr>" + "".join(f"<td>{escape(c)}</td>" for c in row) + "</tr>" for row in rows]
@@ -538,15 +544,13 @@ def sections(runs: list[Run]) -> list:
             text = (f"Each broken promise ({len(brows)}), read from its evidence: a bug, expected (and why), a test "
                     "artefact, or unsure where the log may mislead (harness/analysis/durability_reading.py; the "
                     "evidence file holds the crash point, the checker's output and what was found):")
-            html += [f"<p>{escape(text)}</p>", _html_table(bhead, brows)]
-            md += [text, "", *_md_table(bhead, brows), ""]
+            _said_with_table(html, md, text, bhead, brows)
         ohead, orows = oracle_table(run, ds)
         if orows:
             text = (f"The full-state oracle's mismatches ({len(orows)}): paths and directory listings that the "
                     "workload's syncs had persisted, compared whole (type, size, content, link count, xattrs, "
                     "entries missing or never made) with the recovered tree, each read as above:")
-            html += [f"<p>{escape(text)}</p>", _html_table(ohead, orows)]
-            md += [text, "", *_md_table(ohead, orows), ""]
+            _said_with_table(html, md, text, ohead, orows)
         for text in sequences_said(ds, orows, brows):
             html.append(f"<p>{escape(text)}</p>")
             md += [text, ""]
