@@ -94,7 +94,7 @@ def test_ext4_and_xfs_on_two_kernels_in_one_report(image, tmp_path):
     for f in ("vmlinux", "initrd.img"):
         assert built["files"][f] == new["files"][f], f
 
-    cp = fslab("compare", *map(str, dirs))
+    cp = fslab("compare", str(dirs[0]), str(dirs[1]))  # compare takes two runs: the image kernel vs the package
     assert cp.returncode == 0, cp.stderr[-2000:]
     assert ("these runs differ only in the kernel: 6.1.0-50-amd64 (image) (A) vs 6.12.57+deb12-cloud-amd64 "
             "(bpo-6.12-cloud) (B)").replace("6.1.0-50-amd64", image_manifest["kernel"]) in cp.stdout
