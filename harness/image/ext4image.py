@@ -47,6 +47,13 @@ across machines, with identical root trees. The causes, each shown by experiment
    (zeros always written), so every host takes the same path; and s_kbytes_written is set to 0
    last, in the backup superblocks too (an image rebuilt from its own tree differed in that field
    only: mkfs -d writes more for files the host keeps sparse).
+4. One inode's ctime (debian-12-zfs only). The debugfs session that pins inode times took the
+   superblock's free-inode *count* for a free inode *number*; in debian-12-zfs that number
+   (119,548) is a file, so its ctime stayed as mkfs copied it from the host tree: the time of
+   the build. The same tree then gave a new raw image (5 bytes apart: that ctime and the inode's
+   checksum) and a new qcow2 at every build. debian-12's count is above its last inode in use,
+   which is why only the larger tree showed it. Fix: `used_inodes` reads only the groups' ranges
+   and checks them against the count.
 
 What mkfs reads from the host file beyond bytes is otherwise harmless: it copies a file's
 SEEK_DATA ranges but skips every all-zero block inside them, so sparse, fallocated, dense or
@@ -194,21 +201,33 @@ def xattr_commands(tree: Path, values: Path) -> list[str]:
 
 
 def used_inodes(raw: Path) -> list[int]:
-    """The inode numbers in use, from dumpe2fs's per-group "Free inodes:" ranges."""
+    """The inode numbers in use, from dumpe2fs's per-group "Free inodes:" ranges.
+
+    Only the groups' lines are ranges: the superblock's own "Free inodes:" line (before the first
+    group) is a count. Read as a range, it once named one inode in use as free, so that inode
+    kept the host's ctime, and debian-12-zfs (free count 119,548, inodes in use up to 142,596)
+    gave a new digest at every build (issue 29). The count is now a check of the ranges instead.
+    """
     out = proc.output(["dumpe2fs", str(raw)])
-    m = re.search(r"^Inode count:\s+(\d+)$", out, re.M)
-    if not m:
-        raise FslabError(f"{raw}: dumpe2fs shows no inode count")
+    count = re.search(r"^Inode count:\s+(\d+)$", out, re.M)
+    free_count = re.search(r"^Free inodes:\s+(\d+)$", out, re.M)
+    if not count or not free_count:
+        raise FslabError(f"{raw}: dumpe2fs shows no inode count or free inode count")
     free: set[int] = set()
+    in_groups = False
     for line in out.splitlines():
+        in_groups = in_groups or line.startswith("Group ")
         line = line.strip()
-        if not line.startswith("Free inodes:"):
+        if not in_groups or not line.startswith("Free inodes:"):
             continue
         for part in line.removeprefix("Free inodes:").split(","):
             if part.strip():
                 first, _, last = part.strip().partition("-")
                 free.update(range(int(first), int(last or first) + 1))
-    return [2] + [i for i in range(_FIRST_INODE, int(m.group(1)) + 1) if i not in free]
+    if len(free) != int(free_count.group(1)):
+        raise FslabError(f"{raw}: dumpe2fs's groups list {len(free)} free inodes, its superblock "
+                         f"{free_count.group(1)}: cannot tell which inodes are in use")
+    return [2] + [i for i in range(_FIRST_INODE, int(count.group(1)) + 1) if i not in free]
 
 
 def fix_inodes(raw: Path, epoch: int, xattr_commands: Sequence[str] = ()) -> None:
