@@ -974,6 +974,48 @@ def test_the_metadata_control_picks_rewritten_metadata_blocks_never_file_data_or
     assert ctl.candidates(log, lambda off, n: image[off][:n], set(), {e.index for e in log.entries}) == []
 
 
+@pytest.mark.skipif(not all(shutil.which(t) for t in ("mkfs.ext4", "dumpe2fs", "debugfs", "mkfs.xfs", "xfs_db")),
+                    reason="e2fsprogs and xfsprogs are needed (bootstrap.sh installs them)")
+def test_the_metadata_control_leaves_the_journal_out_located_by_the_filesystems_own_tools(tmp_path):
+    """Real mkfs.ext4 and mkfs.xfs: the ranges found start with the journal's magic (jbd2's
+    superblock, xfs's log record header) and are as long as the tools say the journal is; a block
+    inside them is never a candidate."""
+    ctl = pl.controls
+    run = pl.devmapper.run_cmd
+    ext4, xfs = tmp_path / "ext4.img", tmp_path / "xfs.img"
+    for img, size, mkfs in ((ext4, 64, ["mkfs.ext4", "-q"]), (xfs, 512, ["mkfs.xfs", "-q"])):
+        with open(img, "wb") as f:
+            f.truncate(size << 20)
+        subprocess.run([*mkfs, str(img)], check=True)
+    head = subprocess.run(["dumpe2fs", "-h", str(ext4)], capture_output=True, text=True).stdout
+    journal_size = int(next(ln.split()[-1] for ln in head.splitlines() if ln.startswith("Total journal size:"))
+                       .removesuffix("k")) << 10
+    xfs_db = subprocess.run(["xfs_db", "-r", "-c", "sb 0", "-c", "p logblocks blocksize", str(xfs)],
+                            capture_output=True, text=True).stdout
+    log_size = int(xfs_db.split()[2]) * int(xfs_db.split()[5])
+    for fstype, img, magic, size in (("ext4", ext4, "c03b3998", journal_size), ("xfs", xfs, "feedbabe", log_size)):
+        ranges, note = ctl.journal_ranges(fstype, str(img), run)
+        assert "left out" in note and sum(hi - lo for lo, hi in ranges) == size, (note, ranges)
+        with open(img, "rb") as f:
+            f.seek(ranges[0][0])
+            assert f.read(4).hex() == magic, fstype
+    assert ctl.journal_ranges("jfs", str(xfs), run) == ([], "the journal of jfs is not located by fslab: its "
+                                                             "blocks may be tried")
+    assert "not located" in ctl.journal_ranges("xfs", str(ext4), run)[1]  # not an xfs: said, not guessed
+    # candidates: the most written metadata block is skipped when it lies in the journal
+    b = LogBuilder()
+    b.mark("mkfs")
+    b.add(pl.log.METADATA, 8, bytes([0xFF] * 40) + bytes(4056))  # block 1, REQ_META: first choice
+    b.write(16, bytes([0xFF] * 40) + bytes(4056))  # block 2
+    b.mark("dm-log-writes-end")
+    raw = b.build()
+    log = pl.log.parse_log(open(_file(tmp_path, raw), "rb"), len(raw))
+    image = {4096: bytes([0xFF] * 40) + bytes(4056), 8192: bytes([0xFF] * 40) + bytes(4056)}
+    assert [c["offset"] for c in ctl.candidates(log, lambda off, n: image[off][:n], set(), set())] == [4096, 8192]
+    assert [c["offset"] for c in ctl.candidates(log, lambda off, n: image[off][:n], set(), set(),
+                                                skip=[(4096 + 512, 8192)])] == [8192]
+
+
 def test_the_metadata_control_tries_blocks_until_the_checker_flags_one_and_says_when_it_cannot():
     ctl, clean = pl.controls, {"ran": True, "verdict": "clean", "why": "e2fsck exit 0"}
     cands = [{"offset": o, "writes": 3, "metadata_flag": False} for o in (4096, 8192, 12288)]
@@ -1001,7 +1043,9 @@ def test_the_control_case_runs_the_metadata_control_on_the_last_state_without_th
     # checker (which only knows empty inodes) does not flag it, and the control says so
     assert meta["baseline"]["verdict"] == "clean" and [c["offset"] for c in meta["candidates"]] == [3 * SLOT]
     assert m[("metadata_control_made", None)] == 1 and m[("metadata_control_flagged", None)] == 0
-    assert NOTES[("metadata_control_flagged", None)] == "not flagged at any of the 1 blocks tried"
+    assert NOTES[("metadata_control_flagged", None)] == ("not flagged at any of the 1 blocks tried; the journal "
+                                                         "of fakefs is not located by fslab: its blocks may be tried")
+    assert meta["journal"] == {"ranges": [], "note": NOTES[("metadata_control_flagged", None)].split("; ")[1]}
     (tmp_path / "plain").mkdir()
     _, m, _, _ = fake_case(tmp_path / "plain", monkeypatch)  # no control asked: no lines
     assert ("metadata_control_made", None) not in m

@@ -331,7 +331,8 @@ def _metadata_control(cfg: argparse.Namespace, log: Log, dev_fd: int, dropped: s
 
     data = _on_snapshot(cfg, cow_dev, sectors, sectors_of_files)
     assert isinstance(data, set)
-    cands = controls.candidates(log, lambda off, n: os.pread(dev_fd, n, off), data, dropped)
+    journal, journal_note = controls.journal_ranges(cfg.fstype, cfg.data, dm.run_cmd)
+    cands = controls.candidates(log, lambda off, n: os.pread(dev_fd, n, off), data, dropped, skip=journal)
 
     def run_check(offset: int) -> tuple[list[str], int, str]:
         def corrupt_and_check(snap: str) -> tuple[list[str], int, str]:
@@ -347,7 +348,8 @@ def _metadata_control(cfg: argparse.Namespace, log: Log, dev_fd: int, dropped: s
         assert isinstance(res, tuple)
         return res
 
-    return {**controls.metadata_control(cands, baseline, run_check), "candidates": cands, "baseline": baseline}
+    return {**controls.metadata_control(cands, baseline, run_check), "candidates": cands, "baseline": baseline,
+            "journal": {"ranges": journal, "note": journal_note}}
 
 
 def _write_json(path: str, obj: object) -> None:

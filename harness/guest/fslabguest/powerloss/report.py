@@ -61,8 +61,9 @@ def report(acks: Acks, tot: dict, emit: Callable) -> None:
         mc = tot["metadata_control"]
         emit("metadata_control_made", int(mc["made"]), **({} if mc["made"] else {"note": mc["why"]}))
         if mc["made"]:
-            emit("metadata_control_flagged", int(mc["flagged"]), note=mc["why"], offset=mc["tries"][-1]["offset"],
-                 tried=len(mc["tries"]))
+            journal = mc.get("journal", {}).get("note")  # controls.journal_ranges: was the journal left out?
+            emit("metadata_control_flagged", int(mc["flagged"]), offset=mc["tries"][-1]["offset"],
+                 note=f"{mc['why']}; {journal}" if journal else mc["why"], tried=len(mc["tries"]))
     emit("promises_made", len(acks.promises))
     emit("promises_checked", len(tot["checked"]))
     emit("promises_broken", len(tot["broken"]))
