@@ -21,7 +21,7 @@ def two_kernels(tmp_path):
     image = (pl_records("ext4", "maildir", 12, 0, 0, {}, total=30)
              + pl_records("ext4", "control", 5, 0, 0, {"replace-fsync": 1}, control=(1, 1))
              + pl_records("xfs", "maildir", 10, 0, 0, {"maildir-delivery": 1}, total=10)
-             + pl_records("xfs", "control", 5, 0, 0, {"replace-fsync": 1}, control=(1, 1)))
+             + pl_records("xfs", "control", 5, 0, 0, {"replace-fsync": 1}, control=(1, 1), meta=(1, 0)))
     new = (pl_records("ext4", "maildir", 12, 1, 0, {"maildir-delivery": 2, "mkdir-fsync": 1}, total=34)
            + pl_records("ext4", "control", 5, 0, 0, {"replace-fsync": 1}, control=(1, 1))
            + pl_records("xfs", "maildir", 10, 0, 0, {"maildir-delivery": 1}, total=10)
@@ -53,6 +53,8 @@ def test_each_kernel_against_the_first_per_filesystem(tmp_path):
     assert got[("ext4", f"{image_kernel} (image)")][head[7]] == "(baseline)"
     new_xfs = got[("xfs", "6.12.57+deb12-cloud-amd64 (bpo-6.12-cloud)")]
     assert new_xfs[head[7]] == "+0 documented, +0 all" and new_xfs["data control"] == "no"
+    assert new_xfs["metadata control"] == "yes"
+    assert got[("xfs", f"{image_kernel} (image)")]["metadata control"].startswith("no: ")
 
 
 def test_a_filesystem_missing_on_a_kernel_is_said(tmp_path):

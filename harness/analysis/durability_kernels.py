@@ -15,12 +15,14 @@ from harness.analysis.compare import kernel_of
 from harness.analysis.report_model import Section
 from harness.analysis.runs import Run
 
-LEAD = ("Durability per kernel: the same power-loss workloads on each kernel, per filesystem; the difference "
+LEAD = ("The same power-loss workloads on each kernel, per filesystem; the difference "
         "is each kernel's broken promises minus those of {first} on the same filesystem (documented: posix and "
         "linux-convention promises; all: fs-heuristic ones too). More broken promises on a kernel is a "
         "crash-consistency regression to read in its evidence (the durability section above, per run). Each "
         "kernel's log has its own flushes, so its crash points are its own: where a sample was checked (quick, "
-        "smoke) the points differ between kernels, as the table says.")
+        "smoke) the points differ between kernels, as the table says. A control that did not show its loss "
+        "makes that kernel's zeros mean nothing there (data: its promises kept; metadata: its checker's clean "
+        "verdicts).")
 
 
 def _broken(d: durability.FsDurability) -> tuple[int, int, int, int]:
@@ -46,7 +48,7 @@ def table(runs: list[Run]) -> tuple[list[str], list[list[str]]] | None:
     per_run = [{d.fs: d for d in durability.collect(r)} for r in pl]
     names = list(dict.fromkeys(fs for ds in per_run for fs in ds))
     head = ["fs", "kernel", "points checked", "unmountable", "needing repair", "documented promises broken",
-            "all promises broken", f"broken vs {kernels[0]}", "data control"]
+            "all promises broken", f"broken vs {kernels[0]}", "data control", "metadata control"]
     rows = []
     for fs in names:
         base = per_run[0].get(fs)
@@ -58,7 +60,7 @@ def table(runs: list[Run]) -> tuple[list[str], list[list[str]]] | None:
             b = _broken(d)
             rows.append([fs, kernel, durability.sampled(d), durability._pct(d.unmountable_pct), durability._repair(d),
                          f"{b[0]} of {b[1]}", f"{b[2]} of {b[3]}",
-                         "(baseline)" if ds is per_run[0] else _diff(b, base), d.control])
+                         "(baseline)" if ds is per_run[0] else _diff(b, base), d.control, d.meta_control])
     return head, rows
 
 
