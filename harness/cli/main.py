@@ -335,6 +335,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     """Write report/ (HTML, Markdown, CSV, figures) for one or more runs; print the run table."""
     # matplotlib and scipy load only for the commands that use them
     from harness.analysis import claims_render, durability, report, report_amplification, report_warnings
+    from harness.analysis.durability_kernels import section as durability_per_kernel
     from harness.analysis.report_fidelity import fidelity_section
     from harness.analysis.runs import label_runs, load_run
 
@@ -345,9 +346,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     label_runs(runs)
     # Right after the answer: how much of the device the VM shows (a fidelity run of this host),
     # did the studies' findings hold, then what the disks really did; for power-loss runs the
-    # durability table (and, beside speed runs, durability beside speed).
+    # durability table (and, beside speed runs, durability beside speed; on several kernels, kernel
+    # against kernel).
     sections: list = [fidelity_section, claims_render.claims_section,
-                      report_amplification.amplification_section, *durability.sections(runs)]
+                      report_amplification.amplification_section, *durability.sections(runs),
+                      durability_per_kernel]
     rep = report.build(args.run_dirs, args.out, baseline=args.baseline, sections=sections)
     for run in rep.runs:
         m = run.manifest
