@@ -67,3 +67,23 @@ def test_more_latency_is_worse(metric):
     key = compare.Key("fio-basic", "c", "b", metric)
     row = compare.compare_samples(key, "a", Sample(key, "us", list(BETTER)), Sample(key, "us", list(WORSE)))
     assert row.verdict == "worse" and row.change is not None and row.change.pct > 0
+
+
+def test_a_failed_steps_case_shows_in_its_steps_rows_not_as_a_row_of_its_own():
+    """pgbench stopped on two of three filesystems: their bare failed record (no step, unit "")
+    and the third's case-level device counters (no step either) must not make a step-less row
+    with its unit and direction unknown: the failures show in the step's own row."""
+    recs = [{"suite": "pgbench", "case": "tpcb", "fs": "btrfs", "metric": "tps", "value": 5.35, "unit": "txn/s",
+             "rep": 0, "ok": True, "step": "run"},
+            {"suite": "pgbench", "case": "tpcb", "fs": "btrfs", "metric": "device_write_bytes", "value": 1.2e7,
+             "unit": "B", "rep": 0, "ok": True},
+            {"suite": "pgbench", "case": "tpcb", "fs": "ext4", "metric": "tps", "value": None, "unit": "", "rep": 0,
+             "ok": False, "error": "interrupted (SIGTERM) after 96 s of this case"}]
+    plan = {"suite": {"name": "pgbench", "headline": "tps"},
+            "filesystems": [{"name": "btrfs"}, {"name": "ext4"}], "repeat": {}}
+    groups = ranking.rank_run(Run(Path("/nonexistent"), {"run_id": "r", "plan": plan}, recs, label="r"))
+    (group,) = [g for g in groups if g.metric == "tps"]
+    assert (group.unit, group.higher) == ("txn/s", True)
+    (q,) = group.quantities
+    assert q.name == "tpcb / run" and [e.fs for e in q.entries] == ["btrfs", "ext4"]
+    assert (q.entries[1].state, q.entries[1].reason) == ("failed", "interrupted (SIGTERM) after 96 s of this case")

@@ -182,8 +182,9 @@ def _rank_one(run: Run, baseline: str | None = None) -> list[Group]:
         order[suite] = {m: i for i, m in enumerate([heads[0], RATE, *heads[1:]])}
         fss = _fs_order(run, suite)
         ids = list(dict.fromkeys((k.case, k.step, k.detail) for k in ss if k.suite == suite))
+        ranked = {heads[0], RATE, *heads[1:]}  # not the case-level device counters, which have no step
         with_values = {(k.case, k.step, k.detail) for k, s in ss.items()
-                       if k.suite == suite and (s.values or s.skipped)}
+                       if k.suite == suite and k.metric in ranked and (s.values or s.skipped)}
         cases_ok = {c for c, _, _ in with_values}
         ids = [i for i in ids if i in with_values or i[0] not in cases_ok]  # a failed rep's bare record
         rated = {(k.case, k.step, k.detail) for k in ss if k.suite == suite and k.metric == RATE}
