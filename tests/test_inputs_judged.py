@@ -324,6 +324,10 @@ def test_compare_run_with_itself(tmp_path, crashless):
     refused(rc, err, "are the same run")
     rc, _, err = fslab("compare", a, tmp_path / "." / "a")
     refused(rc, err, "are the same run")
+    shutil.copytree(a, tmp_path / "copy")  # a copy of the run: one run id, one start time
+    rc, _, err = fslab("compare", a, tmp_path / "copy")
+    refused(rc, err, "are the same run (run synthetic-a, started ", "one is a copy of the other")
+    assert fslab("compare", a, a_run(tmp_path / "b"))[0] == 0
 
 
 def test_report_of_an_empty_results_jsonl(tmp_path, crashless):
