@@ -263,6 +263,15 @@ def test_empty_cli_values(tmp_path, crashless, option):
     refused(rc, err, f"{option}: an empty value is not allowed")
 
 
+def test_empty_cli_value_named_as_its_command_spells_it(tmp_path, crashless):
+    """One dest, two spellings: reproduce's --bundle, image import's FILE; each command says its own."""
+    run = a_run(tmp_path / "run")
+    rc, _, err = fslab("reproduce", run, "--bundle", "")
+    refused(rc, err, "fslab reproduce: error: --bundle: an empty value is not allowed")
+    rc, _, err = fslab("image", "import", "")
+    refused(rc, err, "fslab image import: error: FILE: an empty value is not allowed")
+
+
 def test_boots_1000000(tmp_path, crashless):
     rc, _, err = fslab("run", "vmconfigs/smoke.yaml", "--boots", "1000000", "--dry-run")
     refused(rc, err, "--boots: 1000000 is not allowed; allowed: 1 to")
