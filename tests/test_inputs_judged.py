@@ -384,6 +384,21 @@ def test_fio_parse_only_says_when_host_and_image_fio_differ(sandbox):
     assert rc == 0 and "this host's fio" not in err, err
 
 
+def test_fio_parse_only_says_when_the_host_has_no_fio(sandbox, monkeypatch):
+    """No fio on this host: the check cannot be made; that is said (the guest's fio judges), and
+    the dry run goes on."""
+    from harness.plan import fiocheck
+
+    tmp_path, _ = sandbox
+    job = tmp_path / "bad.fio"
+    job.write_text("[j]\nrw=randomly\nsize=16m\n")
+    monkeypatch.setattr(fiocheck.shutil, "which", lambda name: None)
+    rc, _, err = fslab("run", "vmconfigs/smoke.yaml", "--fio-job", job, "--dry-run")
+    assert rc == 0, err
+    assert (f"fslab: WARNING: fio job: fio is not installed on this host: {job} is checked by the guest's fio "
+            "only") in err, err
+
+
 def test_kill_9_of_qemu_records_the_running_case_as_running(tmp_path):
     """kill -9 of the "VM" (tests/fakevm.py: the real runner and agent, no boot) while xfs's case
     runs: that case's record says the VM ended during it, after how long; not "before this case"."""
