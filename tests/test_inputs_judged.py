@@ -465,20 +465,24 @@ def test_fio_job_file_name_too_long_for_a_case_id(sandbox):
     refused(rc, err, "the file's name gives the case id", "allowed: 1 to 109 characters")
 
 
-def test_fit_estimate_of_fio_aio_read_within_3x():
+def test_fit_estimate_of_fio_examples_within_3x():
     """The estimate before the boot (harness/plan/fiocost.py, TCG floor) against the recorded
     durations of fio's example jobs run by fslab under TCG (tests/data/fio/durations/*.json, each
-    saying how it was measured): within 3x of the real time, and not below it (it sets timeouts).
-    Issue 25 found 1029 s estimated for aio-read.fio's fio work that the guest ran in 200 s."""
+    saying how it was measured): within 3x of the real time either way, and the case's timeout set
+    from it above the real time. Issue 25 found 1029 s estimated for aio-read.fio's fio work that
+    the guest ran in 200 s; ftruncate.fio (time_based, nothing laid out) was estimated 25 s for 27 s
+    on a host shared with two other fslab runs."""
     from harness.plan import fiocost
     from harness.plan.fiojob import parse, point_at_mount
 
     recorded = sorted((ROOT / "tests" / "data" / "fio" / "durations").glob("*.json"))
-    assert recorded, "no recorded durations"
+    assert len(recorded) >= 2, "fewer than two recorded example jobs"
     for path in recorded:
         r = json.loads(path.read_text())
         assert r["accel"] == "tcg"
         text = point_at_mount((EXAMPLES / r["job"]).read_text(), r["job"])
-        est = fiocost.job_cost(parse(text, r["job"]), fiocost.TCG).est_s
+        cost = fiocost.job_cost(parse(text, r["job"]), fiocost.TCG)
+        est = cost.est_s
         real = r["layout_seconds"] + r["fio_process_seconds"]  # fio's own time: its layout, then the jobs
-        assert est is not None and real <= est <= 3 * real, f"{r['job']}: estimated {est} s, took {real:.0f} s"
+        assert est is not None and real / 3 <= est <= 3 * real, f"{r['job']}: estimated {est} s, took {real:.0f} s"
+        assert fiocost.case_timeout(cost, r["vmconfig"]["deadline_s"]) > r["case_seconds"], r["job"]
