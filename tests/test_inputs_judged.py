@@ -357,6 +357,35 @@ def test_recover_says_which_run_directories_it_cannot_read(tmp_path, crashless):
     assert "WARNING: recover:" in err and "bad/manifest.json" in err and "skipped" in err, err
 
 
+def _marked_running(run: Path) -> Path:
+    m = json.loads((run / "manifest.json").read_text())
+    m["status"] = "running"
+    (run / "manifest.json").write_text(json.dumps(m))
+    return run
+
+
+@pytest.mark.parametrize("how", ["readonly", "full"])
+def test_recover_a_run_on_a_read_only_or_full_filesystem(tmp_path, crashless, how):
+    """A run left "running" on a filesystem fslab cannot write: one line (it was exit 70 on the
+    salvage's lock file), the run untouched and still marked running, no .tmp left; recovered
+    once there is room."""
+    with tmpfs(tmp_path / "fs", size="2m") as fs:
+        run = _marked_running(a_run(fs / "run"))
+        before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+        if how == "full":
+            fill(fs)
+        else:
+            subprocess.run(["mount", "-o", "remount,ro", str(fs)], check=True)
+        rc, _, err = fslab("recover", "--force", run)
+        refused(rc, err, f"{run}: cannot salvage this run", "allowed: a run directory fslab can write")
+        assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
+        if how == "full":
+            (fs / "filler").unlink()
+            rc, _, err = fslab("recover", "--force", run)
+            assert rc == 0, err
+            assert json.loads((run / "manifest.json").read_text())["status"] == "interrupted"
+
+
 def test_butterfly_fio_broken_by_fslabs_own_rewrite(sandbox):
     tmp_path, _ = sandbox
     job = EXAMPLES / "butterfly.fio"
