@@ -161,6 +161,33 @@ def test_report_out_on_a_full_tmpfs_keeps_the_old_report(tmp_path, crashless):
         assert left_in(fs) == ["rep"]
 
 
+def test_report_out_on_a_run_or_a_directory_of_other_files(tmp_path, crashless):
+    """A report replaces its directory whole: --out naming the run itself (or any directory of other
+    files) is refused before anything is written, and nothing there is touched. It had replaced
+    the run directory: manifest.json, results.jsonl and raw/ gone, exit 0."""
+    from harness.analysis import report
+
+    run = a_run(tmp_path / "run")
+    before = sorted(str(p.relative_to(run)) for p in run.rglob("*"))
+    rc, _, err = fslab("report", run, "--out", run)
+    refused(rc, err, f"--out {run}: holds guest, manifest.json, raw and 1 more, not a report's")
+    assert sorted(str(p.relative_to(run)) for p in run.rglob("*")) == before
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    rc, _, err = fslab("report", run, "--out", tmp_path / "mine")
+    refused(rc, err, "holds notes.txt", "allowed: a new or empty directory, or an earlier report to replace")
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"
+    (run / "report" / "x").mkdir(parents=True)  # the default report directory holding something else
+    rc, _, err = fslab("report", run)
+    refused(rc, err, f"report {run / 'report'}: holds x")
+    (run / "report" / "x").rmdir()
+    # an empty directory, and an earlier report, are replaced; a report holds exactly REPORT_ENTRIES
+    for _ in range(2):
+        rc, _, err = fslab("report", run, "--out", tmp_path / "rep")
+        assert rc == 0, err
+        assert sorted(p.name for p in (tmp_path / "rep").iterdir()) == sorted(report.REPORT_ENTRIES)
+
+
 def test_report_of_results_nested_100000_deep(tmp_path, crashless):
     run = a_run(tmp_path / "run")
     (run / "results.jsonl").write_text("[" * 100000 + "\n")

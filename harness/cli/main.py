@@ -339,7 +339,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from harness.analysis.runs import label_runs, load_run
 
     if args.out:  # checked before anything is read or drawn; written whole or not at all (report.build)
-        before_boot.output_dir(args.out, "--out")
+        report.check_out(before_boot.output_dir(args.out, "--out"))
     recover.finished(args.run_dirs)
     runs = [load_run(d) for d in args.run_dirs]
     label_runs(runs)
