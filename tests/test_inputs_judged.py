@@ -521,6 +521,24 @@ def test_fio_job_file_name_too_long_for_a_case_id(sandbox):
     refused(rc, err, "the file's name gives the case id", "allowed: 1 to 109 characters")
 
 
+def test_suite_file_names_past_the_name_bound(sandbox):
+    """A suite file's name is its case id (raw/<fs>/<case>/), a step's name gives cold-<name>: a
+    300-character name passed --dry-run; refused with the bound, which is the name bound less 'cold-'."""
+    from harness.config import suite_file_keys
+
+    tmp_path, _ = sandbox
+    ok, long = "s" * suite_file_keys.MAX_NAME, "s" * (suite_file_keys.MAX_NAME + 1)
+    assert len(f"cold-{ok}") == vm_settings.MAX_NAME
+    for suite, step, where in ((long, "t", "line 1: name:"), (ok, long, "line 5: steps[0].name:")):
+        f = tmp_path / "long.yaml"
+        f.write_text(f"name: {suite}\nversion: 1\ndescription: d\nsteps:\n  - name: {step}\n    command: [true]\n")
+        rc, _, err = fslab("run", "vmconfigs/smoke.yaml", "--suite-file", f, "--dry-run")
+        refused(rc, err, where, f"allowed: 1 to {suite_file_keys.MAX_NAME} characters")
+    f.write_text(f"name: {ok}\nversion: 1\ndescription: d\nsteps:\n  - name: {ok}\n    command: [true]\n")
+    rc, _, err = fslab("run", "vmconfigs/smoke.yaml", "--suite-file", f, "--dry-run")
+    assert rc == 0, err
+
+
 def test_fit_estimate_of_fio_examples_within_3x():
     """The estimate before the boot (harness/plan/fiocost.py, TCG floor) against the recorded
     durations of fio's example jobs run by fslab under TCG (tests/data/fio/durations/*.json, each
