@@ -539,6 +539,32 @@ def test_suite_file_names_past_the_name_bound(sandbox):
     assert rc == 0, err
 
 
+@pytest.mark.parametrize("step,where", [
+    ('command: [echo, "a\\0b"]', "line 7: steps[0].command: 'a\\x00b' is not allowed: it holds a NUL byte"),
+    ('command: "echo \\0"\n    shell: true', "line 7: steps[0].command:"),
+    ('command: [echo, "{{v}}"]', "line 7: steps[0].command: 'x\\x00' is not allowed: it holds a NUL byte"),
+    ('command: [echo]\n    env: {X: "a\\0"}', "line 8: steps[0].env.X:"),
+    ('command: [echo]\n    env: {"A\\0": "a"}', "line 8: steps[0].env: allowed: a mapping of environment"),
+    ('command: [echo]\n    cwd: "w\\0"', "line 8: steps[0].cwd:"),
+])
+def test_suite_file_nul_bytes(sandbox, step, where):
+    """A suite file's strings that reach the guest's argv, environment or working directory refuse a
+    NUL byte (the guest's subprocess would fail after the boot); an input path with one was exit 70."""
+    tmp_path, _ = sandbox
+    f = tmp_path / "nul.yaml"
+    f.write_text(f'name: nul\nversion: 1\ndescription: d\nvariables: {{v: "x\\0"}}\nsteps:\n  - name: s\n    {step}\n')
+    rc, _, err = fslab("show-config", "vmconfigs/smoke.yaml", "--suite-file", f)
+    refused(rc, err, where)
+
+
+def test_suite_file_input_path_with_a_nul_byte(sandbox, crashless):
+    tmp_path, _ = sandbox
+    f = tmp_path / "nul.yaml"
+    f.write_text('name: nul\nversion: 1\ndescription: d\ninputs: ["a\\0b"]\nsteps:\n  - name: s\n    command: [echo]\n')
+    rc, _, err = fslab("show-config", "vmconfigs/smoke.yaml", "--suite-file", f)
+    refused(rc, err, "line 4: inputs[0]: 'a\\x00b' is not allowed", "(without NUL bytes)")
+
+
 def test_fit_estimate_of_fio_examples_within_3x():
     """The estimate before the boot (harness/plan/fiocost.py, TCG floor) against the recorded
     durations of fio's example jobs run by fslab under TCG (tests/data/fio/durations/*.json, each

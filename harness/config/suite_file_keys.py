@@ -120,8 +120,8 @@ def _scalars(v: Any) -> dict[str, str]:
 
 
 def _env(v: Any) -> dict[str, str]:
-    if not isinstance(v, dict) or not all(isinstance(k, str) and k for k in v):
-        raise Bad("allowed: a mapping of environment variable names to values")
+    if not isinstance(v, dict) or not all(isinstance(k, str) and k and "=" not in k and "\0" not in k for k in v):
+        raise Bad("allowed: a mapping of environment variable names (without '=' or NUL) to values")
     if any(isinstance(x, dict | list) or x is None for x in v.values()):
         raise Bad("allowed: string or number values")
     return {k: str(x) for k, x in v.items()}
