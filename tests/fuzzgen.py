@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import random
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -200,22 +201,30 @@ def commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentPars
     return out
 
 
-def argv(rng: random.Random, parser: argparse.ArgumentParser, files: list[str]) -> list[str]:
+def argv(rng: random.Random, parser: argparse.ArgumentParser, files: list[str],
+         runs: Sequence[str] = ()) -> list[str]:
     """An `fslab` argument list: a real command with real and wrong options and values; `files`
-    are paths of generated inputs (vmconfigs, job files, directories) to use as values."""
+    are paths of generated inputs (vmconfigs, job files, directories) to use as values, `runs` run
+    directories, given half the time where a RUN_DIR is asked for."""
     cmds = commands(parser)
     words = rng.choice(sorted(cmds))
     sub = cmds[words]
     out = words.split()
     positional = [a for a in sub._actions if not a.option_strings and not isinstance(a, argparse._SubParsersAction)]
     values = files + WEIRD[:20] + ["vmconfigs/smoke.yaml", "ext4", "tcg", "1", "-1", "0", "3.5", "--", "-x"]
+    dirs = [f for f in files if Path(f).is_dir()]  # half the time where a directory is asked for
     for a in positional:
         if rng.random() < 0.9:
-            out.append(rng.choice(list(a.choices) if a.choices and rng.random() < 0.8 else values))
+            if runs and "RUN" in str(a.metavar) and rng.random() < 0.5:
+                out.append(rng.choice(runs))
+            else:
+                out.append(rng.choice(list(a.choices) if a.choices and rng.random() < 0.8 else values))
     for a in rng.sample(_options(sub), k=min(len(_options(sub)), rng.randint(0, 4))):
         out.append(rng.choice(a.option_strings))
         if a.nargs != 0:
-            if a.choices and rng.random() < 0.8:
+            if dirs and str(a.metavar).endswith("DIR") and rng.random() < 0.5:
+                out.append(rng.choice(dirs))
+            elif a.choices and rng.random() < 0.8:
                 out.append(str(rng.choice(list(a.choices))))
             elif a.type in (int, float) and rng.random() < 0.7:
                 out.append(rng.choice(["1", "2", "0", "-1", "3.5", "nan", "inf", "1e9", "x", "99999999999999999999"]))

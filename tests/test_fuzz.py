@@ -14,6 +14,7 @@ import contextlib
 import io
 import os
 import random
+import shutil
 import subprocess
 import traceback
 from pathlib import Path
@@ -173,13 +174,16 @@ def odd_filesystems(tmp_path):
 def test_fuzz_cli_arguments(sandbox, odd_filesystems):
     """Generated argument lists for every command (but those that build or export images) with
     generated files as values: exit 0, 1 or 2 (for 2 the last stderr line is the error), never
-    70, never a traceback, never a crash file. Output paths include a full and a read-only
-    filesystem (when this process can mount them)."""
+    70, never a traceback, never a crash file, and no input removed (a run directory among them).
+    Output paths include a full and a read-only filesystem (when this process can mount them)."""
     tmp_path, img = sandbox
     rng0 = random.Random(SEED)
     files = [str(img.dir), str(tmp_path), str(tmp_path / "nope"), "/proc/fslab", "/dev/zero", str(tmp_path / "f"),
              str(tmp_path / "f" / "sub"), *odd_filesystems]
     (tmp_path / "f").write_text("a file")
+    run = tmp_path / "run"  # a real run directory: report, compare, claims, recover reach their writes
+    shutil.copytree(fuzzgen.RUN, run)
+    files.append(str(run))
     for k in range(6):
         p = tmp_path / f"gen{k}.yaml"
         p.write_bytes(fuzzgen.vmconfig_bytes(rng0))
@@ -189,10 +193,13 @@ def test_fuzz_cli_arguments(sandbox, odd_filesystems):
     files += [str(x) for x in fuzzgen.FIO_EXAMPLES[:3]]
     parser = cli.parser()
     n = 600 * SCALE
+    # what no command may remove, whatever its arguments (a report --out had replaced a whole directory)
+    kept = [Path(f) for f in files if os.path.exists(f)] + [run / "manifest.json", run / "results.jsonl",
+                                                            tmp_path / "cwd" / "vmconfigs"]
     codes: dict[int, int] = {}
     for i in range(n):
         seed = SEED * 3_000_003 + i
-        argv = fuzzgen.argv(random.Random(seed), parser, files)
+        argv = fuzzgen.argv(random.Random(seed), parser, files, [str(run)])
         if " ".join(argv).startswith(EXCLUDED):
             argv = ["list", "suites"]
         out, err = io.StringIO(), io.StringIO()
@@ -206,6 +213,8 @@ def test_fuzz_cli_arguments(sandbox, odd_filesystems):
             pytest.fail(replay("argv", seed, argv))
         codes[rc] = codes.get(rc, 0) + 1
         text = err.getvalue()
+        gone = [str(p) for p in kept if not os.path.lexists(p)]
+        assert not gone, f"argv {argv} (seed {seed}): exit {rc}, removed {gone}"
         assert rc in (0, 1, 2) and "Traceback" not in text, f"argv {argv} (seed {seed}): exit {rc}\n{text[-3000:]}"
         if rc == 2:
             last = text.strip().splitlines()[-1]

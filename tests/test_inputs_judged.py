@@ -161,6 +161,33 @@ def test_report_out_on_a_full_tmpfs_keeps_the_old_report(tmp_path, crashless):
         assert left_in(fs) == ["rep"]
 
 
+def test_report_out_on_a_run_or_a_directory_of_other_files(tmp_path, crashless):
+    """A report replaces its directory whole: --out naming the run itself (or any directory of other
+    files) is refused before anything is written, and nothing there is touched. It had replaced
+    the run directory: manifest.json, results.jsonl and raw/ gone, exit 0."""
+    from harness.analysis import report
+
+    run = a_run(tmp_path / "run")
+    before = sorted(str(p.relative_to(run)) for p in run.rglob("*"))
+    rc, _, err = fslab("report", run, "--out", run)
+    refused(rc, err, f"--out {run}: holds guest, manifest.json, raw and 1 more, not a report's")
+    assert sorted(str(p.relative_to(run)) for p in run.rglob("*")) == before
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("keep")
+    rc, _, err = fslab("report", run, "--out", tmp_path / "mine")
+    refused(rc, err, "holds notes.txt", "allowed: a new or empty directory, or an earlier report to replace")
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "keep"
+    (run / "report" / "x").mkdir(parents=True)  # the default report directory holding something else
+    rc, _, err = fslab("report", run)
+    refused(rc, err, f"report {run / 'report'}: holds x")
+    (run / "report" / "x").rmdir()
+    # an empty directory, and an earlier report, are replaced; a report holds exactly REPORT_ENTRIES
+    for _ in range(2):
+        rc, _, err = fslab("report", run, "--out", tmp_path / "rep")
+        assert rc == 0, err
+        assert sorted(p.name for p in (tmp_path / "rep").iterdir()) == sorted(report.REPORT_ENTRIES)
+
+
 def test_report_of_results_nested_100000_deep(tmp_path, crashless):
     run = a_run(tmp_path / "run")
     (run / "results.jsonl").write_text("[" * 100000 + "\n")
@@ -263,6 +290,15 @@ def test_empty_cli_values(tmp_path, crashless, option):
     refused(rc, err, f"{option}: an empty value is not allowed")
 
 
+def test_empty_cli_value_named_as_its_command_spells_it(tmp_path, crashless):
+    """One dest, two spellings: reproduce's --bundle, image import's FILE; each command says its own."""
+    run = a_run(tmp_path / "run")
+    rc, _, err = fslab("reproduce", run, "--bundle", "")
+    refused(rc, err, "fslab reproduce: error: --bundle: an empty value is not allowed")
+    rc, _, err = fslab("image", "import", "")
+    refused(rc, err, "fslab image import: error: FILE: an empty value is not allowed")
+
+
 def test_boots_1000000(tmp_path, crashless):
     rc, _, err = fslab("run", "vmconfigs/smoke.yaml", "--boots", "1000000", "--dry-run")
     refused(rc, err, "--boots: 1000000 is not allowed; allowed: 1 to")
@@ -324,6 +360,10 @@ def test_compare_run_with_itself(tmp_path, crashless):
     refused(rc, err, "are the same run")
     rc, _, err = fslab("compare", a, tmp_path / "." / "a")
     refused(rc, err, "are the same run")
+    shutil.copytree(a, tmp_path / "copy")  # a copy of the run: one run id, one start time
+    rc, _, err = fslab("compare", a, tmp_path / "copy")
+    refused(rc, err, "are the same run (run synthetic-a, started ", "one is a copy of the other")
+    assert fslab("compare", a, a_run(tmp_path / "b"))[0] == 0
 
 
 def test_report_of_an_empty_results_jsonl(tmp_path, crashless):
@@ -342,6 +382,35 @@ def test_recover_says_which_run_directories_it_cannot_read(tmp_path, crashless):
     rc, out, err = fslab("recover", res)
     assert rc == 0, err
     assert "WARNING: recover:" in err and "bad/manifest.json" in err and "skipped" in err, err
+
+
+def _marked_running(run: Path) -> Path:
+    m = json.loads((run / "manifest.json").read_text())
+    m["status"] = "running"
+    (run / "manifest.json").write_text(json.dumps(m))
+    return run
+
+
+@pytest.mark.parametrize("how", ["readonly", "full"])
+def test_recover_a_run_on_a_read_only_or_full_filesystem(tmp_path, crashless, how):
+    """A run left "running" on a filesystem fslab cannot write: one line (it was exit 70 on the
+    salvage's lock file), the run untouched and still marked running, no .tmp left; recovered
+    once there is room."""
+    with tmpfs(tmp_path / "fs", size="2m") as fs:
+        run = _marked_running(a_run(fs / "run"))
+        before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+        if how == "full":
+            fill(fs)
+        else:
+            subprocess.run(["mount", "-o", "remount,ro", str(fs)], check=True)
+        rc, _, err = fslab("recover", "--force", run)
+        refused(rc, err, f"{run}: cannot salvage this run", "allowed: a run directory fslab can write")
+        assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before
+        if how == "full":
+            (fs / "filler").unlink()
+            rc, _, err = fslab("recover", "--force", run)
+            assert rc == 0, err
+            assert json.loads((run / "manifest.json").read_text())["status"] == "interrupted"
 
 
 def test_butterfly_fio_broken_by_fslabs_own_rewrite(sandbox):
@@ -369,6 +438,21 @@ def test_fio_parse_only_says_when_host_and_image_fio_differ(sandbox):
     img.manifest["packages"] = {"fio": f"{host}-3"}
     rc, _, err = fslab("run", "vmconfigs/smoke.yaml", "--fio-job", job, "--dry-run")
     assert rc == 0 and "this host's fio" not in err, err
+
+
+def test_fio_parse_only_says_when_the_host_has_no_fio(sandbox, monkeypatch):
+    """No fio on this host: the check cannot be made; that is said (the guest's fio judges), and
+    the dry run goes on."""
+    from harness.plan import fiocheck
+
+    tmp_path, _ = sandbox
+    job = tmp_path / "bad.fio"
+    job.write_text("[j]\nrw=randomly\nsize=16m\n")
+    monkeypatch.setattr(fiocheck.shutil, "which", lambda name: None)
+    rc, _, err = fslab("run", "vmconfigs/smoke.yaml", "--fio-job", job, "--dry-run")
+    assert rc == 0, err
+    assert (f"fslab: WARNING: fio job: fio is not installed on this host: {job} is checked by the guest's fio "
+            "only") in err, err
 
 
 def test_kill_9_of_qemu_records_the_running_case_as_running(tmp_path):
@@ -437,20 +521,68 @@ def test_fio_job_file_name_too_long_for_a_case_id(sandbox):
     refused(rc, err, "the file's name gives the case id", "allowed: 1 to 109 characters")
 
 
-def test_fit_estimate_of_fio_aio_read_within_3x():
+def test_suite_file_names_past_the_name_bound(sandbox):
+    """A suite file's name is its case id (raw/<fs>/<case>/), a step's name gives cold-<name>: a
+    300-character name passed --dry-run; refused with the bound, which is the name bound less 'cold-'."""
+    from harness.config import suite_file_keys
+
+    tmp_path, _ = sandbox
+    ok, long = "s" * suite_file_keys.MAX_NAME, "s" * (suite_file_keys.MAX_NAME + 1)
+    assert len(f"cold-{ok}") == vm_settings.MAX_NAME
+    for suite, step, where in ((long, "t", "line 1: name:"), (ok, long, "line 5: steps[0].name:")):
+        f = tmp_path / "long.yaml"
+        f.write_text(f"name: {suite}\nversion: 1\ndescription: d\nsteps:\n  - name: {step}\n    command: [true]\n")
+        rc, _, err = fslab("run", "vmconfigs/smoke.yaml", "--suite-file", f, "--dry-run")
+        refused(rc, err, where, f"allowed: 1 to {suite_file_keys.MAX_NAME} characters")
+    f.write_text(f"name: {ok}\nversion: 1\ndescription: d\nsteps:\n  - name: {ok}\n    command: [true]\n")
+    rc, _, err = fslab("run", "vmconfigs/smoke.yaml", "--suite-file", f, "--dry-run")
+    assert rc == 0, err
+
+
+@pytest.mark.parametrize("step,where", [
+    ('command: [echo, "a\\0b"]', "line 7: steps[0].command: 'a\\x00b' is not allowed: it holds a NUL byte"),
+    ('command: "echo \\0"\n    shell: true', "line 7: steps[0].command:"),
+    ('command: [echo, "{{v}}"]', "line 7: steps[0].command: 'x\\x00' is not allowed: it holds a NUL byte"),
+    ('command: [echo]\n    env: {X: "a\\0"}', "line 8: steps[0].env.X:"),
+    ('command: [echo]\n    env: {"A\\0": "a"}', "line 8: steps[0].env: allowed: a mapping of environment"),
+    ('command: [echo]\n    cwd: "w\\0"', "line 8: steps[0].cwd:"),
+])
+def test_suite_file_nul_bytes(sandbox, step, where):
+    """A suite file's strings that reach the guest's argv, environment or working directory refuse a
+    NUL byte (the guest's subprocess would fail after the boot); an input path with one was exit 70."""
+    tmp_path, _ = sandbox
+    f = tmp_path / "nul.yaml"
+    f.write_text(f'name: nul\nversion: 1\ndescription: d\nvariables: {{v: "x\\0"}}\nsteps:\n  - name: s\n    {step}\n')
+    rc, _, err = fslab("show-config", "vmconfigs/smoke.yaml", "--suite-file", f)
+    refused(rc, err, where)
+
+
+def test_suite_file_input_path_with_a_nul_byte(sandbox, crashless):
+    tmp_path, _ = sandbox
+    f = tmp_path / "nul.yaml"
+    f.write_text('name: nul\nversion: 1\ndescription: d\ninputs: ["a\\0b"]\nsteps:\n  - name: s\n    command: [echo]\n')
+    rc, _, err = fslab("show-config", "vmconfigs/smoke.yaml", "--suite-file", f)
+    refused(rc, err, "line 4: inputs[0]: 'a\\x00b' is not allowed", "(without NUL bytes)")
+
+
+def test_fit_estimate_of_fio_examples_within_3x():
     """The estimate before the boot (harness/plan/fiocost.py, TCG floor) against the recorded
     durations of fio's example jobs run by fslab under TCG (tests/data/fio/durations/*.json, each
-    saying how it was measured): within 3x of the real time, and not below it (it sets timeouts).
-    Issue 25 found 1029 s estimated for aio-read.fio's fio work that the guest ran in 200 s."""
+    saying how it was measured): within 3x of the real time either way, and the case's timeout set
+    from it above the real time. Issue 25 found 1029 s estimated for aio-read.fio's fio work that
+    the guest ran in 200 s; ftruncate.fio (time_based, nothing laid out) was estimated 25 s for 27 s
+    on a host shared with two other fslab runs."""
     from harness.plan import fiocost
     from harness.plan.fiojob import parse, point_at_mount
 
     recorded = sorted((ROOT / "tests" / "data" / "fio" / "durations").glob("*.json"))
-    assert recorded, "no recorded durations"
+    assert len(recorded) >= 2, "fewer than two recorded example jobs"
     for path in recorded:
         r = json.loads(path.read_text())
         assert r["accel"] == "tcg"
         text = point_at_mount((EXAMPLES / r["job"]).read_text(), r["job"])
-        est = fiocost.job_cost(parse(text, r["job"]), fiocost.TCG).est_s
+        cost = fiocost.job_cost(parse(text, r["job"]), fiocost.TCG)
+        est = cost.est_s
         real = r["layout_seconds"] + r["fio_process_seconds"]  # fio's own time: its layout, then the jobs
-        assert est is not None and real <= est <= 3 * real, f"{r['job']}: estimated {est} s, took {real:.0f} s"
+        assert est is not None and real / 3 <= est <= 3 * real, f"{r['job']}: estimated {est} s, took {real:.0f} s"
+        assert fiocost.case_timeout(cost, r["vmconfig"]["deadline_s"]) > r["case_seconds"], r["job"]

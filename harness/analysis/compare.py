@@ -274,6 +274,11 @@ class Outcome:
     rows: list[Row] = field(default_factory=list)
 
 
+def same_run(a: dict, b: dict) -> bool:
+    """Two manifests of one run (a copied run directory): one run id and one start time."""
+    return bool(a.get("run_id")) and a.get("run_id") == b.get("run_id") and a.get("started") == b.get("started")
+
+
 def compare_paths(run_a: str, run_b: str | None = None, baseline: str | None = None,
                   metrics: list[str] | None = None, test: str = "welch", force: bool = False) -> Outcome:
     """`fslab compare RUN_A RUN_B` or `fslab compare RUN --baseline FS`.
@@ -289,6 +294,10 @@ def compare_paths(run_a: str, run_b: str | None = None, baseline: str | None = N
                          "and --baseline FS")
     a = load_run(run_a)
     runs = [a] if run_b is None else [a, load_run(run_b)]
+    if run_b is not None and same_run(a.manifest, runs[1].manifest):
+        raise FslabError(f"compare: {run_a} and {run_b} are the same run (run {a.run_id}, started "
+                         f"{a.manifest.get('started')}: one is a copy of the other); allowed: two different runs, "
+                         "or one run and --baseline FS")
     if metrics:
         have = sorted({str(r.get("metric")) for run in runs for r in run.records})
         unknown = [m for m in metrics if m not in have and m != "all"]

@@ -96,6 +96,7 @@ def build(run_dirs: list[str | Path], out_dir: str | Path | None = None, baselin
                 raise FslabError(f"--baseline: '{baseline}' is not a filesystem of run {r.run_id}; "
                                  f"allowed: {', '.join(fss)}")
     out = Path(out_dir) if out_dir else runs[0].dir / "report"
+    check_out(out, "--out" if out_dir else "report")
     made = [s(runs) if callable(s) else s for s in sections or []]
     rep = Report(runs, out, baseline, sections=[s for s in made if s is not None])
     for r in runs:
@@ -117,6 +118,29 @@ def build(run_dirs: list[str | Path], out_dir: str | Path | None = None, baselin
         (tmp / "summary.md").write_text(render_markdown(rep), encoding="utf-8")
         (tmp / "index.html").write_text(render_html(rep), encoding="utf-8")
     return rep
+
+
+# What a report directory holds (build above writes these, a test checks it): the only entries a
+# directory may hold for a new report to replace it whole.
+REPORT_ENTRIES = ("figures", "index.html", "records.csv", "summary.md")
+
+
+def check_out(out: Path, option: str = "--out") -> None:
+    """Refuse (one FslabError line) an existing directory `out` that holds anything but an earlier
+    report: the new report replaces `out` whole, which must never remove a run or a user's files
+    (`fslab report RUN --out RUN`, `--out ~`)."""
+    try:
+        if not out.is_dir():
+            return
+        foreign = sorted(p.name for p in out.iterdir() if p.name not in REPORT_ENTRIES)
+    except OSError as e:
+        raise FslabError(f"{option} {out}: cannot read it: {e.strerror}; allowed: a new or empty directory, or "
+                         "an earlier report to replace") from None
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise FslabError(f"{option} {out}: holds {shown}, not a report's ({', '.join(REPORT_ENTRIES)}); a report "
+                         "replaces its directory whole; allowed: a new or empty directory, or an earlier report "
+                         "to replace", hint="give --out a new directory")
 
 
 @contextmanager

@@ -340,7 +340,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from harness.analysis.runs import label_runs, load_run
 
     if args.out:  # checked before anything is read or drawn; written whole or not at all (report.build)
-        before_boot.output_dir(args.out, "--out")
+        report.check_out(before_boot.output_dir(args.out, "--out"))
     recover.finished(args.run_dirs)
     runs = [load_run(d) for d in args.run_dirs]
     label_runs(runs)
@@ -551,17 +551,20 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     args, extra = ap.parse_known_args(argv)
     if extra:
         raise toplevel.UsageError(getattr(args, "prog", ap.prog), f"unrecognized arguments: {' '.join(extra)}")
-    _refuse_empty(args, getattr(args, "prog", ap.prog), _shown_names(ap))
+    prog = getattr(args, "prog", ap.prog)
+    _refuse_empty(args, prog, _shown_names(ap, prog))
     return args
 
 
-def _shown_names(ap: argparse.ArgumentParser) -> dict[str, str]:
-    """dest -> how the user wrote it (--deadline, RUN_DIR), over every (sub)command's arguments."""
+def _shown_names(ap: argparse.ArgumentParser, prog: str = "") -> dict[str, str]:
+    """dest -> how the user wrote it (--deadline, RUN_DIR), over every (sub)command's arguments;
+    the names of the (sub)command `prog` first (one dest may be --bundle in one command, FILE in another)."""
     out: dict[str, str] = {}
     for action in ap._actions:
         if isinstance(action, argparse._SubParsersAction):
-            for sub in action.choices.values():
-                for k, v in _shown_names(sub).items():
+            subs = sorted(action.choices.values(), key=lambda sub: not f"{prog} ".startswith(f"{sub.prog} "))
+            for sub in subs:
+                for k, v in _shown_names(sub, prog).items():
                     out.setdefault(k, v)
         elif action.option_strings:
             out.setdefault(action.dest, max(action.option_strings, key=len))

@@ -123,7 +123,11 @@ def _substitute(s: str, variables: dict[str, str], f: _File, line: int, where: s
             raise f.error(line, where, f"{{{{{m.group(1)}}}}} is not a variable; allowed: "
                           f"{', '.join(sorted(variables))}")
         return variables[m.group(1)]
-    return VAR.sub(one, s)
+    out = VAR.sub(one, s)
+    if "\0" in out:  # it reaches an argv, a directory or the environment: C strings end at NUL
+        raise f.error(line, where, f"{_short(out)} is not allowed: it holds a NUL byte; allowed: text without NUL "
+                      "bytes")
+    return out
 
 
 def _hash_input(path: Path) -> tuple[str, int, int]:
@@ -157,8 +161,9 @@ def _inputs(raw: Any, base: Path, f: _File, line: int) -> tuple[Input, ...]:
     out: list[Input] = []
     total = 0
     for item, ln, where in f.items(raw, "inputs", line, "paths"):
-        if not isinstance(item, str) or not item:
-            raise f.error(ln, where, f"{_short(item)} is not allowed; allowed: a path relative to the suite file")
+        if not isinstance(item, str) or not item or "\0" in item:
+            raise f.error(ln, where, f"{_short(item)} is not allowed; allowed: a path relative to the suite file"
+                          f"{' (without NUL bytes)' if isinstance(item, str) and chr(0) in item else ''}")
         p = (base / item).resolve() if not os.path.isabs(item) else Path(item)
         if not p.exists():
             raise f.error(ln, where, f"{item}: no such file or directory (looked for {p})")

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from harness.plan import vm_settings
 from harness.plan.document import BETTER
 from harness.units import parse_duration
 
@@ -50,7 +51,15 @@ def _text(v: Any) -> str:
     return v
 
 
+# A name becomes part of a path (the suite's name is its case id: raw/<fs>/<case>/; a step's name,
+# cold-<name> too): the bound of every name fslab puts in a file or domain name, less "cold-".
+MAX_NAME = vm_settings.MAX_NAME - len("cold-")
+
+
 def name_of(v: Any) -> str:
+    if isinstance(v, str) and len(v) > MAX_NAME:
+        raise Bad(f"{vm_settings.shown_value(v)} is not allowed; allowed: 1 to {MAX_NAME} characters (it becomes "
+                  "part of file names)")
     if not isinstance(v, str) or not NAME.fullmatch(v):
         raise Bad(f"{v!r} is not allowed; allowed: ASCII letters, digits, '-', '_', '.' and '+', "
                   "starting with a letter, digit or '_'")
@@ -111,8 +120,8 @@ def _scalars(v: Any) -> dict[str, str]:
 
 
 def _env(v: Any) -> dict[str, str]:
-    if not isinstance(v, dict) or not all(isinstance(k, str) and k for k in v):
-        raise Bad("allowed: a mapping of environment variable names to values")
+    if not isinstance(v, dict) or not all(isinstance(k, str) and k and "=" not in k and "\0" not in k for k in v):
+        raise Bad("allowed: a mapping of environment variable names (without '=' or NUL) to values")
     if any(isinstance(x, dict | list) or x is None for x in v.values()):
         raise Bad("allowed: string or number values")
     return {k: str(x) for k, x in v.items()}

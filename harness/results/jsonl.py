@@ -10,12 +10,17 @@ from harness.errors import FslabError
 
 
 def write_jsonl(path: str | Path, records: list[dict]) -> None:
-    """Write one record a line, atomically (a reader never sees half a file)."""
+    """Write one record a line, atomically (a reader never sees half a file); a failed write (a
+    full disk) leaves the file before and no .tmp."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 # The fields every reader relies on, when a record has them (docs/contracts.md), and what they hold.

@@ -21,6 +21,7 @@ commands from salvaging one run at once.
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import signal
@@ -133,7 +134,19 @@ def _locked(run_dir: Path) -> Iterator[bool]:
 
 def salvage(run_dir: Path, log: Log, force: bool = False) -> runner.Outcome | None:
     """Salvage one run directory (a --boots or several-hosts top directory too); None when there
-    is nothing to salvage (not running, or another fslab is salvaging it right now)."""
+    is nothing to salvage (not running, or another fslab is salvaging it right now). A run
+    directory fslab cannot write (a read-only or full filesystem) is one FslabError line; the run
+    stays marked running, to be salvaged where it can be written."""
+    try:
+        return _salvage(run_dir, log, force)
+    except OSError as e:
+        hint = "copy the run directory to a writable place and recover the copy" \
+            if e.errno in (errno.EROFS, errno.ENOSPC, errno.EACCES, errno.EPERM) else None
+        raise FslabError(f"{run_dir}: cannot salvage this run: {e.filename or run_dir}: {e.strerror}; allowed: a "
+                         "run directory fslab can write", hint=hint) from None
+
+
+def _salvage(run_dir: Path, log: Log, force: bool) -> runner.Outcome | None:
     with _locked(run_dir) as mine:
         m = _manifest(run_dir)
         if not mine or m is None or m.get("status") != "running":
