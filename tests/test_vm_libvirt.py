@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -35,7 +36,7 @@ def libvirt_up():
 
 def _domains() -> list[str]:
     out = subprocess.run(["virsh", "-q", "-c", "qemu:///system", "list", "--all", "--name"],
-                         capture_output=True, text=True).stdout
+                         capture_output=True, text=True, env={**os.environ, "LC_ALL": "C"}).stdout
     return [n for n in out.split() if n.startswith("fslab-")]
 
 
