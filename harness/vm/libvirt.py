@@ -174,17 +174,33 @@ def _version_text(v: int) -> str:
     return f"{v // 1000000}.{v // 1000 % 1000}.{v % 1000}"
 
 
-def version(uri: str) -> dict[str, str | None]:
+def domain_types(capabilities_xml: str, arch: str = "x86_64") -> list[str]:
+    """The domain types (qemu, kvm) the host offers `arch` guests, from its capabilities XML.
+
+    >>> domain_types("<capabilities><guest><os_type>hvm</os_type><arch name='x86_64'>"
+    ...              "<domain type='qemu'/><domain type='kvm'/></arch></guest></capabilities>")
+    ['kvm', 'qemu']
+    """
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(capabilities_xml)
+    return sorted({d.get("type", "") for g in root.iter("guest") if g.findtext("os_type") == "hvm"
+                   for a in g.iter("arch") if a.get("name") == arch for d in a.iter("domain")} - {""})
+
+
+def version(uri: str) -> dict[str, Any]:
     """Library, daemon and hypervisor versions, from the API (as `virsh version --daemon` words
-    them: "libvirt 9.0.0", "9.0.0", "QEMU 7.2.22")."""
+    them: "libvirt 9.0.0", "9.0.0", "QEMU 7.2.22"), and the domain types the host offers x86_64
+    guests (its capabilities: ["kvm", "qemu"], or ["qemu"] without KVM)."""
     lv = binding()
 
-    def ask() -> dict[str, str | None]:
+    def ask() -> dict[str, Any]:
         conn = _open(uri)
         try:
             return {"library": f"libvirt {_version_text(lv.getVersion())}",
                     "daemon": _version_text(conn.getLibVersion()),
-                    "hypervisor": f"{conn.getType()} {_version_text(conn.getVersion())}"}
+                    "hypervisor": f"{conn.getType()} {_version_text(conn.getVersion())}",
+                    "domain_types": domain_types(conn.getCapabilities())}
         finally:
             conn.close()
 
