@@ -9,8 +9,9 @@ APT_PACKAGES=(
   mmdebstrap packer               # the image: offline base from Debian's archive, then Packer
   genisoimage xorriso             # NoCloud seed ISOs (ours and Packer's cd_files)
   openssh-client                  # ssh-keygen for the Packer build's throwaway key; ssh/scp to libvirt hosts
-  libvirt-daemon-system libvirt-clients  # the libvirt backend (driven through virsh: no Python binding)
-  libvirt-l10n locales            # tests run virsh under de_DE and ja_JP with its translations (fslab uses LC_ALL=C)
+  libvirt-daemon-system libvirt-clients  # the libvirt backend (driven through its API; virsh for a person)
+  libvirt-dev pkg-config python3-dev gcc  # build the `libvirt` extra (libvirt-python) into .venv
+  libvirt-l10n locales            # tests run the libvirt paths under de_DE and ja_JP with its translations
   openssh-server                  # the two-host test reaches this machine as qemu+ssh://root@127.0.0.1
   e2fsprogs                       # mkfs.ext4 -d makes the root filesystem image
   xfsprogs                        # tests find xfs's log with xfs_db, as the power-loss guest program does
@@ -36,7 +37,7 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# The locales tests/test_virsh_locale.py runs the real virsh under (skipped where they are missing).
+# The locales tests/test_virsh_locale.py runs the libvirt paths and the real virsh under (skipped if missing).
 gen=""
 for loc in de_DE ja_JP; do
   if ! locale -a 2>/dev/null | grep -qix "$loc.utf8"; then
@@ -55,7 +56,7 @@ fi
 stamp=.venv/.fslab-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q -e '.[test]' rust-just
+  .venv/bin/pip install -q -e '.[test,libvirt]' rust-just
   touch "$stamp"
 fi
 

@@ -31,7 +31,7 @@ from harness.vm import hosts, libvirt
 
 pytestmark = pytest.mark.vm
 
-# Under TCG on a loaded machine virsh itself is slow to start and to report: the bounds below
+# Under TCG on a loaded machine the daemon and ssh are slow to start and to report: the bounds below
 # are the keepalive's, plus this much for the machine (measured here: 0.5 s over at load 3).
 SLACK_S = 15.0
 
@@ -73,7 +73,7 @@ def _noticed(dom: libvirt.Domain) -> tuple[str, float]:
 
 def test_a_host_that_comes_back_in_time_keeps_its_domain_then_a_silent_partition_is_noticed(own_host, tmp_path):
     """The link down for less than the keepalive allows, then up: the domain runs on and fslab's
-    own ssh to the host works again. Then down for good: the keeper gives up within
+    own ssh to the host works again. Then down for good: the connection's keepalive gives up within
     LOST_AFTER_S (HostLost, in one line), and the host's daemon ends the domain by itself."""
     h = own_host
     name = f"fslab-fault-{tmp_path.name}"[-50:]
@@ -211,3 +211,31 @@ def test_run_whose_host_daemon_dies_mid_case_retries_elsewhere_and_cleans_up_whe
     assert any(any(re.match(r"b\d qemu:///system: ", ln) for ln in f) and
                any(ln.startswith(f"{lost_vm} {ns.label}: ") for ln in f) for f in frames)
     assert not [ln for ln in screen(term) if re.match(r"b\d ", ln)]
+
+
+def test_fslab_killed_takes_its_domain_with_it(tmp_path):
+    """AUTODESTROY: the domain lives on the connection of the process that made it. A process
+    holding a running `libvirt.Domain` killed with SIGKILL (no cleanup runs) leaves nothing: its
+    socket closes and the daemon destroys the domain."""
+    name = f"fslab-killed-{tmp_path.name}"[-50:]
+    code = ("import sys, time; from pathlib import Path; from harness.vm import libvirt; "
+            "d = libvirt.Domain('qemu:///system', sys.argv[1], sys.argv[2], Path(sys.argv[3])).__enter__(); "
+            "print('up', flush=True); time.sleep(600)")
+    proc = subprocess.Popen([sys.executable, "-c", code, _idle_domain(name), name, str(tmp_path / "d")], cwd=ROOT,
+                            stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "up"
+        assert name in _list()
+    finally:
+        proc.kill()
+        proc.wait()
+    t0 = time.monotonic()
+    while name in _list() and time.monotonic() - t0 < 30:
+        time.sleep(0.2)
+    _say("fslab killed (SIGKILL): its domain gone after", time.monotonic() - t0)
+    assert name not in _list()
+
+
+def _list() -> str:
+    return subprocess.run(["virsh", "-q", "-c", "qemu:///system", "list", "--all", "--name"], capture_output=True,
+                          text=True, env={**os.environ, "LC_ALL": "C"}).stdout

@@ -227,7 +227,8 @@ class _Spread:
         libvirt.DESTROY_TIMEOUT_S at most); a host still gone needs nothing (its keepalive ends it)."""
         for host, dom in self.lost:
             try:
-                libvirt.virsh(host.uri, "destroy", dom, timeout=libvirt.DESTROY_TIMEOUT_S)
+                if not libvirt.destroy(host.uri, dom):
+                    continue  # it ended by itself meanwhile
             except FslabError:
                 continue
             self.log(f"fslab: [{host.label}] the host answers again; its left-over domain {dom} was destroyed")

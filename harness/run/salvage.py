@@ -244,10 +244,10 @@ def _end_vm(m: dict[str, Any], scratch: Path, log: Log) -> list[str]:
         from harness.vm import libvirt
 
         try:
-            libvirt.virsh(lv["uri"], "destroy", lv["domain"], timeout=30)
-            notes.append(f"libvirt domain {lv['domain']} was still running; destroyed")
+            if libvirt.destroy(lv["uri"], lv["domain"]):
+                notes.append(f"libvirt domain {lv['domain']} was still running; destroyed")
         except FslabError:
-            pass  # gone already: its keeper died with fslab and it was --autodestroy
+            pass  # the host does not answer (a domain there ended with fslab's connection: AUTODESTROY)
     return notes
 
 

@@ -1,132 +1,267 @@
-"""libvirt through `virsh` (no Python binding): errors in one line, and a running domain. Every
-virsh runs in the C locale (`virsh_env`), since its words are what fslab reads.
+"""libvirt through its API (libvirt-python, the `libvirt` extra): errors in one line, told apart by
+their code, and a running domain followed by its events. No virsh: nothing fslab reads is a
+translated word (Debian's libvirt-l10n translates libvirt's messages once a program sets its
+locale; error codes, errno values and events are numbers).
 
 `Domain` is the libvirt twin of `machine.Machine`: a context manager whose exit always ends the
-VM, with the same `wait(deadline, tick)`. The domain is transient and created `--autodestroy` by
-a keeper `virsh` that stays connected (and gets PR_SET_PDEATHSIG): if fslab dies, even by SIGKILL,
-the keeper dies, its connection closes and libvirt destroys the domain. The keeper also follows
-the domain's lifecycle events, so the end of the guest is seen without polling the daemon.
+VM, with the same `wait(deadline, tick)`. The domain is transient and created with
+VIR_DOMAIN_START_AUTODESTROY on a connection fslab keeps open for the domain's life: if fslab
+dies, even by SIGKILL, its socket closes and libvirt destroys the domain. Its lifecycle events
+arrive on that connection (libvirt's default event loop runs in a thread of fslab's), so the end
+of the guest is seen without polling the daemon.
 
-A host that goes silent (a partition: packets dropped, no FIN) is noticed by libvirt's keepalive
-on the keeper's connection: a ping every KEEPALIVE_INTERVAL_S, the connection closed after
-KEEPALIVE_COUNT unanswered, so at most LOST_AFTER_S after the last answer the keeper exits
-("Disconnected ... due to keepalive timeout") and `Domain.wait` raises HostLost. The daemon does
-the same on its side (libvirtd.conf's keepalive_interval 5, keepalive_count 5 by default): it
-closes the silent connection, and autodestroy ends the domain there too. A daemon that dies
-closes the connection at once (end of file). tests/test_vm_faults.py times both.
+A lost host is an event too: the connection's close callback. A host that goes silent (a
+partition: packets dropped, no FIN) is noticed by libvirt's keepalive on that connection: a ping
+every KEEPALIVE_INTERVAL_S, the connection closed after KEEPALIVE_COUNT unanswered, so at most
+LOST_AFTER_S after the last answer (close reason "keepalive") `Domain.wait` raises HostLost. The
+daemon does the same on its side (libvirtd.conf's keepalive_interval 5, keepalive_count 5 by
+default): it closes the silent connection, and autodestroy ends the domain there too. A daemon
+that dies closes the connection at once (close reason "end of file"). tests/test_vm_faults.py
+times both.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import re
-import shlex
-import subprocess
+import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from harness.errors import FslabError
-from harness.vm.qemu_process import IO_ERROR, _die_with_parent
+from harness.vm.qemu_process import IO_ERROR
 
 START_TIMEOUT = 120.0
-KEEPALIVE_INTERVAL_S = 5  # virsh's own defaults (-k 5 -K 6), said here so that the bound has a home
+KEEPALIVE_INTERVAL_S = 5  # virsh's defaults (-k 5 -K 6), kept: the bound below has its home here
 KEEPALIVE_COUNT = 6
 LOST_AFTER_S = KEEPALIVE_INTERVAL_S * (KEEPALIVE_COUNT + 1)  # a silent host is given up after this
 DESTROY_TIMEOUT_S = 30.0
+CALL_TIMEOUT_S = 60.0  # an API call to a host (connecting over ssh included) that does not answer
 _DAEMON_HINT = "start it: `systemctl start libvirtd` (or, with no init system, `virtlogd -d && libvirtd -d`)"
+_BINDING_HINT = ("run ./bootstrap.sh, or `pip install 'fslab[libvirt]'` (it builds against Debian's libvirt-dev, "
+                 "pkg-config and python3-dev)")
+
+T = TypeVar("T")
 
 
 class HostLost(FslabError):
     """The libvirt host went away while a domain was running on it."""
 
 
-def explain(uri: str, output: str, name: str | None = None) -> FslabError:
-    """One clear FslabError for what virsh printed (the errors a user can hit first)."""
-    uri = uri.split("?", 1)[0]  # no key file or socket paths in messages
-    text = " ".join(output.split())
-    last = [ln.removeprefix("error: ").strip() for ln in output.strip().splitlines() if ln.strip()]
-    tail = last[-1] if last else "no output"
-    if re.search(r"ssh: connect to host|Host key verification failed|Permission denied \(publickey|"
-                 r"Could not resolve hostname|ssh: .*(refused|timed out)", text):
-        ssh = re.search(r"(ssh: [^|]*?|Host key verification failed\.?|Permission denied \(publickey[^)]*\))"
-                        r"(?= error:|$)", text)
-        return FslabError(f"libvirt host {uri} is unreachable: {(ssh.group(1) if ssh else tail).strip()}",
+_lv: Any = None
+_loop_lock = threading.Lock()
+
+
+def binding() -> Any:
+    """The `libvirt` module, its default event loop running in a thread of this process (keepalive
+    and events need one, registered before the first connection); one clear error without it."""
+    global _lv
+    with _loop_lock:
+        if _lv is None:
+            try:
+                import libvirt as lv
+            except ImportError:
+                raise FslabError("the libvirt backend needs libvirt's Python binding (libvirt-python), which is "
+                                 "not installed", hint=_BINDING_HINT) from None
+            lv.registerErrorHandler(lambda _ctx, _err: None, None)  # errors are raised, not printed
+            lv.virEventRegisterDefaultImpl()
+            threading.Thread(target=_run_loop, args=(lv,), name="libvirt-events", daemon=True).start()
+            _lv = lv
+    return _lv
+
+
+def _run_loop(lv: Any) -> None:
+    while True:
+        lv.virEventRunDefaultImpl()
+
+
+@dataclass(frozen=True)
+class Failure:
+    """What a libvirt error says in numbers (code, domain, errno), with its message for detail."""
+
+    code: int
+    domain: int
+    errno: int
+    message: str
+
+    @classmethod
+    def of(cls, e: Any) -> Failure:
+        code, dom = e.get_error_code() or 0, e.get_error_domain() or 0
+        err = e.get_int1() if code == binding().VIR_ERR_SYSTEM_ERROR else -1
+        return cls(code, dom, err if isinstance(err, int) and err > 0 else 0, e.get_error_message() or str(e))
+
+
+_NOT_PATH = "\\s'\"‘’“”„«»「」"  # what ends a path in a message, whatever the language's quotes
+_PATH = f"(/[^{_NOT_PATH}]+)"
+_SOCKET = f"(/[^{_NOT_PATH}]*libvirt-sock[^{_NOT_PATH}]*)"
+
+
+def explain(uri: str, f: Failure, name: str | None = None) -> FslabError:
+    """One clear FslabError for a libvirt error (the errors a user can hit first), told apart by
+    its code and errno; the message (translated in a program that set its locale) gives only
+    paths and ssh's own words."""
+    lv = binding()
+    label = uri.split("?", 1)[0]  # no key file or socket paths in messages
+    text = " ".join(f.message.split())
+    rpc = f.code == lv.VIR_ERR_SYSTEM_ERROR and f.domain == lv.VIR_FROM_RPC
+    if rpc and "libvirt-sock" not in text and (f.errno not in (errno.ENOENT, errno.ECONNREFUSED, errno.EACCES)
+                                               or "+ssh" in uri):
+        ssh = re.search(r"(ssh: .*|Host key verification failed\.?|Permission denied \(publickey[^)]*\))", text)
+        detail = ssh.group(1) if ssh else text
+        if ssh and f.errno and ": " in detail:
+            detail = detail.rsplit(": ", 1)[0]  # the errno's words of the end of the pipe, not ssh's
+        return FslabError(f"libvirt host {label} is unreachable: {detail.strip()}",
                           hint="check `ssh` to that host works without a password (key in authorized_keys)")
-    if "libvirt-sock" in text and ("No such file" in text or "Connection refused" in text):
-        return FslabError(f"libvirt: the daemon for {uri} is not running (no {_socket(text)})", hint=_DAEMON_HINT)
-    if "authentication unavailable" in text or ("libvirt-sock" in text and "Permission denied" in text) \
-            or "access denied" in text.lower():
-        return FslabError(f"libvirt: permission denied on {uri}",
+    if f.code in (lv.VIR_ERR_AUTH_FAILED, lv.VIR_ERR_AUTH_UNAVAILABLE, lv.VIR_ERR_AUTH_CANCELLED,
+                  lv.VIR_ERR_ACCESS_DENIED) or (rpc and f.errno == errno.EACCES):
+        return FslabError(f"libvirt: permission denied on {label}",
                           hint="run as root, add yourself to the `libvirt` group, or use qemu:///session")
-    m = re.search(r"domain '([^']+)' already exists", text) or re.search(r"domain ([^ ]+) already exists", text)
-    if m or ("already exists" in text and name):
-        dom = m.group(1) if m else name
-        return FslabError(f"libvirt: a domain named {dom} already exists on {uri}",
-                          hint=f"a run left over? `virsh -c {uri} destroy {dom}`")
-    m = (re.search(r"(?:Cannot access storage file|Could not open|could not open kernel file|"
-                   r"could not load initrd|Failed to open file|cannot open file) '([^']+)'[^:]*: (.+?)(?= error:|$)",
-                   text, re.I)
-         or re.search(r"Unable to open file: (/[^:]+): (.+?)(?= error:|$)", text))
-    if m:
-        return FslabError(f"libvirt on {uri} cannot read {m.group(1)}: {m.group(2).strip()}",
-                          hint="the path must exist on that host and be readable by its libvirt daemon")
-    return FslabError(f"libvirt ({uri}): {tail}")
+    if rpc:
+        sock = re.search(_SOCKET, text)
+        return FslabError(f"libvirt: the daemon for {label} is not running "
+                          f"(no {sock.group(1) if sock else 'libvirt socket'})", hint=_DAEMON_HINT)
+    if f.code == lv.VIR_ERR_DOM_EXIST or (f.code == lv.VIR_ERR_OPERATION_FAILED and name and name in text):
+        return FslabError(f"libvirt: a domain named {name} already exists on {label}",
+                          hint=f"a run left over? `virsh -c {label} destroy {name}`")
+    path = re.search(_PATH, text)
+    if f.code == lv.VIR_ERR_SYSTEM_ERROR and f.errno and path:
+        return _unreadable(label, path.group(1), os.strerror(f.errno))
+    # QEMU's own words (never translated) when it could not open a file libvirt passed on
+    m = re.search(r"(?:could not open kernel file|could not load initrd|Could not open) '([^']+)'[^:]*: (.+)$", text)
+    if f.code == lv.VIR_ERR_INTERNAL_ERROR and m:
+        return _unreadable(label, m.group(1), m.group(2))
+    return FslabError(f"libvirt ({label}): {text or 'error ' + str(f.code)}")
 
 
-def _socket(text: str) -> str:
-    m = re.search(r"'(/[^']*libvirt-sock[^']*)'", text)
-    return m.group(1) if m else "libvirt socket"
+def _unreadable(label: str, path: str, why: str) -> FslabError:
+    return FslabError(f"libvirt on {label} cannot read {path}: {why.strip()}",
+                      hint="the path must exist on that host and be readable by its libvirt daemon")
 
 
-def virsh_env() -> dict[str, str]:
-    """The environment every virsh runs in: fslab's, but in the C locale. fslab reads virsh's words
-    ("error:", "Stopped", "library: libvirt 9.0.0"), and Debian's libvirt installs its translations
-    (libvirt-l10n): under LC_ALL=de_DE.UTF-8 "error:" is "Fehler:" and versions come back empty.
-    LANGUAGE goes too: gettext prefers it over LC_ALL (unless the locale is C, but say it plainly).
+def _bounded(uri: str, what: str, fn: Callable[[], T], timeout: float, name: str | None = None) -> T:
+    """fn() (libvirt calls), its libvirtError explained, given up after `timeout` (a host that does
+    not answer: the call is left to end in its thread)."""
+    lv = binding()
+    box: dict[str, Any] = {}
 
-    >>> env = virsh_env(); env["LC_ALL"], "LANGUAGE" in env
-    ('C', False)
+    def call() -> None:
+        try:
+            box["value"] = fn()
+        except lv.libvirtError as e:
+            box["error"] = explain(uri, Failure.of(e), name)
+        except BaseException as e:  # noqa: B036  (handed to the caller's thread)
+            box["error"] = e
+
+    t = threading.Thread(target=call, name=f"libvirt {what}", daemon=True)
+    t.start()
+    t.join(timeout)
+    if t.is_alive():
+        raise FslabError(f"libvirt ({uri.split('?', 1)[0]}): {what} did not answer within {timeout:.0f} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _open(uri: str) -> Any:
+    return binding().open(uri)
+
+
+def _version_text(v: int) -> str:
+    return f"{v // 1000000}.{v // 1000 % 1000}.{v % 1000}"
+
+
+def domain_types(capabilities_xml: str, arch: str = "x86_64") -> list[str]:
+    """The domain types (qemu, kvm) the host offers `arch` guests, from its capabilities XML.
+
+    >>> domain_types("<capabilities><guest><os_type>hvm</os_type><arch name='x86_64'>"
+    ...              "<domain type='qemu'/><domain type='kvm'/></arch></guest></capabilities>")
+    ['kvm', 'qemu']
     """
-    env = {k: v for k, v in os.environ.items() if k != "LANGUAGE"}
-    env["LC_ALL"] = "C"
-    return env
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(capabilities_xml)
+    return sorted({d.get("type", "") for g in root.iter("guest") if g.findtext("os_type") == "hvm"
+                   for a in g.iter("arch") if a.get("name") == arch for d in a.iter("domain")} - {""})
 
 
-def virsh(uri: str, *args: str, timeout: float = 60, name: str | None = None) -> str:
-    """stdout of `virsh -c URI ARGS` (in the C locale), or the explained error."""
-    argv = ["virsh", "-q", "-c", uri, *args]
-    try:
-        cp = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-                            env=virsh_env())
-    except FileNotFoundError:
-        raise FslabError("required tool 'virsh' is not installed", hint="apt-get install libvirt-clients") from None
-    except subprocess.TimeoutExpired:
-        raise FslabError(f"libvirt ({uri}): `{shlex.join(argv[3:])}` did not answer within {timeout:.0f} s") from None
-    if cp.returncode != 0:
-        raise explain(uri, cp.stderr + cp.stdout, name)
-    return cp.stdout
+def version(uri: str) -> dict[str, Any]:
+    """Library, daemon and hypervisor versions, from the API (as `virsh version --daemon` words
+    them: "libvirt 9.0.0", "9.0.0", "QEMU 7.2.22"), and the domain types the host offers x86_64
+    guests (its capabilities: ["kvm", "qemu"], or ["qemu"] without KVM)."""
+    lv = binding()
 
+    def ask() -> dict[str, Any]:
+        conn = _open(uri)
+        try:
+            return {"library": f"libvirt {_version_text(lv.getVersion())}",
+                    "daemon": _version_text(conn.getLibVersion()),
+                    "hypervisor": f"{conn.getType()} {_version_text(conn.getVersion())}",
+                    "domain_types": domain_types(conn.getCapabilities())}
+        finally:
+            conn.close()
 
-def version(uri: str) -> dict[str, str | None]:
-    """Library, daemon and hypervisor versions as `virsh version --daemon` reports them."""
-    out = virsh(uri, "version", "--daemon")
-    found = dict(re.findall(r"^(?:Using |Running |Running against )?(library|API|hypervisor|daemon): (.+)$",
-                            out, re.M | re.I))
-    found = {k.lower(): v.strip() for k, v in found.items()}
-    return {"library": found.get("library"), "daemon": found.get("daemon"), "hypervisor": found.get("hypervisor")}
+    return _bounded(uri, "version", ask, CALL_TIMEOUT_S)
 
 
 def native_argv(uri: str, xml_path: Path) -> list[str] | None:
     """The QEMU command line libvirt makes of a domain XML (best effort, for the manifest)."""
+    import shlex
+
+    def ask() -> str:
+        conn = _open(uri)
+        try:
+            return str(conn.domainXMLToNative("qemu-argv", xml_path.read_text(), 0))
+        finally:
+            conn.close()
+
     try:
-        out = virsh(uri, "domxml-to-native", "qemu-argv", "--xml", str(xml_path))
+        argv = shlex.split(_bounded(uri, "domxml-to-native", ask, CALL_TIMEOUT_S))
     except FslabError:
         return None
-    argv = shlex.split(out)
     while argv and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", argv[0]):
         argv.pop(0)  # the environment libvirt sets (LC_ALL=C PATH=... HOME=...)
     return argv or None
+
+
+def destroy(uri: str, name: str, timeout: float = DESTROY_TIMEOUT_S) -> bool:
+    """Destroy domain `name` on `uri`: True if it ran, False if there was none (VIR_ERR_NO_DOMAIN);
+    FslabError if the host does not answer."""
+    lv = binding()
+
+    def go() -> bool:
+        conn = _open(uri)
+        try:
+            conn.lookupByName(name).destroy()
+            return True
+        except lv.libvirtError as e:
+            if e.get_error_code() in (lv.VIR_ERR_NO_DOMAIN, lv.VIR_ERR_OPERATION_INVALID):
+                return False  # none by that name, or not running
+            raise
+        finally:
+            conn.close()
+
+    return _bounded(uri, f"destroy {name}", go, timeout, name)
+
+
+def _close_reason(lv: Any, reason: int) -> str:
+    return {lv.VIR_CONNECT_CLOSE_REASON_EOF: "end of file from the daemon (it stopped, or its host did)",
+            lv.VIR_CONNECT_CLOSE_REASON_KEEPALIVE: f"keepalive timeout (no answer for {LOST_AFTER_S} s)",
+            lv.VIR_CONNECT_CLOSE_REASON_ERROR: "connection error"}.get(reason, f"closed (reason {reason})")
+
+
+def _event_words(lv: Any, event: int, detail: int) -> str:
+    """'stopped destroyed', 'crashed panicked', ... from libvirt's own constant names."""
+    kinds = {v: k.removeprefix("VIR_DOMAIN_EVENT_").lower() for k, v in vars(lv).items()
+             if re.fullmatch(r"VIR_DOMAIN_EVENT_[A-Z]+", k) and isinstance(v, int) and "ID_" not in k}
+    kind = kinds.get(event, str(event))
+    prefix = f"VIR_DOMAIN_EVENT_{kind.upper()}_"
+    details = {v: k.removeprefix(prefix).lower().replace("_", " ") for k, v in vars(lv).items()
+               if k.startswith(prefix) and isinstance(v, int)}
+    return f"{kind} {details.get(detail, detail)}"
 
 
 class Domain:
@@ -134,105 +269,142 @@ class Domain:
 
     def __init__(self, uri: str, xml: str, name: str, workdir: Path):
         self.uri, self.xml, self.name, self.workdir = uri, xml, name, workdir
+        self.label = uri.split("?", 1)[0]
         self.xml_path = workdir / "domain.xml"
-        self.events_path = workdir / "virsh-events.log"
-        self.errors_path = workdir / "virsh-errors.log"
-        self.keeper: subprocess.Popen[bytes] | None = None
+        self.events_path = workdir / "libvirt-events.log"
+        self.conn: Any = None
+        self.dom: Any = None
         self.started_at: float | None = None
         self.stop_reason: str | None = None
+        self._stopped: str | None = None  # 'stopped shutdown', 'crashed panicked', 'suspended ioerror'
+        self._by_guest = False
+        self._lost: str | None = None
+        self._events: list[str] = []
+        self._cb_id: int | None = None
         self._shut = False
 
     def __enter__(self) -> Domain:
+        lv = binding()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.xml_path.write_text(self.xml)
-        script = (f"create --autodestroy {shlex.quote(str(self.xml_path))}; "
-                  f"event --domain {shlex.quote(self.name)} --event lifecycle --loop")
-        with open(self.events_path, "wb") as out, open(self.errors_path, "wb") as err:
-            try:
-                self.keeper = subprocess.Popen(["virsh", "-k", str(KEEPALIVE_INTERVAL_S), "-K", str(KEEPALIVE_COUNT),
-                                                "-c", self.uri, script], stdin=subprocess.DEVNULL,
-                                               stdout=out, stderr=err, preexec_fn=_die_with_parent,
-                                               env=virsh_env())
-            except FileNotFoundError:
-                raise FslabError("required tool 'virsh' is not installed",
-                                 hint="apt-get install libvirt-clients") from None
-        end = time.monotonic() + START_TIMEOUT
-        while "created from" not in self._events():
-            if self.keeper.poll() is not None or "error:" in self._errors():
-                self._end_keeper()  # (a failed create goes on to follow a same-named domain's events)
-                raise explain(self.uri, self._errors(), self.name)
-            if time.monotonic() > end:
-                self._end_keeper()
-                raise FslabError(f"libvirt ({self.uri.split('?', 1)[0]}): domain {self.name} did not start within "
-                                 f"{START_TIMEOUT:.0f} s", hint=self._errors().strip() or None)
-            time.sleep(0.2)
+        self.conn = _bounded(self.uri, "connect", lambda: _open(self.uri), START_TIMEOUT)
+        try:
+            self.conn.setKeepAlive(KEEPALIVE_INTERVAL_S, KEEPALIVE_COUNT)
+            self.conn.registerCloseCallback(self._on_close, None)
+            self._cb_id = self.conn.domainEventRegisterAny(None, lv.VIR_DOMAIN_EVENT_ID_LIFECYCLE,
+                                                           self._on_event, None)
+            _bounded(self.uri, f"create {self.name}", self._create, START_TIMEOUT, self.name)
+        except BaseException:
+            self._close()
+            raise
         self.started_at = time.monotonic()
         return self
+
+    def _create(self) -> None:
+        lv = binding()
+        try:
+            self.conn.lookupByName(self.name)
+        except lv.libvirtError as e:
+            if e.get_error_code() != lv.VIR_ERR_NO_DOMAIN:
+                raise
+        else:
+            raise explain(self.uri, Failure(lv.VIR_ERR_DOM_EXIST, lv.VIR_FROM_DOM, 0, ""), self.name)
+        self.dom = self.conn.createXML(self.xml, lv.VIR_DOMAIN_START_AUTODESTROY)
 
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
 
-    def _events(self) -> str:
-        return self.events_path.read_text(errors="replace") if self.events_path.exists() else ""
+    # -- called in the event loop's thread ----------------------------------------------------------
+    def _on_close(self, _conn: Any, reason: int, _opaque: Any) -> None:
+        lv = binding()
+        if reason != lv.VIR_CONNECT_CLOSE_REASON_CLIENT and not self._shut:
+            self._lost = _close_reason(lv, reason)
+            self._log(f"connection closed: {self._lost}")
 
-    def _errors(self) -> str:
-        return self.errors_path.read_text(errors="replace") if self.errors_path.exists() else ""
+    def _on_event(self, _conn: Any, dom: Any, event: int, detail: int, _opaque: Any) -> None:
+        if dom.name() != self.name:
+            return
+        lv = binding()
+        words = _event_words(lv, event, detail)
+        self._log(f"lifecycle: {words}")
+        if event == lv.VIR_DOMAIN_EVENT_SHUTDOWN and detail == lv.VIR_DOMAIN_EVENT_SHUTDOWN_GUEST:
+            self._by_guest = True
+        elif event in (lv.VIR_DOMAIN_EVENT_STOPPED, lv.VIR_DOMAIN_EVENT_CRASHED) or (
+                event == lv.VIR_DOMAIN_EVENT_SUSPENDED and detail == lv.VIR_DOMAIN_EVENT_SUSPENDED_IOERROR):
+            if self._stopped is None:
+                self._by_guest = self._by_guest or (event == lv.VIR_DOMAIN_EVENT_STOPPED
+                                                    and detail == lv.VIR_DOMAIN_EVENT_STOPPED_SHUTDOWN)
+                self._stopped = words
 
-    def _stopped(self) -> str | None:
-        m = re.search(r"event 'lifecycle' for domain '[^']*': (Stopped \w+|Crashed \w+|Suspended I/O Error)",
-                      self._events())
-        return m.group(1) if m else None
+    def _log(self, line: str) -> None:
+        self._events.append(line)
+        try:
+            with open(self.events_path, "a") as f:
+                f.write(f"{time.strftime('%H:%M:%S')} {line}\n")
+        except OSError:
+            pass
 
+    # -- the run's side --------------------------------------------------------------------------------
     @property
     def running(self) -> bool:
-        return self.keeper is not None and self.keeper.poll() is None and self._stopped() is None
+        return self.conn is not None and self._lost is None and self._stopped is None and not self._shut
 
     def wait(self, deadline_s: float, tick: Callable[[], None] | None = None,
              interval: float = 1.0) -> int | None:
         """0 when the guest powered off, 1 when the domain stopped otherwise, None at the deadline.
 
         Raises HostLost when the connection to the host went away under a running domain."""
-        assert self.keeper is not None and self.started_at is not None
+        assert self.conn is not None and self.started_at is not None
         end = self.started_at + deadline_s
         while True:
             if tick:
                 tick()
-            stopped = self._stopped()
+            stopped = self._stopped
             if stopped:  # powered off by the guest: 0 (the success marker decides); otherwise 1
-                by_guest = stopped == "Stopped Shutdown" or "Shutdown Finished after guest request" in self._events()
-                self.stop_reason = None if by_guest else IO_ERROR if "I/O" in stopped else f"domain {stopped.lower()}"
-                return 0 if by_guest else 1
-            if self.keeper.poll() is not None:
-                label = self.uri.split("?", 1)[0]
-                err = " | ".join(ln.removeprefix("error: ") for ln in self._errors().strip().splitlines()[-2:])
-                raise HostLost(f"lost the connection to libvirt host {label}: "
-                               f"{err.replace(self.uri, label) or 'virsh exited'}")
+                self.stop_reason = None if self._by_guest else IO_ERROR if "ioerror" in stopped else f"domain {stopped}"
+                return 0 if self._by_guest else 1
+            if self._lost is not None:
+                raise HostLost(f"lost the connection to libvirt host {self.label}: {self._lost}")
             if time.monotonic() >= end:
                 return None
             time.sleep(interval)
 
     def shutdown(self) -> None:
-        """Destroy the domain if it still runs, then end the keeper. Safe to call more than once.
+        """Destroy the domain if it still runs, then close the connection. Safe to call more than once.
 
-        Also after the keeper's connection was lost: a daemon that died and came back (systemd
-        restarts it in a second) takes its running guests back without their autodestroy, so the
-        domain would run on, unwatched, until the guest ends itself. A host that is gone makes the
-        destroy fail (at most DESTROY_TIMEOUT_S), which is fine: its daemon's keepalive ends it."""
-        if self.keeper is None or self._shut:
+        Also after the connection was lost: a daemon that died and came back (systemd restarts it
+        in a second) takes its running guests back without their autodestroy, so the domain would
+        run on, unwatched, until the guest ends itself; it is destroyed through a new connection.
+        A host that is gone makes that fail (at most DESTROY_TIMEOUT_S), which is fine: its
+        daemon's keepalive ends it."""
+        if self.conn is None or self._shut:
             return
         self._shut = True
-        if self._stopped() is None:
+        if self._stopped is None:
             try:
-                virsh(self.uri, "destroy", self.name, timeout=DESTROY_TIMEOUT_S)
+                if self._lost is None and self.dom is not None:
+                    _bounded(self.uri, f"destroy {self.name}", self.dom.destroy, DESTROY_TIMEOUT_S, self.name)
+                else:
+                    destroy(self.uri, self.name)
             except FslabError:
-                pass  # already gone, or the host is: ending the keeper destroys it (autodestroy)
-        self._end_keeper()
+                pass  # already gone, or the host is: closing the connection destroys it (autodestroy)
+        self._close()
 
-    def _end_keeper(self) -> None:
-        if self.keeper and self.keeper.poll() is None:
-            self.keeper.terminate()
-            try:
-                self.keeper.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.keeper.kill()
-                self.keeper.wait()
+    def _close(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is None:
+            return
+        self._shut = True
+
+        def close() -> None:
+            for undo in (lambda: conn.domainEventDeregisterAny(self._cb_id) if self._cb_id is not None else None,
+                         conn.unregisterCloseCallback, conn.close):
+                try:
+                    undo()
+                except binding().libvirtError:
+                    pass
+
+        try:
+            _bounded(self.uri, "close", close, DESTROY_TIMEOUT_S)
+        except FslabError:
+            pass
