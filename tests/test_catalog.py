@@ -49,7 +49,8 @@ def test_probe_entries_are_plan_entries_of_each_filesystem():
     entries = {e["name"]: e for e in catalog.probe_entries("debian-12-zfs")}
     assert list(entries) == list(filesystems.for_image("debian-12-zfs"))
     assert entries["xfs"]["mkfs"] == ["mkfs.xfs", "-f", "-q", "{dev}"] and entries["xfs"]["mount"]
-    assert entries["zfs"]["setup"][0][:2] == ["zpool", "create"] and not entries["zfs"]["mount"]
+    assert entries["zfs"]["setup"][0] == ["modprobe", "zfs"]  # the image loads no ZFS module at boot
+    assert entries["zfs"]["setup"][1][:2] == ["zpool", "create"] and not entries["zfs"]["mount"]
     json.loads(catalog.probe_json("debian-12"))  # what the build uploads
 
 

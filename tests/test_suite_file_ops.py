@@ -98,7 +98,7 @@ def test_study_vmconfig_has_the_articles_four_media():
     by = {f["name"]: f for f in p["filesystems"]}
     assert list(by) == ["zfs", "xfs-md", "xfs", "tmpfs"]
     assert by["zfs"]["layout"] == "zfs-stripe" and len(by["zfs"]["disks"]) == 2
-    assert by["zfs"]["setup"][0][7:9] == ["-O", "atime=off"]  # ZFS's noatime
+    assert by["zfs"]["setup"][1][7:9] == ["-O", "atime=off"]  # ZFS's noatime
     assert by["xfs-md"]["layout"] == "md-raid0" and len(by["xfs-md"]["disks"]) == 2
     assert by["xfs"]["layout"] == "single"
     assert all(by[n]["mount_options"] == "noatime" for n in ("xfs-md", "xfs"))

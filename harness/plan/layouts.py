@@ -79,8 +79,11 @@ _ZPOOL = "fslab-{name}"
 def _zfs(name: str, vdev: Argv, lo: int, hi: int, description: str) -> Layout:
     return Layout(usable="mirror" if "mirror" in vdev else "sum",
         name=name, min_disks=lo, max_disks=hi, device=_ZPOOL,
-        setup=(("zpool", "create", "-f", "-o", "ashift=12", "-O", "mountpoint={mnt}", "{opts}", _ZPOOL,
-                *vdev, "{devs}"),),
+        # The module first: the image loads none at boot (packer/scripts/45-lean-boot.sh), and zpool
+        # loads it only with ZFS_MODULE_LOADING=yes ("The ZFS modules are not loaded" otherwise).
+        setup=(("modprobe", "zfs"),
+               ("zpool", "create", "-f", "-o", "ashift=12", "-O", "mountpoint={mnt}", "{opts}", _ZPOOL,
+                *vdev, "{devs}")),
         teardown=(("zpool", "destroy", "-f", _ZPOOL),),
         fs_types=("zfs",), description=description, package="zfsutils-linux",
     )
