@@ -28,6 +28,10 @@ STUDY_VMS = {
     "file-ops": "vmconfigs/file-ops.yaml",
     "small-files": "vmconfigs/small-files.yaml",
     "power-loss": "vmconfigs/power-loss.yaml",  # seeds 001, 003, 004 on crashes; every debian-12 variant
+    # the application suites (issue 27): no study, one VM for the three (ext4, xfs, btrfs)
+    "sqlite": "vmconfigs/apps.yaml",
+    "pgbench": "vmconfigs/apps.yaml",
+    "git": "vmconfigs/apps.yaml",
 }
 
 
