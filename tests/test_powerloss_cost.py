@@ -12,8 +12,12 @@ import pytest
 from test_powerloss_program import (
     INITIAL,
     METRICS,
+    NOTES,
+    SLOT,
+    LogBuilder,
     _file,
     fake_case,
+    fake_header,
     pl,
     random_log,
     reference_state,
@@ -21,7 +25,7 @@ from test_powerloss_program import (
 
 from harness.guest_programs import guest_module
 
-for _part in ("target", "sampling", "cost", "dmioctl"):
+for _part in ("target", "sampling", "cost", "dmioctl", "same_state"):
     guest_module(f"fslabguest.powerloss.{_part}")
 
 
@@ -119,3 +123,112 @@ def test_blanking_a_ram_target_zeroes_it_without_writing_and_leaves_a_disk_alone
         assert pl.target.blank(pl.target.Target("ram", str(f), "/dev/loop9", True, "", 0), fh.fileno())
         assert not pl.target.blank(pl.target.Target("disk", str(f), str(f), False, "", 0), fh.fileno())
     assert f.read_bytes() == bytes(8192) and os.stat(f).st_blocks == 0
+
+
+def zero_heavy_log(rng: random.Random, n: int):
+    """random_log's entries with zero writes mixed in (mkfs writes megabytes of them), and
+    flushes with nothing before them (identical states)."""
+    b = random_log(rng, n)
+    end = b.entries.pop()  # the end mark goes last again
+    for i in range(n // 2):
+        kind = rng.choice(("zero", "zero-fua", "flush", "flush"))
+        s, k = rng.randrange(0, 30), rng.randrange(1, 4)
+        if kind == "zero":
+            b.write(s, bytes(512 * k))
+        elif kind == "zero-fua":
+            b.fua(s, bytes(512 * k))
+        else:
+            b.flush()
+        if i % 3 == 0:
+            b.flush()
+    b.entries.append(end)
+    return b
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_skipping_zeros_and_fua_entries_in_place_keeps_every_state_and_says_when_nothing_changed(tmp_path, seed):
+    """Against the brute-force reference, on a fresh target and on a disk with noise: every state
+    exact; and `goto` says False only when the state is byte-identical to the one before."""
+    rng = random.Random(200 + seed)
+    raw = zero_heavy_log(rng, 50).build()
+    logp = _file(tmp_path, raw, "z.log")
+    log = pl.log.parse_log(open(logp, "rb"))
+    points = pl.points.crash_points(log)
+    for fresh in (True, False):
+        initial = bytes(len(INITIAL)) if fresh else INITIAL
+        target = tmp_path / "t.img"
+        target.write_bytes(initial)
+        prev, unchanged = None, 0
+        with open(logp, "rb") as lf, open(target, "r+b", buffering=0) as df:
+            rp = pl.replay.Replayer(log, lf.fileno(), df.fileno())
+            rp.reset(fresh=fresh)
+            for p in points:
+                changed = rp.goto(p)
+                got = target.read_bytes()
+                assert got == reference_state(raw, log, p.t, initial), (seed, fresh, p)
+                if not changed:
+                    unchanged += 1
+                    assert prev is None or got == prev, (seed, p)
+                prev = got
+        assert unchanged, "the log has identical states: some goto must say so"
+
+
+def test_a_zero_write_over_written_bytes_is_written():
+    e = pl.replay.Extents()
+    e.add(10, 20)
+    assert e.overlaps(15, 16) and e.overlaps(0, 11) and e.overlaps(19, 30)
+    assert not e.overlaps(0, 10) and not e.overlaps(20, 30)
+
+
+def empty_flushes_log(a: bytes, b: bytes, c: bytes) -> LogBuilder:
+    """fake_log with flushes that write nothing: after a FUA (the same image, one more promise
+    due) and after that (the same image, the same promises)."""
+    lb = LogBuilder()
+    lb.write(0, fake_header({"fakefs": 1}))
+    lb.flush()
+    lb.mark("mkfs")
+    lb.write(SLOT // 512 + 1, a)
+    lb.flush()
+    lb.fua(SLOT // 512, fake_header({"path": "a", "size": len(a)}))  # point 2
+    lb.flush()  # point 3: nothing written since: the same image; p1 becomes due here
+    lb.mark("p1")
+    lb.flush()  # point 4: the same image, the same promise due
+    lb.write(2 * SLOT // 512 + 1, b)
+    lb.write(2 * SLOT // 512, fake_header({"path": "b", "size": len(b)}))
+    lb.flush()
+    lb.mark("p2")
+    lb.write(3 * SLOT // 512 + 1, c)
+    lb.write(3 * SLOT // 512, fake_header({"path": "c", "size": len(c)}))
+    lb.mark("dm-log-writes-end")
+    return lb
+
+
+def test_a_point_whose_image_did_not_change_takes_what_depends_on_the_image_from_the_last(tmp_path, monkeypatch):
+    points, m, _, fake = fake_case(tmp_path, monkeypatch, log=empty_flushes_log)
+    assert [(p["point"], p["due"], p.get("same_state_as")) for p in points] == [
+        (0, 0, None), (1, 0, None), (2, 0, None), (3, 1, 2), (4, 1, 3), (5, 2, None)]
+    # point 3: mounted again (p1 is due now) and verified, the checker's verdict taken from point 2
+    assert points[3]["mounted"] and points[3]["promises_checked"] == ["p1"]
+    assert points[3]["check"]["same_state_as"] == 2 and points[3]["check"]["verdict"] == "clean"
+    # point 4: nothing to do at all, point 3's findings
+    assert points[4]["promises_checked"] == ["p1"] and points[4]["oracle"] == points[3]["oracle"]
+    assert fake.mounts == 5 and len([c for c in fake.calls if c[0] == "create"]) == 5  # not 6
+    assert m[("points_same_state", None)] == 2 and m[("points_same_state_unmounted", None)] == 1
+    assert "byte-identical" in NOTES[("points_same_state", None)]
+    assert m[("points_clean", None)] == 6 and m[("promises_broken", None)] == 0
+
+
+def test_the_same_image_gets_its_checker_when_the_last_point_left_it_out(tmp_path, monkeypatch):
+    points, m, _, _ = fake_case(tmp_path, monkeypatch, log=empty_flushes_log, check_every=9)
+    # point 2 (no promise due) has no checker; point 3 (p1 due) must: it runs, on the same image
+    assert points[2]["check"].get("sampled_out") and points[3]["check"]["ran"]
+    assert "same_state_as" not in points[3] and points[4]["same_state_as"] == 3
+    assert m[("points_same_state", None)] == 1
+
+
+def test_the_same_image_that_did_not_mount_is_not_mounted_again(tmp_path, monkeypatch):
+    points, m, _, fake = fake_case(tmp_path, monkeypatch, log=empty_flushes_log, fail_mount_at={2})
+    assert [p["mounted"] for p in points] == [True, True, False, False, False, True]
+    assert [p.get("same_state_as") for p in points[3:5]] == [2, 3] and points[4]["check"]["ran"]
+    assert fake.mounts == 4 and m[("points_unmountable", None)] == 3
+    assert m[("points_same_state_unmounted", None)] == 2

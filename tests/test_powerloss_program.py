@@ -742,8 +742,12 @@ class FakeSystem:
 
     def dm_create(self, name: str, table: str) -> str:
         self.calls.append(("create", name, table))
-        origin = table.split()[3]  # the snapshot: what it shows is the origin's content
-        return self.loops.get(origin, origin)
+        origin = self.loops.get(table.split()[3], table.split()[3])
+        if " snapshot " not in table:
+            return origin
+        snap = self.data.parent / f"snap-{name}"  # a copy: writes to it leave the origin alone
+        shutil.copyfile(origin, snap)
+        return str(snap)
 
     def mount(self, fstype, options, dev, mnt):
         self.mounts += 1
@@ -797,7 +801,7 @@ METRICS: list[dict] = []  # the last fake_case's metric lines, in order
 
 
 def fake_case(tmp_path, monkeypatch, fault=None, fail_mount_at=frozenset(), check=("fsck.fake", "{dev}"),
-              log=fake_log, checker_rc=None, replay_target="disk", check_every=1):
+              log=fake_log, checker_rc=None, replay_target="disk", check_every=1, reorder=0):
     a, b, c = pl.promises.blob("a", 2048), pl.promises.blob("b", 1536), pl.promises.blob("c", 512)
     logp = _file(tmp_path, log(a, b, c).build())
     data = tmp_path / "data.img"
@@ -817,7 +821,8 @@ def fake_case(tmp_path, monkeypatch, fault=None, fail_mount_at=frozenset(), chec
     cfg = Namespace(data=str(data), log=str(logp), max_points=0, fault=fault, fstype="fakefs", mount_options="",
                     mnt=str(mnt), check=list(check) if check else None, fs_type="fakefs", fs_name="fake",
                     cow_file=str(tmp_path / "cow"), cow_dir=str(tmp_path), replay_target=replay_target,
-                    check_every=check_every, workload="hand-made", seed=0, ops=2, mkfs=["mkfs.fake"])
+                    check_every=check_every, workload="hand-made", seed=0, ops=2, mkfs=["mkfs.fake"],
+                    reorder=reorder)
     fake = FakeSystem(data, fail_mount_at, checker_rc)
     fake.install(monkeypatch)
     metrics = METRICS  # filled as the loop emits (a test may read it while the loop runs)

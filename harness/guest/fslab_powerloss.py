@@ -6,7 +6,8 @@ command line; what it does is in the package fslabguest.powerloss, one module pe
 crash points, replay, promises, workloads, device mapper, recording, the check loop, the report).
 
     fslab-powerloss --plan /run/fslab/plan.json --fs NAME --data DEV --log DEV --workload W
-                    [--seed S] [--ops N] [--max-points N] [--fault drop-flushed-write] --out DIR
+                    [--seed S] [--ops N] [--max-points N] [--check-every K] [--reorder N]
+                    [--fault drop-flushed-write] --out DIR
     (or --mkfs-json '["mkfs.ext4","-F","{dev}"]' --fstype ext4 [--mount-options O]
         [--check-json '["e2fsck","-fn","{dev}"]'] instead of --plan/--fs)
     fslab-powerloss --inspect LOGFILE [--max-points N]   (no root: a log's summary and its crash points;
@@ -214,6 +215,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--check-every", type=_int_at_least(1), default=1,
                    help="run the checker at 1 in K of the points where no promise becomes due "
                         "(always at promise points, the first, the last and unmountable ones; default 1: every point)")
+    p.add_argument("--reorder", type=_int_at_least(0), default=0,
+                   help="at each crash point at a flush, also check up to N states the disk could hold just before "
+                        "it: subsets of the epoch's plain writes, overlapping ones in either order (reorder.py; "
+                        "default 0: none)")
     p.add_argument("--fault", choices=FAULTS, help="positive control: leave out a write a promise depends on")
     p.add_argument("--out", help="evidence directory")
     p.add_argument("--mnt", default="/mnt/fslab-powerloss", help="mount point (default: %(default)s)")

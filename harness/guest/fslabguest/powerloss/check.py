@@ -11,8 +11,9 @@ import shutil
 import stat
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 
-from fslabguest.powerloss import PowerlossError, checkers, controls, oracle, sampling
+from fslabguest.powerloss import PowerlossError, checkers, controls, oracle, reorder, same_state, sampling
 from fslabguest.powerloss import devmapper as dm
 from fslabguest.powerloss.cost import CLOCK, emit_point, split
 from fslabguest.powerloss.log import DISCARD, END_MARK, FLUSH, FUA, MKFS_MARK, Log, parse_log
@@ -28,18 +29,23 @@ def _lines(text: str, n: int = 20) -> list[str]:
 
 
 def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str, sectors: int,
-                kmsg: dm.Kmsg, fsck: bool = True) -> tuple[dict, str, dict[str, bytes]]:
+                kmsg: dm.Kmsg, fsck: bool = True, same_check: tuple[dict, str] | None = None,
+                prepare: Callable[[str], None] | None = None) -> tuple[dict, str, dict[str, bytes]]:
     """Snapshot, mount (journal replay), verify, umount, checker: one point's record, the checker's
     output, and the first MiB of each file that broke a promise (evidence). fsck False: the
-    checker is left out at this point (sampling.py), said in the record."""
-    rec: dict = {"point": point.index, "t": point.t, "state": point.state, "barrier": point.barrier,
-                 "due": point.due, "new_promises": point.new}
+    checker is left out at this point (sampling.py), said in the record. same_check: the checker's
+    record and output at an earlier point whose crash image was byte-identical (same_state.py),
+    taken instead of running it again. prepare: called with every snapshot made, before it is used
+    (reorder.py writes a reordered state's persisted writes onto it)."""
+    rec: dict = point.head()
     table = f"0 {sectors} snapshot {cfg.data} {cow_dev} N 8"
     t0 = time.monotonic()
     kmsg.take()
     snap = dm.dm_create(dm.SNAP, table)
     check_text, found = "", {}
     try:
+        if prepare is not None:
+            prepare(snap)
         if cfg.fstype == "btrfs":  # btrfs refuses a device older than one it saw (the recording's)
             dm.run_cmd(["btrfs", "device", "scan", "--forget"], 60)
         rc, text = dm.mount_fs(cfg.fstype, cfg.mount_options, snap, cfg.mnt)
@@ -65,8 +71,12 @@ def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str,
         else:  # the checker then sees the crash image as it was, not what the failed mount left
             dm.dm_remove(dm.SNAP)
             snap = dm.dm_create(dm.SNAP, table)
+            if prepare is not None:
+                prepare(snap)
         check: dict
-        if not cfg.check:
+        if same_check is not None:
+            check, check_text = same_check
+        elif not cfg.check:
             check = {"ran": False, "note": f"no checker for {cfg.fs_type}"}
         elif not fsck and rec["mounted"]:  # at a point that did not mount it always runs
             check = {"ran": False, "sampled_out": True, "note": sampling.NOTE.format(k=cfg.check_every)}
@@ -172,12 +182,14 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
     cow_dev = dm.must(["losetup", "--find", "--show", cfg.cow_file], "losetup").strip()
     kmsg = dm.Kmsg()
     fsck_at = sampling.checker_points(chosen, cfg.check_every)
-    tot: dict = {"points": 0, "sampled_out": 0, "check_every": cfg.check_every, "unmountable": 0, "no_checker": 0,
+    tot: dict = {"points": 0, "sampled_out": 0, "same_state": 0, "same_state_unmounted": 0,
+                 "check_every": cfg.check_every, "unmountable": 0, "no_checker": 0,
                  "checks": 0, "checks_broken": 0, "unreachable": 0, "present": 0, "lost": 0, "unmountable_not_clean": 0,
                  "verdicts": dict.fromkeys(checkers.VERDICTS, 0)}
     checked: dict[str, str] = {}
     evidence: dict[str, dict] = {}
     oracle_found: dict[str, dict] = {}  # "path: what" -> the mismatch, where it was first seen and every point
+    tot["reorder"], tot["reorder_n"] = [], getattr(cfg, "reorder", 0)  # one tally per flush epoch (reorder.py)
     tot["oracle"] = {"points": 0, "paths": 0, "dirs": 0, "points_with_mismatches": 0, "not_derived": 0, "why": ""}
     t0 = time.monotonic()
     try:
@@ -190,12 +202,38 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
             rp = Replayer(log, lf.fileno(), dev.fileno(), [fault["entry"]] if fault else [])
             rp.reset(fresh=target.fresh)
             CLOCK.take()
-            with open(os.path.join(out, "points.jsonl"), "w") as pf:
+            last: same_state.Last | None = None
+            reordering = tot["reorder_n"] > 0
+            with open(os.path.join(out, "points.jsonl"), "w") as pf, \
+                    open(os.path.join(out, "reorder.jsonl"), "w") if reordering else nullcontext() as rf:
                 for pt in chosen:
+                    ep = reorder.epoch_of(log, points, pt, set(rp.drop)) if reordering else None
+                    if ep is not None:  # the states the disk could hold just before this flush
+                        if rp.goto(points[ep.base]):
+                            last = None
+                            os.fsync(dev.fileno())
+                        tot["reorder"].append(_explore(ep, points[ep.base], pt, cfg, acks, log, lf.fileno(),
+                                                       cow_dev, sectors, kmsg, rf, out))
+                    CLOCK.take()  # what the point itself costs starts here
                     with CLOCK.part("replay"):
-                        rp.goto(pt)
-                        os.fsync(dev.fileno())  # the snapshot reads the disk, not this file's page cache
-                    rec, check_text, found = check_point(pt, cfg, acks, cow_dev, sectors, kmsg, pt.index in fsck_at)
+                        if rp.goto(pt) or last is None:
+                            last = None  # a byte changed: nothing of the last point holds here
+                            os.fsync(dev.fileno())  # the snapshot reads the disk, not this file's page cache
+                    t_point = time.monotonic()
+                    fsck = pt.index in fsck_at
+                    how = same_state.reuse(last, pt, fsck, bool(cfg.check))
+                    if how == same_state.ALL:
+                        assert last is not None
+                        rec, check_text, found = same_state.copy_record(last, pt), last.check_text, last.found
+                        rec["seconds"] = round(time.monotonic() - t_point, 3)
+                    else:
+                        rec, check_text, found = check_point(
+                            pt, cfg, acks, cow_dev, sectors, kmsg, fsck,
+                            same_state.checker_of(last) if how == same_state.CHECKER else None)
+                        if how == same_state.CHECKER:
+                            assert last is not None
+                            rec["same_state_as"] = last.point.index
+                    last = same_state.Last(pt, rec, check_text, found)
                     parts = CLOCK.take()
                     rec["seconds"] = round(rec["seconds"] + parts.get("replay", 0.0), 3)
                     rec["cost_s"] = split(rec["seconds"], parts)
@@ -209,6 +247,8 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
                     elif rec["check"]["ran"]:  # on a crash image no mount replayed: counted apart
                         tot["unmountable_not_clean"] += not rec["check"]["clean"]
                     tot["sampled_out"] += bool(rec["check"].get("sampled_out"))
+                    tot["same_state"] += "same_state_as" in rec
+                    tot["same_state_unmounted"] += how == same_state.ALL
                     tot["no_checker"] += not rec["check"]["ran"] and not rec["check"].get("sampled_out")
                     if not rec["check"]["ran"] and not rec["check"].get("sampled_out"):  # why: none, or missing
                         tot.setdefault("no_checker_why", rec["check"]["note"])
@@ -268,6 +308,67 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
         tot["fault"] = {"replayed": bool(rp is not None and rp.dropped), "promise": fault["promise"],
                         "broken": fault["promise"] in evidence}
     return tot
+
+
+def _explore(ep: reorder.Epoch, base: Point, pt: Point, cfg: argparse.Namespace, acks: Acks, log: Log, log_fd: int,
+             cow_dev: str, sectors: int, kmsg: dm.Kmsg, rf, out: str) -> dict:
+    """Check the reordered states of the epoch ended by `pt`'s FLUSH (reorder.py) on snapshots of
+    `base`'s state (the data disk holds it now): each a line of reorder.jsonl, each finding also in
+    evidence/reorder.json; returns the epoch's tally."""
+    flush = log.entries[ep.flush]
+    seqs, exhaustive, distinct = reorder.states(log, ep, cfg.reorder, f"{cfg.workload}/{cfg.seed}",
+                                                flush.writes and flush.has(FUA))
+    at = Point(base.index, base.state, base.t, base.barrier, base.due, [], base.final)  # a crash just before the flush
+    tally: dict = {"point": pt.index, "flush": ep.flush, "base": base.index, "in_flight": len(ep.writes),
+             "states": 0, "exhaustive": exhaustive, "distinct": distinct, "unmountable": 0, "broken": 0,
+             "not_clean": 0, "needing_repair": 0, "oracle": 0, "pids": []}
+    for k, seq in enumerate(seqs):
+        def persist(snap: str, seq: tuple[int, ...] = seq) -> None:
+            with CLOCK.part("replay"):
+                fd = os.open(snap, os.O_RDWR)
+                try:
+                    reorder.apply_state(log, log_fd, fd, seq)
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+
+        CLOCK.take()
+        rec, check_text, _ = check_point(at, cfg, acks, cow_dev, sectors, kmsg, True, None, persist)
+        rec["cost_s"] = split(rec["seconds"], CLOCK.take())
+        rec["reorder"] = {"point": pt.index, "flush": ep.flush, "base": base.index, "state": k, "of": len(seqs),
+                          "exhaustive": exhaustive, "distinct": distinct, "in_flight": ep.writes,
+                          "persisted": list(seq)}
+        rf.write(json.dumps(rec, sort_keys=True) + "\n")
+        rf.flush()
+        c = rec["check"]
+        tally["states"] += 1
+        tally["unmountable"] += not rec["mounted"]
+        broken = rec.get("broken") or []
+        tally["broken"] += bool(broken)
+        tally["pids"] = sorted(set(tally["pids"]) | set(broken))
+        tally["oracle"] += bool((rec.get("oracle") or {}).get("mismatches"))
+        if rec["mounted"] and c.get("ran"):
+            tally["not_clean"] += c["verdict"] in (checkers.PREEN, checkers.REPAIR)
+            tally["needing_repair"] += c["verdict"] == checkers.REPAIR
+        if not rec["mounted"] or broken or (rec.get("oracle") or {}).get("mismatches") or \
+                (c.get("ran") and not c.get("clean")):
+            _append_json(os.path.join(out, "evidence", "reorder.json"), {**rec, "checker_output":
+                                                                         check_text.splitlines()[:100]})
+    return tally
+
+
+def _append_json(path: str, obj: dict, limit: int = 200) -> None:
+    """One more finding in a JSON list file (at most `limit`; the count of the rest kept)."""
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        doc = {"findings": [], "more": 0}
+    if len(doc["findings"]) < limit:
+        doc["findings"].append(obj)
+    else:
+        doc["more"] += 1
+    _write_json(path, doc)
 
 
 def _oracle_tally(tot: dict, rec: dict, found: dict[str, dict]) -> None:
