@@ -31,7 +31,7 @@ VARIANTS = ["ext2", "ext3-ordered", "ext3-writeback", "ext3-journal", "ext4", "e
 
 @pytest.mark.parametrize("profile, ids, ops, max_points", [
     ("paper", WORKLOADS, 50, 0), ("quick", WORKLOADS, 10, 40), ("smoke", ["maildir"], 3, 12),
-    ("seq-1", ["seq-1"], len(pl.program().sequences(1)), 0)])
+    ("seq-1", ["seq-1"], len(pl.program().sequences(1)), 0), ("reorder", ["maildir"], 3, 12)])
 def test_cases_one_per_workload_then_the_control(profile, ids, ops, max_points):
     cases = pl.SUITE.cases(profile)
     assert [c.id for c in cases] == [*ids, "control"] and pl.SUITE.default_reps(profile) == 1
@@ -49,7 +49,9 @@ def test_cases_one_per_workload_then_the_control(profile, ids, ops, max_points):
         assert int(opt["--max-points"]) == (0 if control else max_points)
         assert (opt.get("--fault") == "drop-flushed-write") is control and argv[-1] != "--fault"
         assert int(opt["--ops"]) == (c.params["ops"]) and (control or c.params["ops"] == ops)
-        assert c.timeout_s == pl.timeout_s(c.params["ops"], c.params["max_points"]) >= 900
+        reorder = 0 if control or profile != "reorder" else 8  # reordered states only in their profile's cases
+        assert int(opt.get("--reorder", 0)) == c.params.get("reorder", 0) == reorder
+        assert c.timeout_s == pl.timeout_s(c.params["ops"], c.params["max_points"], reorder) >= 900
 
 
 def test_the_program_parses_the_suites_argv():

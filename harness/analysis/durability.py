@@ -34,7 +34,7 @@ import json
 from dataclasses import dataclass, field
 from html import escape
 
-from harness.analysis import ranking
+from harness.analysis import durability_reorder, ranking
 from harness.analysis.durability_reading import DOCUMENTED, reading
 from harness.analysis.number_format import fmt
 from harness.analysis.runs import Run, measured
@@ -554,13 +554,18 @@ def sections(runs: list[Run]) -> list:
         for text in sequences_said(ds, orows, brows):
             html.append(f"<p>{escape(text)}</p>")
             md += [text, ""]
+        recs = [r for r in run.records if r.get("suite") == SUITE]
+        rhead, rrows = durability_reorder.table(recs)
+        for text in durability_reorder.said(recs):
+            _said_with_table(html, md, text, rhead, rrows)
         shead, srows = sampling_table(ds)
         if srows:
             total = sum(d.points_total for d in ds)
             checked = sum(d.points for d in ds if d.points_total)
             said = (f"every one of the {total} crash points in the logs was checked" if checked >= total else
                     f"{checked} of the {total} crash points in the logs were checked (a sample)")
-            text = f"Sampling: {said}; per case, with the promises made and checked:"
+            same = durability_reorder.same_said(recs)
+            text = f"Sampling: {said}{'. ' + same[:-1] if same else ''}; per case, with the promises made and checked:"
             html += [f"<p>{escape(text)}</p>", _html_table(shead, srows)]
             md += [text, "", *_md_table(shead, srows), ""]
             overlaps = [f"{r[0]} {r[1]} ({r[5]})" for r in srows if r[5] != "0"]

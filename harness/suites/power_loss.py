@@ -124,12 +124,18 @@ POINTS_PER_OP = 8  # paper profile, every point: an op makes 2-4 flush/FUA bound
 
 _PROFILES: dict[str, dict[str, Any]] = {
     # ops per workload, ops of the control, max points a case (0 = all), workloads (None = all),
-    # check_every: the checker at 1 in K of the points without a new promise (the program's sampling.py)
-    "paper": {"ops": 50, "control_ops": 5, "max_points": 0, "workloads": None, "check_every": 4},
-    "quick": {"ops": 10, "control_ops": 4, "max_points": 40, "workloads": None, "check_every": 1},
-    "smoke": {"ops": 3, "control_ops": 2, "max_points": 12, "workloads": ("maildir",), "check_every": 1},
+    # check_every: the checker at 1 in K of the points without a new promise (the program's sampling.py),
+    # reorder: up to N reordered states at each crash point at a flush (the program's reorder.py; 0: none)
+    "paper": {"ops": 50, "control_ops": 5, "max_points": 0, "workloads": None, "check_every": 4, "reorder": 0},
+    "quick": {"ops": 10, "control_ops": 4, "max_points": 40, "workloads": None, "check_every": 1, "reorder": 0},
+    "smoke": {"ops": 3, "control_ops": 2, "max_points": 12, "workloads": ("maildir",), "check_every": 1,
+              "reorder": 0},
     # ACE's seq-1 (the program's seqgen.py): every generated sequence (ops None), every crash point
-    "seq-1": {"ops": None, "control_ops": 4, "max_points": 0, "workloads": ("seq-1",), "check_every": 1},
+    "seq-1": {"ops": None, "control_ops": 4, "max_points": 0, "workloads": ("seq-1",), "check_every": 1,
+              "reorder": 0},
+    # smoke, and at each crash point at a flush up to 8 of the states the disk could hold just before it
+    "reorder": {"ops": 3, "control_ops": 2, "max_points": 12, "workloads": ("maildir",), "check_every": 1,
+                "reorder": 8},
 }
 
 
@@ -145,27 +151,33 @@ def workloads(profile: str) -> tuple[str, ...]:
     return tuple(program().WORKLOADS) if chosen is None else tuple(chosen)
 
 
-def timeout_s(ops: int, max_points: int) -> int:
-    """What a case may take: TIMEOUT_BASE_S plus SECONDS_PER_POINT per point it may check.
+def timeout_s(ops: int, max_points: int, reorder: int = 0) -> int:
+    """What a case may take: TIMEOUT_BASE_S plus SECONDS_PER_POINT per point it may check, and per
+    reordered state it may check (up to `reorder` at each point).
 
-    >>> timeout_s(10, 40), timeout_s(50, 0)
-    (2100, 12960)
+    >>> timeout_s(10, 40), timeout_s(50, 0), timeout_s(3, 12, 8)
+    (2100, 12960, 4140)
     """
     points = max_points if max_points else POINTS_PER_OP * ops + 2
-    return TIMEOUT_BASE_S + SECONDS_PER_POINT * points
+    return TIMEOUT_BASE_S + SECONDS_PER_POINT * points * (1 + reorder)
 
 
-def _case(cid: str, workload: str, ops: int, max_points: int, check_every: int, fault: str | None = None) -> Case:
+def _case(cid: str, workload: str, ops: int, max_points: int, check_every: int, fault: str | None = None,
+          reorder: int = 0) -> Case:
     argv = [PROGRAM, "--plan", PLAN_PATH, "--fs", "{name}", "--data", "{disk0}", "--log", "{disk1}",
             "--workload", workload, "--seed", "{rep}", "--ops", str(ops), "--max-points", str(max_points),
             "--check-every", str(check_every), "--mnt", "{mnt}", "--out", "{out}"]
+    if reorder:
+        argv += ["--reorder", str(reorder)]
     if fault:
         argv += ["--fault", fault]
     params: dict[str, Any] = {"workload": workload, "ops": ops, "max_points": max_points, "check_every": check_every}
+    if reorder:
+        params["reorder"] = reorder
     if fault:
         params["fault"] = fault
     step = {"name": "run", "argv": argv, "cwd": "/", "parse": "metrics", "collect": True, "silent_s": SILENT_S}
-    return Case(id=cid, kind="steps", params=params, timeout_s=timeout_s(ops, max_points),
+    return Case(id=cid, kind="steps", params=params, timeout_s=timeout_s(ops, max_points, reorder),
                 steps=as_steps([step], f"suite power-loss: case {cid}"))
 
 
@@ -174,7 +186,7 @@ def expand(profile: str) -> list[Case]:
     p = _PROFILES[profile]
     (fault,) = program().FAULTS
     ops = p["ops"] or len(program().sequences(1))
-    return [_case(w, w, ops, p["max_points"], p["check_every"]) for w in workloads(profile)] + [
+    return [_case(w, w, ops, p["max_points"], p["check_every"], reorder=p["reorder"]) for w in workloads(profile)] + [
         _case(CONTROL, CONTROL_WORKLOAD, p["control_ops"], 0, 1, fault)]
 
 
@@ -211,6 +223,8 @@ SUITE = Suite(
         "smoke": "maildir x 3 durability points, at most 12 crash points, + the control (tests, CI)",
         "seq-1": "ACE's seq-1: every operation x each fitting persistence point, every crash "
                  "point, the full-state oracle, + the control",
+        "reorder": "smoke, and up to 8 reordered states at each crash point at a flush (subsets of the writes "
+                   "in flight before it, CrashMonkey's), + the control",
     },
     expand=expand,
     headline="promises_broken",
