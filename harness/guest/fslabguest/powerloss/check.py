@@ -13,7 +13,16 @@ import time
 from collections.abc import Callable
 from contextlib import nullcontext
 
-from fslabguest.powerloss import PowerlossError, checkers, controls, oracle, reorder, same_state, sampling
+from fslabguest.powerloss import (
+    PowerlossError,
+    checkers,
+    controls,
+    oracle,
+    reorder,
+    reorder_check,
+    same_state,
+    sampling,
+)
 from fslabguest.powerloss import devmapper as dm
 from fslabguest.powerloss.cost import CLOCK, emit_point, split
 from fslabguest.powerloss.log import DISCARD, END_MARK, FLUSH, FUA, MKFS_MARK, Log, parse_log
@@ -212,8 +221,10 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
                         if rp.goto(points[ep.base]):
                             last = None
                             os.fsync(dev.fileno())
-                        tot["reorder"].append(_explore(ep, points[ep.base], pt, cfg, acks, log, lf.fileno(),
-                                                       cow_dev, sectors, kmsg, rf, out))
+                        assert rf is not None
+                        tot["reorder"].append(reorder_check.explore(
+                            ep, points[ep.base], pt, cfg, log, lf.fileno(), rf, out,
+                            lambda at, prep: check_point(at, cfg, acks, cow_dev, sectors, kmsg, True, None, prep)))
                     CLOCK.take()  # what the point itself costs starts here
                     with CLOCK.part("replay"):
                         if rp.goto(pt) or last is None:
@@ -308,67 +319,6 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
         tot["fault"] = {"replayed": bool(rp is not None and rp.dropped), "promise": fault["promise"],
                         "broken": fault["promise"] in evidence}
     return tot
-
-
-def _explore(ep: reorder.Epoch, base: Point, pt: Point, cfg: argparse.Namespace, acks: Acks, log: Log, log_fd: int,
-             cow_dev: str, sectors: int, kmsg: dm.Kmsg, rf, out: str) -> dict:
-    """Check the reordered states of the epoch ended by `pt`'s FLUSH (reorder.py) on snapshots of
-    `base`'s state (the data disk holds it now): each a line of reorder.jsonl, each finding also in
-    evidence/reorder.json; returns the epoch's tally."""
-    flush = log.entries[ep.flush]
-    seqs, exhaustive, distinct = reorder.states(log, ep, cfg.reorder, f"{cfg.workload}/{cfg.seed}",
-                                                flush.writes and flush.has(FUA))
-    at = Point(base.index, base.state, base.t, base.barrier, base.due, [], base.final)  # a crash just before the flush
-    tally: dict = {"point": pt.index, "flush": ep.flush, "base": base.index, "in_flight": len(ep.writes),
-             "states": 0, "exhaustive": exhaustive, "distinct": distinct, "unmountable": 0, "broken": 0,
-             "not_clean": 0, "needing_repair": 0, "oracle": 0, "pids": []}
-    for k, seq in enumerate(seqs):
-        def persist(snap: str, seq: tuple[int, ...] = seq) -> None:
-            with CLOCK.part("replay"):
-                fd = os.open(snap, os.O_RDWR)
-                try:
-                    reorder.apply_state(log, log_fd, fd, seq)
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-
-        CLOCK.take()
-        rec, check_text, _ = check_point(at, cfg, acks, cow_dev, sectors, kmsg, True, None, persist)
-        rec["cost_s"] = split(rec["seconds"], CLOCK.take())
-        rec["reorder"] = {"point": pt.index, "flush": ep.flush, "base": base.index, "state": k, "of": len(seqs),
-                          "exhaustive": exhaustive, "distinct": distinct, "in_flight": ep.writes,
-                          "persisted": list(seq)}
-        rf.write(json.dumps(rec, sort_keys=True) + "\n")
-        rf.flush()
-        c = rec["check"]
-        tally["states"] += 1
-        tally["unmountable"] += not rec["mounted"]
-        broken = rec.get("broken") or []
-        tally["broken"] += bool(broken)
-        tally["pids"] = sorted(set(tally["pids"]) | set(broken))
-        tally["oracle"] += bool((rec.get("oracle") or {}).get("mismatches"))
-        if rec["mounted"] and c.get("ran"):
-            tally["not_clean"] += c["verdict"] in (checkers.PREEN, checkers.REPAIR)
-            tally["needing_repair"] += c["verdict"] == checkers.REPAIR
-        if not rec["mounted"] or broken or (rec.get("oracle") or {}).get("mismatches") or \
-                (c.get("ran") and not c.get("clean")):
-            _append_json(os.path.join(out, "evidence", "reorder.json"), {**rec, "checker_output":
-                                                                         check_text.splitlines()[:100]})
-    return tally
-
-
-def _append_json(path: str, obj: dict, limit: int = 200) -> None:
-    """One more finding in a JSON list file (at most `limit`; the count of the rest kept)."""
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except (OSError, ValueError):
-        doc = {"findings": [], "more": 0}
-    if len(doc["findings"]) < limit:
-        doc["findings"].append(obj)
-    else:
-        doc["more"] += 1
-    _write_json(path, doc)
 
 
 def _oracle_tally(tot: dict, rec: dict, found: dict[str, dict]) -> None:
