@@ -5,6 +5,7 @@ point is a metric line of its own, with its seconds split by part, written as it
 
 from __future__ import annotations
 
+import json
 import os
 import random
 
@@ -25,7 +26,7 @@ from test_powerloss_program import (
 
 from harness.guest_programs import guest_module
 
-for _part in ("target", "sampling", "cost", "dmioctl", "same_state"):
+for _part in ("target", "sampling", "cost", "dmioctl", "same_state", "workers"):
     guest_module(f"fslabguest.powerloss.{_part}")
 
 
@@ -232,3 +233,81 @@ def test_the_same_image_that_did_not_mount_is_not_mounted_again(tmp_path, monkey
     assert [p.get("same_state_as") for p in points[3:5]] == [2, 3] and points[4]["check"]["ran"]
     assert fake.mounts == 4 and m[("points_unmountable", None)] == 3
     assert m[("points_same_state_unmounted", None)] == 2
+
+
+def test_udev_leaves_the_programs_devices_alone_while_it_checks_and_only_then(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(pl.devmapper, "run_cmd", lambda argv, timeout=None: calls.append(argv) or (0, ""))
+    monkeypatch.setattr(pl.devmapper.shutil, "which", lambda name: "/bin/udevadm")
+    rules = tmp_path / "rules.d"
+    with pl.devmapper.quiet_udev(str(rules)) as what:
+        (rule,) = rules.iterdir()
+        text = rule.read_text()
+        assert rule.name.startswith("00-") and 'ATTR{dm/name}=="fslab-pl-*"' in text and "last_rule" in text
+        assert calls == [["udevadm", "control", "--reload"]] and "rc 0" in what
+    assert not list(rules.iterdir()) and len(calls) == 2
+    # the names it matches are the program's own
+    monkeypatch.setattr(pl.devmapper, "SNAP", pl.devmapper.SNAP)
+    monkeypatch.setattr(pl.devmapper, "LW", pl.devmapper.LW)
+    pl.devmapper.use_names("ext4")
+    assert pl.devmapper.SNAP.startswith("fslab-pl-") and pl.devmapper.LW.startswith("fslab-pl-")
+    monkeypatch.setattr(pl.devmapper.shutil, "which", lambda name: None)
+    with pl.devmapper.quiet_udev(str(tmp_path / "none")) as what:
+        assert what == "" and not (tmp_path / "none").exists()
+
+
+def _found(points: list[dict]) -> list[dict]:
+    """What each point found: not its timing, nor the device it was checked on."""
+    return [{**{k: v for k, v in p.items() if k not in ("seconds", "cost_s", "check")},
+             "check": {k: v for k, v in p["check"].items() if k != "argv"}} for p in points]
+
+
+@pytest.mark.parametrize("kw", [{}, {"fault": "drop-flushed-write"}, {"check_every": 2}, {"fail_mount_at": {1}},
+                                {"reorder": 8}])
+def test_two_workers_find_what_one_finds(tmp_path, monkeypatch, kw):
+    """Two processes, each a run of neighbouring points on its own RAM target and snapshot: the same
+    records, totals and evidence as one."""
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    monkeypatch.setattr(os, "urandom", lambda n: bytes(n))
+    # the fake counts mounts per process: each worker's second mount fails (points 1 and 3), one
+    # worker's second and fourth
+    one_kw = {"fail_mount_at": {1, 3}} if "fail_mount_at" in kw else kw
+    p1, m1, out1, _ = fake_case(tmp_path / "one", monkeypatch, replay_target="ram", **one_kw)
+    p2, m2, out2, _ = fake_case(tmp_path / "two", monkeypatch, replay_target="ram", workers=2, **kw)
+    assert m2[("workers", None)] == 2 and m1[("workers", None)] == 1
+    assert _found(p2) == _found(p1) and len(p2) == 4
+    skip = ("replay_s", "point_s", "workers")
+    assert {k: v for k, v in m2.items() if k[0] not in skip} == {k: v for k, v in m1.items() if k[0] not in skip}
+    names = [sorted(x.name for x in (o / "evidence").iterdir()) for o in (out1, out2)]
+    assert names[0] == names[1]
+    assert ("fail_mount_at" in kw) == (m2[("points_unmountable", None)] == 2)
+    if "reorder" in kw:  # the reordered states too, each epoch's with its point's worker
+        r1, r2 = ([json.loads(x) for x in (o / "reorder.jsonl").read_text().splitlines()] for o in (out1, out2))
+        assert _found(r2) == _found(r1) and r1
+    assert not list((out2).glob("points-w*")) and not list((out2 / "evidence").glob(".found-*"))
+    assert not list((tmp_path / "two").glob("fslab-powerloss-*"))  # every target and store removed
+
+
+def test_a_worker_that_fails_stops_the_case_in_one_line(tmp_path, monkeypatch):
+    def boom(*a, **k):
+        raise pl.PowerlossError("device-mapper create fslab-pl-snap-w1 failed: No such device")
+    orig = pl.check.check_point
+
+    def flaky(point, *a, **k):
+        if point.index == 3:
+            boom()
+        return orig(point, *a, **k)
+
+    monkeypatch.setattr(pl.check, "check_point", flaky)
+    with pytest.raises(pl.PowerlossError, match=r"^worker 1: device-mapper create fslab-pl-snap-w1 failed"):
+        fake_case(tmp_path, monkeypatch, replay_target="ram", workers=2)
+
+
+def test_workers_are_fewer_where_their_ram_targets_do_not_fit():
+    mib = 1 << 20
+    assert pl.workers.how_many(2, 40 * mib, "auto", 800 * mib, 800 * mib) == (2, "")
+    n, why = pl.workers.how_many(2, 200 * mib, "auto", 800 * mib, 8000 * mib)
+    assert n == 1 and "do not fit" in why
+    assert pl.workers.how_many(4, 40 * mib, "auto", 300 * mib, 8000 * mib)[0] == 1
+    assert pl.workers.how_many(4, 10 * mib, "auto", 400 * mib, 8000 * mib)[0] == 2

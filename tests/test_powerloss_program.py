@@ -801,7 +801,7 @@ METRICS: list[dict] = []  # the last fake_case's metric lines, in order
 
 
 def fake_case(tmp_path, monkeypatch, fault=None, fail_mount_at=frozenset(), check=("fsck.fake", "{dev}"),
-              log=fake_log, checker_rc=None, replay_target="disk", check_every=1, reorder=0):
+              log=fake_log, checker_rc=None, replay_target="disk", check_every=1, reorder=0, workers=1):
     a, b, c = pl.promises.blob("a", 2048), pl.promises.blob("b", 1536), pl.promises.blob("c", 512)
     logp = _file(tmp_path, log(a, b, c).build())
     data = tmp_path / "data.img"
@@ -822,7 +822,7 @@ def fake_case(tmp_path, monkeypatch, fault=None, fail_mount_at=frozenset(), chec
                     mnt=str(mnt), check=list(check) if check else None, fs_type="fakefs", fs_name="fake",
                     cow_file=str(tmp_path / "cow"), cow_dir=str(tmp_path), replay_target=replay_target,
                     check_every=check_every, workload="hand-made", seed=0, ops=2, mkfs=["mkfs.fake"],
-                    reorder=reorder)
+                    reorder=reorder, workers=workers)
     fake = FakeSystem(data, fail_mount_at, checker_rc)
     fake.install(monkeypatch)
     metrics = METRICS  # filled as the loop emits (a test may read it while the loop runs)
@@ -1128,6 +1128,8 @@ def test_stale_devices_of_a_killed_run_are_removed_first(tmp_path, monkeypatch):
     mapper.mkdir()
     shm.mkdir()
     (mapper / "fslab-pl-snap").touch()
+    (mapper / "fslab-pl-snap-w1").touch()  # a second worker's (workers.py)
+    (mapper / "fslab-pl-snapshot-of-something-else").touch()
     (shm / "fslab-powerloss-cow-123").touch()
     (shm / "someone-else").touch()
     calls = []
@@ -1137,8 +1139,8 @@ def test_stale_devices_of_a_killed_run_are_removed_first(tmp_path, monkeypatch):
         return (0, "/dev/loop3\n") if "--associated" in argv else (0, "")
     monkeypatch.setattr(pl.devmapper, "run_cmd", run_cmd)
     done = pl.devmapper.clean_stale(str(tmp_path / "not-mounted"), str(shm), str(mapper))
-    assert done == ["dmsetup remove fslab-pl-snap: rc 0", "losetup --detach /dev/loop3: rc 0",
-                    f"rm {shm}/fslab-powerloss-cow-123"]
+    assert done == ["dmsetup remove fslab-pl-snap: rc 0", "dmsetup remove fslab-pl-snap-w1: rc 0",
+                    "losetup --detach /dev/loop3: rc 0", f"rm {shm}/fslab-powerloss-cow-123"]
     assert ["dmsetup", "remove", "--retry", "fslab-pl-snap"] in calls and sorted(os.listdir(shm)) == ["someone-else"]
     assert pl.devmapper.clean_stale(str(tmp_path / "not-mounted"), str(shm), str(tmp_path / "none")) == []
 

@@ -6,7 +6,7 @@ command line; what it does is in the package fslabguest.powerloss, one module pe
 crash points, replay, promises, workloads, device mapper, recording, the check loop, the report).
 
     fslab-powerloss --plan /run/fslab/plan.json --fs NAME --data DEV --log DEV --workload W
-                    [--seed S] [--ops N] [--max-points N] [--check-every K] [--reorder N]
+                    [--seed S] [--ops N] [--max-points N] [--check-every K] [--reorder N] [--workers N]
                     [--fault drop-flushed-write] --out DIR
     (or --mkfs-json '["mkfs.ext4","-F","{dev}"]' --fstype ext4 [--mount-options O]
         [--check-json '["e2fsck","-fn","{dev}"]'] instead of --plan/--fs)
@@ -140,7 +140,7 @@ import time
 from fslabguest.commands import add_sbin_to_path, run_cmd
 from fslabguest.powerloss import PowerlossError
 from fslabguest.powerloss.check import check_all
-from fslabguest.powerloss.devmapper import check_free_device, check_write_cache, clean_stale, use_names
+from fslabguest.powerloss.devmapper import check_free_device, check_write_cache, clean_stale, quiet_udev, use_names
 from fslabguest.powerloss.log import MKFS_MARK, parse_log
 from fslabguest.powerloss.points import crash_points, log_summary, select_points
 from fslabguest.powerloss.promises import BACKED_BY, LABELS  # noqa: F401  (the host's labels: suites/power_loss.py)
@@ -219,6 +219,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="at each crash point at a flush, also check up to N states the disk could hold just before "
                         "it: subsets of the epoch's plain writes, overlapping ones in either order (reorder.py; "
                         "default 0: none)")
+    p.add_argument("--workers", type=_int_at_least(1), default=1,
+                   help="check the crash points with N processes at once, each its own run of neighbouring points "
+                        "(workers.py; fewer where their RAM replay targets do not fit; default 1)")
     p.add_argument("--fault", choices=FAULTS, help="positive control: leave out a write a promise depends on")
     p.add_argument("--out", help="evidence directory")
     p.add_argument("--mnt", default="/mnt/fslab-powerloss", help="mount point (default: %(default)s)")
@@ -298,7 +301,8 @@ def main(argv: list[str] | None = None) -> int:
         acks, wl_s = record(cfg, cfg.out, emit)
         emit("record_s", round(time.monotonic() - t0, 3), "s")
         emit("workload_s", round(wl_s, 3), "s")
-        tot = check_all(cfg, acks, cfg.out, emit)
+        with quiet_udev():
+            tot = check_all(cfg, acks, cfg.out, emit)
         report(acks, tot, emit)
         return 0
     except PowerlossError as e:

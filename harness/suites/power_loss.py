@@ -166,7 +166,7 @@ def _case(cid: str, workload: str, ops: int, max_points: int, check_every: int, 
           reorder: int = 0) -> Case:
     argv = [PROGRAM, "--plan", PLAN_PATH, "--fs", "{name}", "--data", "{disk0}", "--log", "{disk1}",
             "--workload", workload, "--seed", "{rep}", "--ops", str(ops), "--max-points", str(max_points),
-            "--check-every", str(check_every), "--mnt", "{mnt}", "--out", "{out}"]
+            "--check-every", str(check_every), "--workers", "{ncpu}", "--mnt", "{mnt}", "--out", "{out}"]
     if reorder:
         argv += ["--reorder", str(reorder)]
     if fault:

@@ -17,18 +17,19 @@ from fslabguest.powerloss.points import Point
 
 
 def explore(ep: reorder.Epoch, base: Point, pt: Point, cfg: argparse.Namespace, log: Log, log_fd: int, rf: IO[str],
-            out: str, check: Callable[[Point, Callable[[str], None]], tuple[dict, str, dict]]) -> dict:
+            check: Callable[[Point, Callable[[str], None]], tuple[dict, str, dict]]) -> dict:
     """Check the reordered states of the epoch ended by `pt`'s FLUSH (reorder.py) on snapshots of
     `base`'s state (the data disk holds it now; `check` is check.py's check_point with the
-    checker always run, given the snapshot's preparation): each a line of reorder.jsonl, each
-    finding also in evidence/reorder.json; returns the epoch's tally."""
+    checker always run, given the snapshot's preparation): each a line of reorder.jsonl; returns
+    the epoch's tally, its findings (the states that did not mount, broke a promise, had oracle
+    mismatches or were not clean, with the checker's output) in "findings"."""
     flush = log.entries[ep.flush]
     seqs, exhaustive, distinct = reorder.states(log, ep, cfg.reorder, f"{cfg.workload}/{cfg.seed}",
                                                 flush.writes and flush.has(FUA))
     at = Point(base.index, base.state, base.t, base.barrier, base.due, [], base.final)  # a crash just before the flush
     tally: dict = {"point": pt.index, "flush": ep.flush, "base": base.index, "in_flight": len(ep.writes),
              "states": 0, "exhaustive": exhaustive, "distinct": distinct, "unmountable": 0, "broken": 0,
-             "not_clean": 0, "needing_repair": 0, "oracle": 0, "pids": []}
+                   "not_clean": 0, "needing_repair": 0, "oracle": 0, "pids": [], "findings": []}
     for k, seq in enumerate(seqs):
         def persist(snap: str, seq: tuple[int, ...] = seq) -> None:
             with CLOCK.part("replay"):
@@ -59,22 +60,6 @@ def explore(ep: reorder.Epoch, base: Point, pt: Point, cfg: argparse.Namespace, 
             tally["needing_repair"] += c["verdict"] == checkers.REPAIR
         if not rec["mounted"] or broken or (rec.get("oracle") or {}).get("mismatches") or \
                 (c.get("ran") and not c.get("clean")):
-            append_json(os.path.join(out, "evidence", "reorder.json"), {**rec, "checker_output":
-                                                                         check_text.splitlines()[:100]})
+            tally["findings"].append({**rec, "checker_output": check_text.splitlines()[:100]})
     return tally
 
-
-def append_json(path: str, obj: dict, limit: int = 200) -> None:
-    """One more finding in a JSON list file (at most `limit`; the count of the rest kept)."""
-    try:
-        with open(path) as f:
-            doc = json.load(f)
-    except (OSError, ValueError):
-        doc = {"findings": [], "more": 0}
-    if len(doc["findings"]) < limit:
-        doc["findings"].append(obj)
-    else:
-        doc["more"] += 1
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=1, sort_keys=True)
-        f.write("\n")
