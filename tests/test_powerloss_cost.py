@@ -311,3 +311,36 @@ def test_workers_are_fewer_where_their_ram_targets_do_not_fit():
     assert n == 1 and "do not fit" in why
     assert pl.workers.how_many(4, 40 * mib, "auto", 300 * mib, 8000 * mib)[0] == 1
     assert pl.workers.how_many(4, 10 * mib, "auto", 400 * mib, 8000 * mib)[0] == 2
+
+
+def test_a_case_zeroes_only_what_the_last_case_wrote_and_everything_without_its_record(tmp_path):
+    dev, run = tmp_path / "data", tmp_path / "run"
+    dev.write_bytes(b"\x01" * 8192)
+    with open(dev, "r+b") as f:  # no record (the first case of a boot, or one stopped midway): everything
+        zeroed, how = pl.record.zero_data(f.fileno(), str(dev), 8192, str(run))
+    assert (zeroed, dev.read_bytes()) == (8192, bytes(8192)) and "whole disk" in how
+    with open(dev, "r+b") as f:
+        f.write(b"\x02" * 1024)
+        f.seek(4096)
+        f.write(b"\x03" * 512)
+    pl.record.remember_written(str(dev), 8192, [(0, 1024), (4096, 4608)], str(run))
+    with open(dev, "r+b") as f:
+        zeroed, how = pl.record.zero_data(f.fileno(), str(dev), 8192, str(run))
+    assert (zeroed, dev.read_bytes()) == (1536, bytes(8192)) and "2 ranges" in how
+    assert not list(run.iterdir())  # the record is used once: a case stopped later leaves none
+    pl.record.remember_written(str(dev), 4096, [(0, 512)], str(run))  # another size: not this disk's
+    dev.write_bytes(b"\x04" * 8192)
+    with open(dev, "r+b") as f:
+        assert pl.record.zero_data(f.fileno(), str(dev), 8192, str(run))[0] == 8192
+
+
+def test_the_check_says_which_ranges_the_recording_wrote(tmp_path, monkeypatch):
+    seen = []
+    orig = pl.report.report
+    monkeypatch.setattr(pl.report, "report", lambda acks, tot, emit: seen.append(tot) or orig(acks, tot, emit))
+    fake_case(tmp_path, monkeypatch)
+    # fake_log: the superblock (sector 0), a's header and data (slot 1), b's (slot 2), c's (slot 3),
+    # each header a sector and its data right after it: every write, flushed or not
+    a, b, c = 2048, 1536, 512
+    assert seen[0]["written"] == [(0, 512), (SLOT, SLOT + 512 + a), (2 * SLOT, 2 * SLOT + 512 + b),
+                                  (3 * SLOT, 3 * SLOT + 512 + c)]

@@ -1101,7 +1101,7 @@ def fake_record(tmp_path, monkeypatch, status: str, kernel: list[str]):
 
 def test_record_zeroes_the_disks_runs_mkfs_marks_and_the_workload(tmp_path, monkeypatch):
     cfg, out, calls, data, log = fake_record(tmp_path, monkeypatch, "0 2048 log-writes 120 4000", [])
-    acks, _ = pl.record.record(cfg, out, lambda *a, **k: None)
+    acks, _ = pl.record.record(cfg, out, lambda *a, **k: None, str(tmp_path / "run"))
     assert data.read_bytes() == bytes(1 << 20) and log.read_bytes()[:65536] == bytes(65536)
     assert calls[0] == ("create", "fslab-pl-lw", f"0 2048 log-writes {data} {log}")
     assert calls[1] == ("run", "mkfs.x", "-q", str(data)) and calls[2] == ("mark", "mkfs")
@@ -1117,7 +1117,7 @@ def test_record_zeroes_the_disks_runs_mkfs_marks_and_the_workload(tmp_path, monk
 def test_record_says_in_one_line_when_the_log_device_is_too_small(tmp_path, monkeypatch, status, kernel):
     cfg, out, calls, _, log = fake_record(tmp_path, monkeypatch, status, kernel)
     with pytest.raises(pl.PowerlossError) as e:
-        pl.record.record(cfg, out, lambda *a, **k: None)
+        pl.record.record(cfg, out, lambda *a, **k: None, str(tmp_path / "run"))
     msg = str(e.value)
     assert "\n" not in msg and f"log device {log} (131072 bytes) is too small" in msg
     assert "after 99 entries" in msg and calls[-1] == ("remove", "fslab-pl-lw")

@@ -140,11 +140,18 @@ import time
 from fslabguest.commands import add_sbin_to_path, run_cmd
 from fslabguest.powerloss import PowerlossError
 from fslabguest.powerloss.check import check_all
-from fslabguest.powerloss.devmapper import check_free_device, check_write_cache, clean_stale, quiet_udev, use_names
+from fslabguest.powerloss.devmapper import (
+    check_free_device,
+    check_write_cache,
+    clean_stale,
+    device_bytes,
+    quiet_udev,
+    use_names,
+)
 from fslabguest.powerloss.log import MKFS_MARK, parse_log
 from fslabguest.powerloss.points import crash_points, log_summary, select_points
 from fslabguest.powerloss.promises import BACKED_BY, LABELS  # noqa: F401  (the host's labels: suites/power_loss.py)
-from fslabguest.powerloss.record import record
+from fslabguest.powerloss.record import record, remember_written
 from fslabguest.powerloss.replay import FAULTS
 from fslabguest.powerloss.report import report
 from fslabguest.powerloss.seqgen import GENERATED, sequences  # noqa: F401  (sequences: the suite's seq-1 profile)
@@ -303,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
         emit("workload_s", round(wl_s, 3), "s")
         with quiet_udev():
             tot = check_all(cfg, acks, cfg.out, emit)
+        remember_written(cfg.data, device_bytes(cfg.data), tot["written"])  # the next case zeroes only these
         report(acks, tot, emit)
         return 0
     except PowerlossError as e:

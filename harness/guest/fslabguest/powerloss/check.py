@@ -26,7 +26,7 @@ from fslabguest.powerloss.log import DISCARD, END_MARK, FLUSH, FUA, MKFS_MARK, L
 from fslabguest.powerloss.points import Point, crash_points, log_summary, promise_marks, select_points
 from fslabguest.powerloss.promises import Acks, verify
 from fslabguest.powerloss.record import substitute
-from fslabguest.powerloss.replay import CHUNK, Replayer, find_fault
+from fslabguest.powerloss.replay import CHUNK, Extents, Replayer, find_fault
 from fslabguest.powerloss.target import mem_available, touched_bytes
 
 
@@ -163,6 +163,10 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
     marks = promise_marks(log)
     if len(marks) != len(acks.promises):
         raise PowerlossError(f"log has {len(marks)} promise marks, the workload made {len(acks.promises)} promises")
+    written = Extents()  # what the recording wrote to the data disk (record.py: the next case zeroes only that)
+    for e in log.entries:
+        if e.writes:
+            written.add(e.offset, e.offset + e.length)
     points = crash_points(log)
     chosen, skipped = select_points(points, cfg.max_points)
     summary = log_summary(log, points, chosen)
@@ -195,6 +199,7 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
     evidence: dict[str, dict] = {}
     oracle_found: dict[str, dict] = {}  # "path: what" -> the mismatch, where it was first seen and every point
     tot["reorder_n"] = getattr(cfg, "reorder", 0)  # reorder.py
+    tot["written"] = written.ranges()
     tot["oracle"] = {"points": 0, "paths": 0, "dirs": 0, "points_with_mismatches": 0, "not_derived": 0, "why": ""}
     t0 = time.monotonic()
     with open(cfg.log, "rb") as lf:
