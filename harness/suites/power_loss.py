@@ -133,9 +133,9 @@ _PROFILES: dict[str, dict[str, Any]] = {
     # ACE's seq-1 (the program's seqgen.py): every generated sequence (ops None), every crash point
     "seq-1": {"ops": None, "control_ops": 4, "max_points": 0, "workloads": ("seq-1",), "check_every": 1,
               "reorder": 0},
-    # smoke, and at each crash point at a flush up to 8 of the states the disk could hold just before it
+    # smoke, and at each crash point at a flush up to 4 of the states the disk could hold just before it
     "reorder": {"ops": 3, "control_ops": 2, "max_points": 12, "workloads": ("maildir",), "check_every": 1,
-                "reorder": 8},
+                "reorder": 4},
 }
 
 
@@ -155,8 +155,8 @@ def timeout_s(ops: int, max_points: int, reorder: int = 0) -> int:
     """What a case may take: TIMEOUT_BASE_S plus SECONDS_PER_POINT per point it may check, and per
     reordered state it may check (up to `reorder` at each point).
 
-    >>> timeout_s(10, 40), timeout_s(50, 0), timeout_s(3, 12, 8)
-    (2100, 12960, 4140)
+    >>> timeout_s(10, 40), timeout_s(50, 0), timeout_s(3, 12, 4)
+    (2100, 12960, 2700)
     """
     points = max_points if max_points else POINTS_PER_OP * ops + 2
     return TIMEOUT_BASE_S + SECONDS_PER_POINT * points * (1 + reorder)
@@ -223,8 +223,8 @@ SUITE = Suite(
         "smoke": "maildir x 3 durability points, at most 12 crash points, + the control (tests, CI)",
         "seq-1": "ACE's seq-1: every operation x each fitting persistence point, every crash "
                  "point, the full-state oracle, + the control",
-        "reorder": "smoke, and up to 8 reordered states at each crash point at a flush (subsets of the writes "
-                   "in flight before it, CrashMonkey's), + the control",
+        "reorder": "smoke, and up to 4 reordered states at each crash point at a flush (subsets of the writes "
+                   "in flight before it, CrashMonkey's), + the control (tests, CI)",
     },
     expand=expand,
     headline="promises_broken",
