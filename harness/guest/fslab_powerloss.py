@@ -46,6 +46,14 @@ One run owns the filesystem's whole life, because every write from mkfs on must 
    fresh, un-replayed snapshot); so is a checker missing from the image. Each point's seconds,
    split into replay, snapshot, mount, umount, checker and the rest (cost.py), are in its
    points.jsonl line and in its own metric line `point_s`, written the moment it is checked.
+   Cost cuts that change no result (issue 24, item 11): the replay skips writes of zeros to bytes
+   nothing wrote since it began (replay.py); a point whose image the replay did not change is
+   byte-identical to the last checked one, and takes from it whether it mounts and the checker's
+   verdict, verified again only where more promises are due (same_state.py, metric
+   points_same_state); --workers N checks N runs of neighbouring points at once, each in a process
+   of its own (workers.py; the suite passes one per vCPU); udev leaves the program's device-mapper
+   devices alone while it checks (a runtime rule in /run/udev/rules.d); the recording zeroes only
+   what the last case of the boot wrote to the data disk (record.py, metric zero_bytes).
 
 The dm-log-writes log (learned from the kernel's drivers/md/dm-log-writes.c and fstests'
 src/log-writes; all integers little-endian; S = the data device's logical sector size):
@@ -69,9 +77,13 @@ Crash model (a disk with a volatile write cache that loses everything not behind
   point's crash time t is its last moment, so every promise whose mark was logged while that
   state held is due; the point just after a promise is the one whose interval holds its mark
   (the same disk as a crash right at the mark, with the last barrier before it). Points start at
-  the state holding when mkfs ended. Not modelled: reordering or partial loss among the writes of
-  one flush epoch (a real disk may keep any subset of them, CrashMonkey and fstests' replay to
-  each entry explore some of those); torn sectors.
+  the state holding when mkfs ended. A real disk may also keep any subset of the writes in flight
+  before a flush, in any order: with --reorder N, at each crash point at a FLUSH up to N of those
+  states are checked too (reorder.py: on the state just before the flush, with every FUA write of
+  the epoch, subsets of its plain writes and discards, overlapping ones in either order; all of
+  them when there are at most N, else a sample drawn from the seed), each as a point is, into
+  reorder.jsonl and evidence/reorder.json, counted apart (reorder_* metrics). Not modelled: torn
+  sectors.
   Where a plain write overlaps a FUA write logged before it, with no flush between, the log's
   order may not be the device's (dm-log-writes logs the FUA at its completion, the plain write at
   the next flush, whichever reached the device first): each such pair is listed in log.json
@@ -118,7 +130,8 @@ Output: JSON lines on stdout, one metric each ({"metric", "value", "unit", "fs",
 points_needing_repair_pct derived from the counts; `point_s` once per checked point as it is
 checked, with "point" and its parts replay_s, snapshot_s, mount_s, umount_s, checker_s, other_s:
 a case stopped later keeps them); files under --out: points.jsonl (one line per checked point),
-promises.jsonl (the acknowledgement log), log.json (the log's summary), record.txt (mkfs and
+reorder.jsonl (with --reorder: one line per reordered state, its `reorder` saying which writes
+persisted), promises.jsonl (the acknowledgement log), log.json (the log's summary), record.txt (mkfs and
 mount output), evidence/oracle.json (the oracle's mismatches, each with the points it was seen at),
 evidence/<promise>.json for each broken promise (the points, the checker's
 output, expected vs found: size, sha256, first bytes) with evidence/<promise>.found (the wrong

@@ -80,6 +80,12 @@ Profiles (ops = durability points the workload makes; points = crash points chec
           20): a few dozen points per filesystem, minutes under TCG (tests, CI)
   seq-1   the generated workload seq-1 only (ACE's bounded sequences of one operation and its
           persistence point, the program's seqgen.py: ops = their number), every crash point
+  reorder smoke, and at each crash point at a flush up to 4 states the disk could hold just
+          before it (profile key `reorder`; the program's reorder.py, CrashMonkey's in-flight
+          writes: subsets of the plain writes of the epoch the flush ends, overlapping ones in
+          either order, on the state before it), counted apart (reorder_* metrics; the CI boot)
+Every case checks its points with one worker per vCPU (`--workers {ncpu}`, the program's
+workers.py: runs of neighbouring points, each in a process of its own, counted as one would).
 Timeouts: a case may take TIMEOUT_BASE_S plus SECONDS_PER_POINT for every point it may check
 (paper: the points its ops can make, POINTS_PER_OP each). At the timeout, or when the program
 has written nothing for SILENT_S (it writes a line per crash point), the agent sends SIGTERM and
