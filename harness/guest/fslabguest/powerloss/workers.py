@@ -226,9 +226,7 @@ def _forked(job: Job, parts: list[list[Point]], target_want: str) -> list[dict]:
         if failed:
             raise PowerlossError("; ".join(failed))
     finally:
-        for pid in pids:
-            os.kill(pid, signal.SIGTERM)
-            os.waitpid(pid, 0)
+        _stop(list(pids))
     results = []
     for k in range(len(parts)):
         path = os.path.join(job.out, f"worker-{k}.json")
@@ -236,6 +234,31 @@ def _forked(job: Job, parts: list[list[Point]], target_want: str) -> list[dict]:
             results.append(json.load(f))
         os.unlink(path)
     return results
+
+
+def _stop(pids: list[int], grace_s: float = 20) -> None:
+    """SIGTERM to each worker left (it undoes its devices), SIGKILL to any still there after
+    grace_s; never waits on one stuck in the kernel for good (a hung mount): it is left behind."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace_s
+    left = set(pids)
+    while left and time.monotonic() < deadline:
+        for pid in list(left):
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0]:
+                    left.discard(pid)
+            except ChildProcessError:
+                left.discard(pid)
+        time.sleep(0.1)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def how_many(want: int, touched: int, target_want: str, available: int, free: int) -> tuple[int, str]:
