@@ -346,3 +346,19 @@ def test_reordered_states_and_reused_crash_images_are_said_with_what_they_found(
     label_runs([plain])
     (sec,) = durability.sections([plain])
     assert "Reordered" not in sec.markdown and "byte-identical" not in sec.markdown
+
+
+def test_the_paper_profile_is_extrapolated_from_a_smaller_run_and_said_so(tmp_path):
+    recs = pl_records("ext4", "maildir", 12, 0, 0, {}, total=30)
+    f = {"step": "run", "workload": "maildir", "seed": 0, "ops": 3}
+    recs += [synthetic.record("power-loss", "maildir", "ext4", m, v, "s", 0, **f)
+             for m, v in (("replay_s", 24.0), ("record_s", 30.0), ("workload_s", 3.0))]
+    recs += [synthetic.record("power-loss", "maildir", "ext4", "point_s", 2.0, "s", 0, point=i, checker_s=1.0,
+                              checker="clean", **f) for i in range(12)]
+    run = load_run(synthetic.make_run(tmp_path / "x", "power-loss", recs, profile="smoke"))
+    label_runs([run])
+    (sec,) = durability.sections([run])
+    # 10 points an op, 500 a case; 2 s a point (24 s for 12), half of it the checker, which paper runs at
+    # (52 + 448 / 4) / 500 of them: 1.328 s a point
+    assert "extrapolated from this run's wall seconds per crash point" in sec.markdown and "(not measured)" in sec.markdown
+    assert "ext4 " in sec.markdown and "points at 1.33 s)" in sec.markdown and "3050 points" in sec.markdown

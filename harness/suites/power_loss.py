@@ -152,6 +152,13 @@ def program() -> ModuleType:
     return load_program("powerloss", "fslab_powerloss_program")
 
 
+def paper_profile() -> dict[str, int]:
+    """What the paper profile checks, as harness/results/crash_cost.py `extrapolate` takes it."""
+    p = _PROFILES["paper"]
+    return {"ops": p["ops"], "workloads": len(workloads("paper")), "control_ops": p["control_ops"],
+            "check_every": p["check_every"]}
+
+
 def workloads(profile: str) -> tuple[str, ...]:
     chosen = _PROFILES[profile]["workloads"]
     return tuple(program().WORKLOADS) if chosen is None else tuple(chosen)
