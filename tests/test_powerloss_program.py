@@ -1242,15 +1242,26 @@ def test_the_report_derives_both_shares_and_the_controls_verdict(tmp_path, monke
     assert m[("points_needing_repair_pct", None)] is None  # no checker ran: no share, not 0
 
 
-def no_flush_after_mkfs(a: bytes, b: bytes, c: bytes) -> LogBuilder:
-    """What a filesystem mounted with barrier=0 leaves: nothing after mkfs is behind a barrier
-    (dm-log-writes appends the unflushed writes when the target is removed)."""
+def fake_mkfs() -> LogBuilder:
+    """The fake filesystem's mkfs: its superblock, a flush, the mark."""
     lb = LogBuilder()
     lb.write(0, fake_header({"fakefs": 1}))
     lb.flush()
     lb.mark("mkfs")
-    lb.write(SLOT // 512 + 1, a)
-    lb.write(SLOT // 512, fake_header({"path": "a", "size": len(a)}))
+    return lb
+
+
+def fake_file(lb: LogBuilder, slot: int, name: str, data: bytes) -> None:
+    """File `name` in `slot`: its data, then its header, plain writes."""
+    lb.write(slot * SLOT // 512 + 1, data)
+    lb.write(slot * SLOT // 512, fake_header({"path": name, "size": len(data)}))
+
+
+def no_flush_after_mkfs(a: bytes, b: bytes, c: bytes) -> LogBuilder:
+    """What a filesystem mounted with barrier=0 leaves: nothing after mkfs is behind a barrier
+    (dm-log-writes appends the unflushed writes when the target is removed)."""
+    lb = fake_mkfs()
+    fake_file(lb, 1, "a", a)
     lb.mark("p1")
     lb.mark("p2")
     lb.mark("dm-log-writes-end")

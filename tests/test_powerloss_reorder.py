@@ -10,7 +10,7 @@ import json
 import random
 
 import pytest
-from test_powerloss_program import INITIAL, SLOT, LogBuilder, _file, fake_case, fake_header, pl, reference_state
+from test_powerloss_program import INITIAL, LogBuilder, _file, fake_case, fake_file, fake_mkfs, pl, reference_state
 
 from harness.guest_programs import guest_module
 
@@ -160,16 +160,11 @@ def test_many_writes_in_flight_are_sampled_from_the_seed_without_counting_them_a
 def reorder_log(a: bytes, b: bytes, c: bytes) -> LogBuilder:
     """The fake filesystem: file a's data and header written plainly, then a flush: just before it
     the disk may hold the header without the data (a file of zeros), or the data alone."""
-    lb = LogBuilder()
-    lb.write(0, fake_header({"fakefs": 1}))
-    lb.flush()
-    lb.mark("mkfs")
-    lb.write(SLOT // 512 + 1, a)
-    lb.write(SLOT // 512, fake_header({"path": "a", "size": len(a)}))
+    lb = fake_mkfs()
+    fake_file(lb, 1, "a", a)
     lb.flush()
     lb.mark("p1")
-    lb.write(2 * SLOT // 512 + 1, b)
-    lb.write(2 * SLOT // 512, fake_header({"path": "b", "size": len(b)}))
+    fake_file(lb, 2, "b", b)
     lb.flush()
     lb.mark("p2")
     lb.mark("dm-log-writes-end")
