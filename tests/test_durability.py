@@ -340,7 +340,7 @@ def test_reordered_states_and_reused_crash_images_are_said_with_what_they_found(
     assert "Reordered states (CrashMonkey's in-flight writes): 14 checked; findings: 1 with a promise broken, " \
            "2 needing repair" in sec.markdown
     assert "| ext4 | maildir | 14 at 3 flushes (2 exhaustive; up to 8 each) | 0 | 1 (p2) | 2 | 0 |" in sec.markdown
-    assert "4 of the 12 crash points checked had a crash image byte-identical" in sec.markdown
+    assert "4 of the 12 crash points checked (the controls' included) had a crash image byte-identical" in sec.markdown
     plain = load_run(synthetic.make_run(tmp_path / "p", "power-loss", pl_records("ext4", "maildir", 12, 0, 0, {},
                                                                                   total=30), profile="quick"))
     label_runs([plain])

@@ -20,8 +20,8 @@ from fslab-powerloss's metric lines, for the report's durability section:
 [['ext4', 'maildir', '20 at 4 flushes (2 exhaustive; up to 8 each)', '0', '1 (p2)', '0', '1']]
 >>> said(recs)[0].split("; ")[1]
 'findings: 1 with a promise broken, 1 with oracle mismatches (evidence/reorder.json of each case).'
->>> same_said(recs)[:60]
-'3 of the 12 crash points checked had a crash image byte-iden'
+>>> same_said(recs)[:32]
+'3 of the 12 crash points checked'
 """
 
 from __future__ import annotations
@@ -84,6 +84,6 @@ def same_said(records: list[dict[str, Any]]) -> str:
     same, checked = sum(c.get("points_same_state", 0) for c in cs), sum(c.get("points_checked", 0) for c in cs)
     if not same:
         return ""
-    return (f"{same} of the {checked} crash points checked had a crash image byte-identical to the last checked "
-            "point's (the replay wrote nothing between): whether they mount and the checker's verdict were taken "
-            "from there, the due promises verified again where more were due.")
+    return (f"{same} of the {checked} crash points checked (the controls' included) had a crash image "
+            "byte-identical to the last checked point's (the replay wrote nothing between): whether they mount and "
+            "the checker's verdict were taken from there, the due promises verified again where more were due.")
