@@ -325,3 +325,41 @@ def test_oracle_mismatches_and_generated_sequences_are_listed_with_their_finding
             "30 crash states checked (promises and the full-state oracle); findings in 1 sequence(s): "
             "02-creat.fsync-file-dir; 0 promise(s) broken") in sec.markdown
     assert "The full-state oracle's mismatches (1)" in sec.markdown
+
+
+def test_reordered_states_and_reused_crash_images_are_said_with_what_they_found(tmp_path):
+    recs = pl_records("ext4", "maildir", 12, 0, 0, {}, total=30)
+    extra = (("reorder_states", 14, {"reorder": 8}), ("reorder_epochs", 3, {}), ("reorder_epochs_exhaustive", 2, {}),
+             ("reorder_states_unmountable", 0, {}), ("reorder_states_broken", 1, {"note": "promises broken there: p2"}),
+             ("reorder_states_needing_repair", 2, {}), ("reorder_states_oracle_mismatch", 0, {}),
+             ("points_same_state", 4, {}))
+    recs += [synthetic.record("power-loss", "maildir", "ext4", m, v, "", 0, step="run", **kw) for m, v, kw in extra]
+    run = load_run(synthetic.make_run(tmp_path / "r", "power-loss", recs, profile="reorder"))
+    label_runs([run])
+    (sec,) = durability.sections([run])
+    assert "Reordered states (CrashMonkey's in-flight writes): 14 checked; findings: 1 with a promise broken, " \
+           "2 needing repair" in sec.markdown
+    assert "| ext4 | maildir | 14 at 3 flushes (2 exhaustive; up to 8 each) | 0 | 1 (p2) | 2 | 0 |" in sec.markdown
+    assert "4 of the 12 crash points checked (the controls' included) had a crash image byte-identical" in sec.markdown
+    plain = load_run(synthetic.make_run(tmp_path / "p", "power-loss", pl_records("ext4", "maildir", 12, 0, 0, {},
+                                                                                  total=30), profile="quick"))
+    label_runs([plain])
+    (sec,) = durability.sections([plain])
+    assert "Reordered" not in sec.markdown and "byte-identical" not in sec.markdown
+
+
+def test_the_paper_profile_is_extrapolated_from_a_smaller_run_and_said_so(tmp_path):
+    recs = pl_records("ext4", "maildir", 12, 0, 0, {}, total=30)
+    f = {"step": "run", "workload": "maildir", "seed": 0, "ops": 3}
+    recs += [synthetic.record("power-loss", "maildir", "ext4", m, v, "s", 0, **f)
+             for m, v in (("replay_s", 24.0), ("record_s", 30.0), ("workload_s", 3.0))]
+    recs += [synthetic.record("power-loss", "maildir", "ext4", "point_s", 2.0, "s", 0, point=i, checker_s=1.0,
+                              checker="clean", **f) for i in range(12)]
+    run = load_run(synthetic.make_run(tmp_path / "x", "power-loss", recs, profile="smoke"))
+    label_runs([run])
+    (sec,) = durability.sections([run])
+    # 10 points an op, 500 a case; 2 s a point (24 s for 12), half of it the checker, which paper runs at
+    # (52 + 448 / 4) / 500 of them: 1.328 s a point
+    assert "extrapolated from this run's wall seconds per crash point" in sec.markdown
+    assert "(not measured)" in sec.markdown
+    assert "ext4 " in sec.markdown and "points at 1.33 s)" in sec.markdown and "3050 points" in sec.markdown

@@ -5,6 +5,7 @@ point is a metric line of its own, with its seconds split by part, written as it
 
 from __future__ import annotations
 
+import json
 import os
 import random
 
@@ -12,8 +13,12 @@ import pytest
 from test_powerloss_program import (
     INITIAL,
     METRICS,
+    NOTES,
+    SLOT,
+    LogBuilder,
     _file,
     fake_case,
+    fake_header,
     pl,
     random_log,
     reference_state,
@@ -21,7 +26,7 @@ from test_powerloss_program import (
 
 from harness.guest_programs import guest_module
 
-for _part in ("target", "sampling", "cost", "dmioctl"):
+for _part in ("target", "sampling", "cost", "dmioctl", "same_state", "workers"):
     guest_module(f"fslabguest.powerloss.{_part}")
 
 
@@ -119,3 +124,223 @@ def test_blanking_a_ram_target_zeroes_it_without_writing_and_leaves_a_disk_alone
         assert pl.target.blank(pl.target.Target("ram", str(f), "/dev/loop9", True, "", 0), fh.fileno())
         assert not pl.target.blank(pl.target.Target("disk", str(f), str(f), False, "", 0), fh.fileno())
     assert f.read_bytes() == bytes(8192) and os.stat(f).st_blocks == 0
+
+
+def zero_heavy_log(rng: random.Random, n: int):
+    """random_log's entries with zero writes mixed in (mkfs writes megabytes of them), and
+    flushes with nothing before them (identical states)."""
+    b = random_log(rng, n)
+    end = b.entries.pop()  # the end mark goes last again
+    for i in range(n // 2):
+        kind = rng.choice(("zero", "zero-fua", "flush", "flush"))
+        s, k = rng.randrange(0, 30), rng.randrange(1, 4)
+        if kind == "zero":
+            b.write(s, bytes(512 * k))
+        elif kind == "zero-fua":
+            b.fua(s, bytes(512 * k))
+        else:
+            b.flush()
+        if i % 3 == 0:
+            b.flush()
+    b.entries.append(end)
+    return b
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_skipping_zeros_and_fua_entries_in_place_keeps_every_state_and_says_when_nothing_changed(tmp_path, seed):
+    """Against the brute-force reference, on a fresh target and on a disk with noise: every state
+    exact; and `goto` says False only when the state is byte-identical to the one before."""
+    rng = random.Random(200 + seed)
+    raw = zero_heavy_log(rng, 50).build()
+    logp = _file(tmp_path, raw, "z.log")
+    log = pl.log.parse_log(open(logp, "rb"))
+    points = pl.points.crash_points(log)
+    for fresh in (True, False):
+        initial = bytes(len(INITIAL)) if fresh else INITIAL
+        target = tmp_path / "t.img"
+        target.write_bytes(initial)
+        prev, unchanged = None, 0
+        with open(logp, "rb") as lf, open(target, "r+b", buffering=0) as df:
+            rp = pl.replay.Replayer(log, lf.fileno(), df.fileno())
+            rp.reset(fresh=fresh)
+            for p in points:
+                changed = rp.goto(p)
+                got = target.read_bytes()
+                assert got == reference_state(raw, log, p.t, initial), (seed, fresh, p)
+                if not changed:
+                    unchanged += 1
+                    assert prev is None or got == prev, (seed, p)
+                prev = got
+        assert unchanged, "the log has identical states: some goto must say so"
+
+
+def test_a_zero_write_over_written_bytes_is_written():
+    e = pl.replay.Extents()
+    e.add(10, 20)
+    assert e.overlaps(15, 16) and e.overlaps(0, 11) and e.overlaps(19, 30)
+    assert not e.overlaps(0, 10) and not e.overlaps(20, 30)
+
+
+def empty_flushes_log(a: bytes, b: bytes, c: bytes) -> LogBuilder:
+    """fake_log with flushes that write nothing: after a FUA (the same image, one more promise
+    due) and after that (the same image, the same promises)."""
+    lb = LogBuilder()
+    lb.write(0, fake_header({"fakefs": 1}))
+    lb.flush()
+    lb.mark("mkfs")
+    lb.write(SLOT // 512 + 1, a)
+    lb.flush()
+    lb.fua(SLOT // 512, fake_header({"path": "a", "size": len(a)}))  # point 2
+    lb.flush()  # point 3: nothing written since: the same image; p1 becomes due here
+    lb.mark("p1")
+    lb.flush()  # point 4: the same image, the same promise due
+    lb.write(2 * SLOT // 512 + 1, b)
+    lb.write(2 * SLOT // 512, fake_header({"path": "b", "size": len(b)}))
+    lb.flush()
+    lb.mark("p2")
+    lb.write(3 * SLOT // 512 + 1, c)
+    lb.write(3 * SLOT // 512, fake_header({"path": "c", "size": len(c)}))
+    lb.mark("dm-log-writes-end")
+    return lb
+
+
+def test_a_point_whose_image_did_not_change_takes_what_depends_on_the_image_from_the_last(tmp_path, monkeypatch):
+    points, m, _, fake = fake_case(tmp_path, monkeypatch, log=empty_flushes_log)
+    assert [(p["point"], p["due"], p.get("same_state_as")) for p in points] == [
+        (0, 0, None), (1, 0, None), (2, 0, None), (3, 1, 2), (4, 1, 3), (5, 2, None)]
+    # point 3: mounted again (p1 is due now) and verified, the checker's verdict taken from point 2
+    assert points[3]["mounted"] and points[3]["promises_checked"] == ["p1"]
+    assert points[3]["check"]["same_state_as"] == 2 and points[3]["check"]["verdict"] == "clean"
+    # point 4: nothing to do at all, point 3's findings
+    assert points[4]["promises_checked"] == ["p1"] and points[4]["oracle"] == points[3]["oracle"]
+    assert fake.mounts == 5 and len([c for c in fake.calls if c[0] == "create"]) == 5  # not 6
+    assert m[("points_same_state", None)] == 2 and m[("points_same_state_unmounted", None)] == 1
+    assert "byte-identical" in NOTES[("points_same_state", None)]
+    assert m[("points_clean", None)] == 6 and m[("promises_broken", None)] == 0
+
+
+def test_the_same_image_gets_its_checker_when_the_last_point_left_it_out(tmp_path, monkeypatch):
+    points, m, _, _ = fake_case(tmp_path, monkeypatch, log=empty_flushes_log, check_every=9)
+    # point 2 (no promise due) has no checker; point 3 (p1 due) must: it runs, on the same image
+    assert points[2]["check"].get("sampled_out") and points[3]["check"]["ran"]
+    assert "same_state_as" not in points[3] and points[4]["same_state_as"] == 3
+    assert m[("points_same_state", None)] == 1
+
+
+def test_the_same_image_that_did_not_mount_is_not_mounted_again(tmp_path, monkeypatch):
+    points, m, _, fake = fake_case(tmp_path, monkeypatch, log=empty_flushes_log, fail_mount_at={2})
+    assert [p["mounted"] for p in points] == [True, True, False, False, False, True]
+    assert [p.get("same_state_as") for p in points[3:5]] == [2, 3] and points[4]["check"]["ran"]
+    assert fake.mounts == 4 and m[("points_unmountable", None)] == 3
+    assert m[("points_same_state_unmounted", None)] == 2
+
+
+def test_udev_leaves_the_programs_devices_alone_while_it_checks_and_only_then(tmp_path, monkeypatch):
+    calls = []
+    monkeypatch.setattr(pl.devmapper, "run_cmd", lambda argv, timeout=None: calls.append(argv) or (0, ""))
+    monkeypatch.setattr(pl.devmapper.shutil, "which", lambda name: "/bin/udevadm")
+    rules = tmp_path / "rules.d"
+    with pl.devmapper.quiet_udev(str(rules)) as what:
+        (rule,) = rules.iterdir()
+        text = rule.read_text()
+        assert rule.name.startswith("00-") and 'ATTR{dm/name}=="fslab-pl-*"' in text and "last_rule" in text
+        assert calls == [["udevadm", "control", "--reload"]] and "rc 0" in what
+    assert not list(rules.iterdir()) and len(calls) == 2
+    # the names it matches are the program's own
+    monkeypatch.setattr(pl.devmapper, "SNAP", pl.devmapper.SNAP)
+    monkeypatch.setattr(pl.devmapper, "LW", pl.devmapper.LW)
+    pl.devmapper.use_names("ext4")
+    assert pl.devmapper.SNAP.startswith("fslab-pl-") and pl.devmapper.LW.startswith("fslab-pl-")
+    monkeypatch.setattr(pl.devmapper.shutil, "which", lambda name: None)
+    with pl.devmapper.quiet_udev(str(tmp_path / "none")) as what:
+        assert what == "" and not (tmp_path / "none").exists()
+
+
+def _found(points: list[dict]) -> list[dict]:
+    """What each point found: not its timing, nor the device it was checked on."""
+    return [{**{k: v for k, v in p.items() if k not in ("seconds", "cost_s", "check")},
+             "check": {k: v for k, v in p["check"].items() if k != "argv"}} for p in points]
+
+
+@pytest.mark.parametrize("kw", [{}, {"fault": "drop-flushed-write"}, {"check_every": 2}, {"fail_mount_at": {1}},
+                                {"reorder": 8}])
+def test_two_workers_find_what_one_finds(tmp_path, monkeypatch, kw):
+    """Two processes, each a run of neighbouring points on its own RAM target and snapshot: the same
+    records, totals and evidence as one."""
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    monkeypatch.setattr(os, "urandom", lambda n: bytes(n))
+    # the fake counts mounts per process: each worker's second mount fails (points 1 and 3), one
+    # worker's second and fourth
+    one_kw = {"fail_mount_at": {1, 3}} if "fail_mount_at" in kw else kw
+    p1, m1, out1, _ = fake_case(tmp_path / "one", monkeypatch, replay_target="ram", **one_kw)
+    p2, m2, out2, _ = fake_case(tmp_path / "two", monkeypatch, replay_target="ram", workers=2, **kw)
+    assert m2[("workers", None)] == 2 and m1[("workers", None)] == 1
+    assert _found(p2) == _found(p1) and len(p2) == 4
+    skip = ("replay_s", "point_s", "workers")
+    assert {k: v for k, v in m2.items() if k[0] not in skip} == {k: v for k, v in m1.items() if k[0] not in skip}
+    names = [sorted(x.name for x in (o / "evidence").iterdir()) for o in (out1, out2)]
+    assert names[0] == names[1]
+    assert ("fail_mount_at" in kw) == (m2[("points_unmountable", None)] == 2)
+    if "reorder" in kw:  # the reordered states too, each epoch's with its point's worker
+        r1, r2 = ([json.loads(x) for x in (o / "reorder.jsonl").read_text().splitlines()] for o in (out1, out2))
+        assert _found(r2) == _found(r1) and r1
+    assert not list((out2).glob("points-w*")) and not list((out2 / "evidence").glob(".found-*"))
+    assert not list((tmp_path / "two").glob("fslab-powerloss-*"))  # every target and store removed
+
+
+def test_a_worker_that_fails_stops_the_case_in_one_line(tmp_path, monkeypatch):
+    def boom(*a, **k):
+        raise pl.PowerlossError("device-mapper create fslab-pl-snap-w1 failed: No such device")
+    orig = pl.check.check_point
+
+    def flaky(point, *a, **k):
+        if point.index == 3:
+            boom()
+        return orig(point, *a, **k)
+
+    monkeypatch.setattr(pl.check, "check_point", flaky)
+    with pytest.raises(pl.PowerlossError, match=r"^worker 1: device-mapper create fslab-pl-snap-w1 failed"):
+        fake_case(tmp_path, monkeypatch, replay_target="ram", workers=2)
+
+
+def test_workers_are_fewer_where_their_ram_targets_do_not_fit():
+    mib = 1 << 20
+    assert pl.workers.how_many(2, 40 * mib, "auto", 800 * mib, 800 * mib) == (2, "")
+    n, why = pl.workers.how_many(2, 200 * mib, "auto", 800 * mib, 8000 * mib)
+    assert n == 1 and "do not fit" in why
+    assert pl.workers.how_many(4, 40 * mib, "auto", 300 * mib, 8000 * mib)[0] == 1
+    assert pl.workers.how_many(4, 10 * mib, "auto", 400 * mib, 8000 * mib)[0] == 2
+
+
+def test_a_case_zeroes_only_what_the_last_case_wrote_and_everything_without_its_record(tmp_path):
+    dev, run = tmp_path / "data", tmp_path / "run"
+    dev.write_bytes(b"\x01" * 8192)
+    with open(dev, "r+b") as f:  # no record (the first case of a boot, or one stopped midway): everything
+        zeroed, how = pl.record.zero_data(f.fileno(), str(dev), 8192, str(run))
+    assert (zeroed, dev.read_bytes()) == (8192, bytes(8192)) and "whole disk" in how
+    with open(dev, "r+b") as f:
+        f.write(b"\x02" * 1024)
+        f.seek(4096)
+        f.write(b"\x03" * 512)
+    pl.record.remember_written(str(dev), 8192, [(0, 1024), (4096, 4608)], str(run))
+    with open(dev, "r+b") as f:
+        zeroed, how = pl.record.zero_data(f.fileno(), str(dev), 8192, str(run))
+    assert (zeroed, dev.read_bytes()) == (1536, bytes(8192)) and "2 ranges" in how
+    assert not list(run.iterdir())  # the record is used once: a case stopped later leaves none
+    pl.record.remember_written(str(dev), 4096, [(0, 512)], str(run))  # another size: not this disk's
+    dev.write_bytes(b"\x04" * 8192)
+    with open(dev, "r+b") as f:
+        assert pl.record.zero_data(f.fileno(), str(dev), 8192, str(run))[0] == 8192
+
+
+def test_the_check_says_which_ranges_the_recording_wrote(tmp_path, monkeypatch):
+    seen = []
+    orig = pl.report.report
+    monkeypatch.setattr(pl.report, "report", lambda acks, tot, emit: seen.append(tot) or orig(acks, tot, emit))
+    fake_case(tmp_path, monkeypatch)
+    # fake_log: the superblock (sector 0), a's header and data (slot 1), b's (slot 2), c's (slot 3),
+    # each header a sector and its data right after it: every write, flushed or not
+    a, b, c = 2048, 1536, 512
+    assert seen[0]["written"] == [(0, 512), (SLOT, SLOT + 512 + a), (2 * SLOT, 2 * SLOT + 512 + b),
+                                  (3 * SLOT, 3 * SLOT + 512 + c)]

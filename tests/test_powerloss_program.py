@@ -742,8 +742,12 @@ class FakeSystem:
 
     def dm_create(self, name: str, table: str) -> str:
         self.calls.append(("create", name, table))
-        origin = table.split()[3]  # the snapshot: what it shows is the origin's content
-        return self.loops.get(origin, origin)
+        origin = self.loops.get(table.split()[3], table.split()[3])
+        if " snapshot " not in table:
+            return origin
+        snap = self.data.parent / f"snap-{name}"  # a copy: writes to it leave the origin alone
+        shutil.copyfile(origin, snap)
+        return str(snap)
 
     def mount(self, fstype, options, dev, mnt):
         self.mounts += 1
@@ -797,7 +801,7 @@ METRICS: list[dict] = []  # the last fake_case's metric lines, in order
 
 
 def fake_case(tmp_path, monkeypatch, fault=None, fail_mount_at=frozenset(), check=("fsck.fake", "{dev}"),
-              log=fake_log, checker_rc=None, replay_target="disk", check_every=1):
+              log=fake_log, checker_rc=None, replay_target="disk", check_every=1, reorder=0, workers=1):
     a, b, c = pl.promises.blob("a", 2048), pl.promises.blob("b", 1536), pl.promises.blob("c", 512)
     logp = _file(tmp_path, log(a, b, c).build())
     data = tmp_path / "data.img"
@@ -817,7 +821,8 @@ def fake_case(tmp_path, monkeypatch, fault=None, fail_mount_at=frozenset(), chec
     cfg = Namespace(data=str(data), log=str(logp), max_points=0, fault=fault, fstype="fakefs", mount_options="",
                     mnt=str(mnt), check=list(check) if check else None, fs_type="fakefs", fs_name="fake",
                     cow_file=str(tmp_path / "cow"), cow_dir=str(tmp_path), replay_target=replay_target,
-                    check_every=check_every, workload="hand-made", seed=0, ops=2, mkfs=["mkfs.fake"])
+                    check_every=check_every, workload="hand-made", seed=0, ops=2, mkfs=["mkfs.fake"],
+                    reorder=reorder, workers=workers)
     fake = FakeSystem(data, fail_mount_at, checker_rc)
     fake.install(monkeypatch)
     metrics = METRICS  # filled as the loop emits (a test may read it while the loop runs)
@@ -1096,7 +1101,7 @@ def fake_record(tmp_path, monkeypatch, status: str, kernel: list[str]):
 
 def test_record_zeroes_the_disks_runs_mkfs_marks_and_the_workload(tmp_path, monkeypatch):
     cfg, out, calls, data, log = fake_record(tmp_path, monkeypatch, "0 2048 log-writes 120 4000", [])
-    acks, _ = pl.record.record(cfg, out, lambda *a, **k: None)
+    acks, _ = pl.record.record(cfg, out, lambda *a, **k: None, str(tmp_path / "run"))
     assert data.read_bytes() == bytes(1 << 20) and log.read_bytes()[:65536] == bytes(65536)
     assert calls[0] == ("create", "fslab-pl-lw", f"0 2048 log-writes {data} {log}")
     assert calls[1] == ("run", "mkfs.x", "-q", str(data)) and calls[2] == ("mark", "mkfs")
@@ -1112,7 +1117,7 @@ def test_record_zeroes_the_disks_runs_mkfs_marks_and_the_workload(tmp_path, monk
 def test_record_says_in_one_line_when_the_log_device_is_too_small(tmp_path, monkeypatch, status, kernel):
     cfg, out, calls, _, log = fake_record(tmp_path, monkeypatch, status, kernel)
     with pytest.raises(pl.PowerlossError) as e:
-        pl.record.record(cfg, out, lambda *a, **k: None)
+        pl.record.record(cfg, out, lambda *a, **k: None, str(tmp_path / "run"))
     msg = str(e.value)
     assert "\n" not in msg and f"log device {log} (131072 bytes) is too small" in msg
     assert "after 99 entries" in msg and calls[-1] == ("remove", "fslab-pl-lw")
@@ -1123,6 +1128,8 @@ def test_stale_devices_of_a_killed_run_are_removed_first(tmp_path, monkeypatch):
     mapper.mkdir()
     shm.mkdir()
     (mapper / "fslab-pl-snap").touch()
+    (mapper / "fslab-pl-snap-w1").touch()  # a second worker's (workers.py)
+    (mapper / "fslab-pl-snapshot-of-something-else").touch()
     (shm / "fslab-powerloss-cow-123").touch()
     (shm / "someone-else").touch()
     calls = []
@@ -1132,8 +1139,8 @@ def test_stale_devices_of_a_killed_run_are_removed_first(tmp_path, monkeypatch):
         return (0, "/dev/loop3\n") if "--associated" in argv else (0, "")
     monkeypatch.setattr(pl.devmapper, "run_cmd", run_cmd)
     done = pl.devmapper.clean_stale(str(tmp_path / "not-mounted"), str(shm), str(mapper))
-    assert done == ["dmsetup remove fslab-pl-snap: rc 0", "losetup --detach /dev/loop3: rc 0",
-                    f"rm {shm}/fslab-powerloss-cow-123"]
+    assert done == ["dmsetup remove fslab-pl-snap: rc 0", "dmsetup remove fslab-pl-snap-w1: rc 0",
+                    "losetup --detach /dev/loop3: rc 0", f"rm {shm}/fslab-powerloss-cow-123"]
     assert ["dmsetup", "remove", "--retry", "fslab-pl-snap"] in calls and sorted(os.listdir(shm)) == ["someone-else"]
     assert pl.devmapper.clean_stale(str(tmp_path / "not-mounted"), str(shm), str(tmp_path / "none")) == []
 
@@ -1235,15 +1242,26 @@ def test_the_report_derives_both_shares_and_the_controls_verdict(tmp_path, monke
     assert m[("points_needing_repair_pct", None)] is None  # no checker ran: no share, not 0
 
 
-def no_flush_after_mkfs(a: bytes, b: bytes, c: bytes) -> LogBuilder:
-    """What a filesystem mounted with barrier=0 leaves: nothing after mkfs is behind a barrier
-    (dm-log-writes appends the unflushed writes when the target is removed)."""
+def fake_mkfs() -> LogBuilder:
+    """The fake filesystem's mkfs: its superblock, a flush, the mark."""
     lb = LogBuilder()
     lb.write(0, fake_header({"fakefs": 1}))
     lb.flush()
     lb.mark("mkfs")
-    lb.write(SLOT // 512 + 1, a)
-    lb.write(SLOT // 512, fake_header({"path": "a", "size": len(a)}))
+    return lb
+
+
+def fake_file(lb: LogBuilder, slot: int, name: str, data: bytes) -> None:
+    """File `name` in `slot`: its data, then its header, plain writes."""
+    lb.write(slot * SLOT // 512 + 1, data)
+    lb.write(slot * SLOT // 512, fake_header({"path": name, "size": len(data)}))
+
+
+def no_flush_after_mkfs(a: bytes, b: bytes, c: bytes) -> LogBuilder:
+    """What a filesystem mounted with barrier=0 leaves: nothing after mkfs is behind a barrier
+    (dm-log-writes appends the unflushed writes when the target is removed)."""
+    lb = fake_mkfs()
+    fake_file(lb, 1, "a", a)
     lb.mark("p1")
     lb.mark("p2")
     lb.mark("dm-log-writes-end")

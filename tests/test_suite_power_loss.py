@@ -31,7 +31,7 @@ VARIANTS = ["ext2", "ext3-ordered", "ext3-writeback", "ext3-journal", "ext4", "e
 
 @pytest.mark.parametrize("profile, ids, ops, max_points", [
     ("paper", WORKLOADS, 50, 0), ("quick", WORKLOADS, 10, 40), ("smoke", ["maildir"], 3, 12),
-    ("seq-1", ["seq-1"], len(pl.program().sequences(1)), 0)])
+    ("seq-1", ["seq-1"], len(pl.program().sequences(1)), 0), ("reorder", ["maildir"], 3, 12)])
 def test_cases_one_per_workload_then_the_control(profile, ids, ops, max_points):
     cases = pl.SUITE.cases(profile)
     assert [c.id for c in cases] == [*ids, "control"] and pl.SUITE.default_reps(profile) == 1
@@ -44,12 +44,15 @@ def test_cases_one_per_workload_then_the_control(profile, ids, ops, max_points):
         assert argv[0] == "/usr/local/bin/fslab-powerloss" and opt["--plan"] == PLAN_PATH
         assert (opt["--fs"], opt["--data"], opt["--log"], opt["--mnt"], opt["--out"], opt["--seed"]) == (
             "{name}", "{disk0}", "{disk1}", "{mnt}", "{out}", "{rep}")
+        assert opt["--workers"] == "{ncpu}"  # one worker per vCPU (the program's workers.py)
         control = c.id == "control"
         assert opt["--workload"] == ("replace-fsync" if control else c.id)
         assert int(opt["--max-points"]) == (0 if control else max_points)
         assert (opt.get("--fault") == "drop-flushed-write") is control and argv[-1] != "--fault"
         assert int(opt["--ops"]) == (c.params["ops"]) and (control or c.params["ops"] == ops)
-        assert c.timeout_s == pl.timeout_s(c.params["ops"], c.params["max_points"]) >= 900
+        reorder = 0 if control or profile != "reorder" else 4  # reordered states only in their profile's cases
+        assert int(opt.get("--reorder", 0)) == c.params.get("reorder", 0) == reorder
+        assert c.timeout_s == pl.timeout_s(c.params["ops"], c.params["max_points"], reorder) >= 900
 
 
 def test_the_program_parses_the_suites_argv():
@@ -58,9 +61,11 @@ def test_the_program_parses_the_suites_argv():
         for c in pl.SUITE.cases(profile):
             argv = [a.replace("{name}", "ext4").replace("{disk0}", "/dev/vdb").replace("{disk1}", "/dev/vdc")
                     .replace("{mnt}", "/mnt/fslab/ext4").replace("{out}", "/tmp/o").replace("{rep}", "0")
+                    .replace("{ncpu}", "2")
                     for a in c.to_json()["steps"][0]["argv"][1:]]
             args = pl.program().parse_args(argv)
             assert args.workload in (*WORKLOADS, "seq-1") and args.seed == 0 and args.out == "/tmp/o"
+            assert args.workers == 2
 
 
 def test_the_full_vmconfig_has_every_variant_on_two_disks():
@@ -81,7 +86,7 @@ def test_the_full_vmconfig_has_every_variant_on_two_disks():
 
 def test_the_smoke_vmconfig_is_three_filesystems_in_one_boot():
     plan = resolve.resolve(config.load(ROOT / "tests" / "vmconfigs" / "power-loss-smoke.yaml"))
-    assert [f.name for f in plan.filesystems] == ["ext4", "ext2", "ext4-tiny-log"] and plan.suite.profile == "smoke"
+    assert [f.name for f in plan.filesystems] == ["ext4", "ext2", "ext4-tiny-log"] and plan.suite.profile == "reorder"
     assert [c.id for c in plan.cases] == ["maildir", "control"] and all(not f.prepare for f in plan.filesystems)
     assert plan.to_json()["filesystems"][0]["prepare"] is False
     assert all(c.timeout_s < plan.vm.deadline_s for c in plan.cases)

@@ -2,13 +2,16 @@
 mounts and checkers in a guest.
 
 One boot (tests/vmconfigs/power-loss-smoke.yaml: ext4, ext2 and ext4-tiny-log; CI) for both:
-1. The smoke profile on ext4 and ext2: crash
+1. The reorder profile (smoke, and up to 4 reordered states at each crash point at a flush) on
+   ext4 and ext2, two workers (one per vCPU): crash
    points were checked on both; the data control broke the promise whose write it dropped,
    and its evidence came back; e2fsck flagged the metadata control's inverted block; every
    promise says what backs it and the checker's verdicts add up; ext4 kept every fsynced promise
    of the maildir workload; the full-state oracle ran at every mounted point, found nothing wrong
    on ext4 and saw the data control's dropped write; the checker ran at every point (its exit
-   code and verdict recorded); the report has the durability section.
+   code and verdict recorded); reordered states were checked, each a subset of the writes in
+   flight before its flush (reorder.jsonl), ext4 kept every promise in them; the report has the
+   durability section and says what the reordered states found.
 2. A log disk too small (ext4-tiny-log): that filesystem's cases fail with one clear line, the
    other filesystems are recorded as if nothing happened.
 """
@@ -40,6 +43,10 @@ def smoke(image, tmp_path_factory):
     run_dir = Path(cp.stdout.strip().splitlines()[-1])
     assert no_qemu_left(json.loads((run_dir / "manifest.json").read_text())["run_id"])
     return cp, run_dir, read_records(run_dir), wall
+
+
+def points_of(run_dir: Path, fs: str, case: str = "maildir") -> list[dict]:
+    return [json.loads(x) for x in (run_dir / "raw" / fs / case / "run" / "points.jsonl").read_text().splitlines()]
 
 
 def test_power_loss_smoke_on_ext4_and_ext2(smoke):
@@ -102,7 +109,21 @@ def test_power_loss_smoke_on_ext4_and_ext2(smoke):
                 vals[("oracle_points_with_mismatches", None)]
         oracle = json.loads((run_dir / "raw" / fs / "control" / "run" / "evidence" / "oracle.json").read_text())
         assert any(m["path"] == dropped["path"] and m["what"] == "content" for m in oracle["mismatches"]), oracle
-        summary[fs] = {"points": wl[("points_checked", None)], "of": wl[("points_total", None)],
+        # reordered states (the program's reorder.py): each on the state before a flush, a subset of the
+        # plain writes in flight before it; checked as a point is (mount, promises, oracle, checker)
+        assert wl[("workers", None)] == 2 and ctl[("workers", None)] == 2
+        states = [json.loads(x) for x in
+                  (run_dir / "raw" / fs / "maildir" / "run" / "reorder.jsonl").read_text().splitlines()]
+        assert len(states) == wl[("reorder_states", None)] > 0 and wl[("reorder_epochs", None)] > 0, fs
+        due_at = {p["point"]: p["due"] for p in points_of(run_dir, fs)}
+        for st in states:
+            r = st["reorder"]
+            assert r["persisted"] and set(r["persisted"]) <= set(r["in_flight"]) and r["of"] <= 4, r
+            assert st["check"]["ran"] and st["due"] <= due_at[r["point"]]  # a crash just before that point's flush
+        summary[fs] = {"reorder_states": wl[("reorder_states", None)],
+                       "reorder_broken": wl[("reorder_states_broken", None)],
+                       "reorder_not_clean": wl[("reorder_states_not_clean", None)],
+                       "points": wl[("points_checked", None)], "of": wl[("points_total", None)],
                        "oracle_paths": wl[("oracle_paths_checked", None)],
                        "oracle_mismatches": wl[("oracle_mismatches", None)],
                        "control_points": ctl[("points_checked", None)],
@@ -112,6 +133,7 @@ def test_power_loss_smoke_on_ext4_and_ext2(smoke):
     # everything its fsyncs persisted: the oracle finds nothing wrong in its whole tree
     assert _values(recs, "ext4", "maildir")[("promises_broken", None)] == 0
     assert _values(recs, "ext4", "maildir")[("oracle_mismatches", None)] == 0
+    assert _values(recs, "ext4", "maildir")[("reorder_states_broken", None)] == 0  # in any subset in flight too
     cp = fslab("report", str(run_dir), timeout=600)
     assert cp.returncode == 0, cp.stderr[-2000:]
     html = (run_dir / "report" / "index.html").read_text()
@@ -120,6 +142,7 @@ def test_power_loss_smoke_on_ext4_and_ext2(smoke):
     assert re.findall(r"The data control of ([^ ]+)", html) == ["ext4-tiny-log"]
     assert ("The metadata control of ext2" in html) == ("ext2" in no_meta)  # a control not made is loud
     assert (run_dir / "report" / "figures" / "power-loss-durability.svg").is_file()
+    assert "Reordered states (CrashMonkey&#x27;s in-flight writes)" in html
     print(f"\npower-loss smoke: {wall:.0f} s wall; {json.dumps(summary)}")
 
 

@@ -34,7 +34,7 @@ import json
 from dataclasses import dataclass, field
 from html import escape
 
-from harness.analysis import ranking
+from harness.analysis import durability_reorder, ranking
 from harness.analysis.durability_reading import DOCUMENTED, reading
 from harness.analysis.number_format import fmt
 from harness.analysis.runs import Run, measured
@@ -301,6 +301,21 @@ def cost_table(run: Run) -> tuple[list[str], list[list[str]]]:
     return crash_cost.HEAD, [crash_cost.line(fs, v) for fs, v in s.items()]
 
 
+def paper_extrapolated(run: Run) -> str:
+    """The paper profile's hours extrapolated from this run's per-point wall seconds
+    (harness/results/crash_cost.py `extrapolate`), said to be an extrapolation ("" without points)."""
+    p = power_loss.paper_profile()
+    ex = crash_cost.extrapolate([r for r in run.records if r.get("suite") == SUITE], **p)
+    if not ex:
+        return ""
+    per = ", ".join(f"{fs} {v['hours']:.2f} h ({v['points']:.0f} points at {v['s_per_point']:.2f} s)"
+                    for fs, v in ex.items())
+    return (f"The paper profile ({p['workloads']} workloads of {p['ops']} durability points and the control, every "
+            f"crash point, the checker at 1 in {p['check_every']} of the points without a promise) extrapolated from "
+            f"this run's wall seconds per crash point, its points per durability point and its cases' other seconds "
+            f"(not measured): {per}; {sum(v['hours'] for v in ex.values()):.1f} h for these filesystems in one VM.")
+
+
 def sampled(d: FsDurability) -> str:
     """"N of M crash points checked" over the workload cases ("every one" when all were).
 
@@ -554,13 +569,18 @@ def sections(runs: list[Run]) -> list:
         for text in sequences_said(ds, orows, brows):
             html.append(f"<p>{escape(text)}</p>")
             md += [text, ""]
+        recs = [r for r in run.records if r.get("suite") == SUITE]
+        rhead, rrows = durability_reorder.table(recs)
+        for text in durability_reorder.said(recs):
+            _said_with_table(html, md, text, rhead, rrows)
         shead, srows = sampling_table(ds)
         if srows:
             total = sum(d.points_total for d in ds)
             checked = sum(d.points for d in ds if d.points_total)
             said = (f"every one of the {total} crash points in the logs was checked" if checked >= total else
                     f"{checked} of the {total} crash points in the logs were checked (a sample)")
-            text = f"Sampling: {said}; per case, with the promises made and checked:"
+            same = durability_reorder.same_said(recs)
+            text = f"Sampling: {said}{'. ' + same[:-1] if same else ''}; per case, with the promises made and checked:"
             html += [f"<p>{escape(text)}</p>", _html_table(shead, srows)]
             md += [text, "", *_md_table(shead, srows), ""]
             overlaps = [f"{r[0]} {r[1]} ({r[5]})" for r in srows if r[5] != "0"]
@@ -578,6 +598,10 @@ def sections(runs: list[Run]) -> list:
                     f"accel {run.manifest.get('accel', '?')}), n points per filesystem:")
             html += [f"<p>{escape(text)}</p>", _html_table(chead, crows)]
             md += [text, "", *_md_table(chead, crows), ""]
+            paper = paper_extrapolated(run) if profile != "paper" else ""
+            if paper:
+                html.append(f"<p>{escape(paper)}</p>")
+                md += [paper, ""]
     html.append(f"<p>Figure {FIGURE} (below, with the figures): promises broken and the shares of crash "
                 "points unmountable and needing repair, per workload.</p>")
     md += [f"Figure: figures/{FIGURE}.png", ""]

@@ -6,7 +6,8 @@ command line; what it does is in the package fslabguest.powerloss, one module pe
 crash points, replay, promises, workloads, device mapper, recording, the check loop, the report).
 
     fslab-powerloss --plan /run/fslab/plan.json --fs NAME --data DEV --log DEV --workload W
-                    [--seed S] [--ops N] [--max-points N] [--fault drop-flushed-write] --out DIR
+                    [--seed S] [--ops N] [--max-points N] [--check-every K] [--reorder N] [--workers N]
+                    [--fault drop-flushed-write] --out DIR
     (or --mkfs-json '["mkfs.ext4","-F","{dev}"]' --fstype ext4 [--mount-options O]
         [--check-json '["e2fsck","-fn","{dev}"]'] instead of --plan/--fs)
     fslab-powerloss --inspect LOGFILE [--max-points N]   (no root: a log's summary and its crash points;
@@ -45,6 +46,14 @@ One run owns the filesystem's whole life, because every write from mkfs on must 
    fresh, un-replayed snapshot); so is a checker missing from the image. Each point's seconds,
    split into replay, snapshot, mount, umount, checker and the rest (cost.py), are in its
    points.jsonl line and in its own metric line `point_s`, written the moment it is checked.
+   Cost cuts that change no result (issue 24, item 11): the replay skips writes of zeros to bytes
+   nothing wrote since it began (replay.py); a point whose image the replay did not change is
+   byte-identical to the last checked one, and takes from it whether it mounts and the checker's
+   verdict, verified again only where more promises are due (same_state.py, metric
+   points_same_state); --workers N checks N runs of neighbouring points at once, each in a process
+   of its own (workers.py; the suite passes one per vCPU); udev leaves the program's device-mapper
+   devices alone while it checks (a runtime rule in /run/udev/rules.d); the recording zeroes only
+   what the last case of the boot wrote to the data disk (record.py, metric zero_bytes).
 
 The dm-log-writes log (learned from the kernel's drivers/md/dm-log-writes.c and fstests'
 src/log-writes; all integers little-endian; S = the data device's logical sector size):
@@ -68,9 +77,13 @@ Crash model (a disk with a volatile write cache that loses everything not behind
   point's crash time t is its last moment, so every promise whose mark was logged while that
   state held is due; the point just after a promise is the one whose interval holds its mark
   (the same disk as a crash right at the mark, with the last barrier before it). Points start at
-  the state holding when mkfs ended. Not modelled: reordering or partial loss among the writes of
-  one flush epoch (a real disk may keep any subset of them, CrashMonkey and fstests' replay to
-  each entry explore some of those); torn sectors.
+  the state holding when mkfs ended. A real disk may also keep any subset of the writes in flight
+  before a flush, in any order: with --reorder N, at each crash point at a FLUSH up to N of those
+  states are checked too (reorder.py: on the state just before the flush, with every FUA write of
+  the epoch, subsets of its plain writes and discards, overlapping ones in either order; all of
+  them when there are at most N, else a sample drawn from the seed), each as a point is, into
+  reorder.jsonl and evidence/reorder.json, counted apart (reorder_* metrics). Not modelled: torn
+  sectors.
   Where a plain write overlaps a FUA write logged before it, with no flush between, the log's
   order may not be the device's (dm-log-writes logs the FUA at its completion, the plain write at
   the next flush, whichever reached the device first): each such pair is listed in log.json
@@ -117,7 +130,8 @@ Output: JSON lines on stdout, one metric each ({"metric", "value", "unit", "fs",
 points_needing_repair_pct derived from the counts; `point_s` once per checked point as it is
 checked, with "point" and its parts replay_s, snapshot_s, mount_s, umount_s, checker_s, other_s:
 a case stopped later keeps them); files under --out: points.jsonl (one line per checked point),
-promises.jsonl (the acknowledgement log), log.json (the log's summary), record.txt (mkfs and
+reorder.jsonl (with --reorder: one line per reordered state, its `reorder` saying which writes
+persisted), promises.jsonl (the acknowledgement log), log.json (the log's summary), record.txt (mkfs and
 mount output), evidence/oracle.json (the oracle's mismatches, each with the points it was seen at),
 evidence/<promise>.json for each broken promise (the points, the checker's
 output, expected vs found: size, sha256, first bytes) with evidence/<promise>.found (the wrong
@@ -139,11 +153,18 @@ import time
 from fslabguest.commands import add_sbin_to_path, run_cmd
 from fslabguest.powerloss import PowerlossError
 from fslabguest.powerloss.check import check_all
-from fslabguest.powerloss.devmapper import check_free_device, check_write_cache, clean_stale, use_names
+from fslabguest.powerloss.devmapper import (
+    check_free_device,
+    check_write_cache,
+    clean_stale,
+    device_bytes,
+    quiet_udev,
+    use_names,
+)
 from fslabguest.powerloss.log import MKFS_MARK, parse_log
 from fslabguest.powerloss.points import crash_points, log_summary, select_points
 from fslabguest.powerloss.promises import BACKED_BY, LABELS  # noqa: F401  (the host's labels: suites/power_loss.py)
-from fslabguest.powerloss.record import record
+from fslabguest.powerloss.record import record, remember_written
 from fslabguest.powerloss.replay import FAULTS
 from fslabguest.powerloss.report import report
 from fslabguest.powerloss.seqgen import GENERATED, sequences  # noqa: F401  (sequences: the suite's seq-1 profile)
@@ -214,6 +235,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--check-every", type=_int_at_least(1), default=1,
                    help="run the checker at 1 in K of the points where no promise becomes due "
                         "(always at promise points, the first, the last and unmountable ones; default 1: every point)")
+    p.add_argument("--reorder", type=_int_at_least(0), default=0,
+                   help="at each crash point at a flush, also check up to N states the disk could hold just before "
+                        "it: subsets of the epoch's plain writes, overlapping ones in either order (reorder.py; "
+                        "default 0: none)")
+    p.add_argument("--workers", type=_int_at_least(1), default=1,
+                   help="check the crash points with N processes at once, each its own run of neighbouring points "
+                        "(workers.py; fewer where their RAM replay targets do not fit; default 1)")
     p.add_argument("--fault", choices=FAULTS, help="positive control: leave out a write a promise depends on")
     p.add_argument("--out", help="evidence directory")
     p.add_argument("--mnt", default="/mnt/fslab-powerloss", help="mount point (default: %(default)s)")
@@ -293,7 +321,9 @@ def main(argv: list[str] | None = None) -> int:
         acks, wl_s = record(cfg, cfg.out, emit)
         emit("record_s", round(time.monotonic() - t0, 3), "s")
         emit("workload_s", round(wl_s, 3), "s")
-        tot = check_all(cfg, acks, cfg.out, emit)
+        with quiet_udev():
+            tot = check_all(cfg, acks, cfg.out, emit)
+        remember_written(cfg.data, device_bytes(cfg.data), tot["written"])  # the next case zeroes only these
         report(acks, tot, emit)
         return 0
     except PowerlossError as e:

@@ -51,3 +51,55 @@ def line(fs: str, s: dict[str, Any]) -> list[str]:
 
 
 HEAD = ["fs", "points", "seconds per point: min / median / max", "median by part (s)", "checker ran at"]
+
+
+def _sum(records: list[dict[str, Any]], fs: str, metric: str) -> float:
+    return sum(float(r["value"]) for r in records if r.get("fs") == fs and r.get("metric") == metric
+               and r.get("case") != CONTROL and r.get("kind") is None and r.get("backed_by") is None
+               and isinstance(r.get("value"), int | float))
+
+
+CONTROL = "control"  # harness/suites/power_loss.py's positive control: short, left out of the rates
+
+
+def extrapolate(records: list[dict[str, Any]], ops: int = 50, workloads: int = 6, control_ops: int = 5,
+                check_every: int = 4) -> dict[str, dict[str, float]]:
+    """What a profile would take per filesystem, from a run of another (an extrapolation, not a
+    measurement): the run's workload cases give the wall seconds of the check phase per crash
+    point (several workers at once included), the checker's share of a point's seconds, crash
+    points per durability point (op), and the seconds of a case besides its points (zeroing, mkfs,
+    the workload per op). The profile's cases then have `ops` ops each (`workloads` of them, and
+    the control with `control_ops`, every point checked), and the checker runs at the points just
+    after a promise (one an op), the first and the last, and 1 in `check_every` of the others.
+
+    >>> recs = [{"fs": "ext4", "case": "maildir", "metric": m, "value": v, "ops": 3} for m, v in (
+    ...     ("replay_s", 30.0), ("points_checked", 30), ("points_total", 30), ("record_s", 20.0), ("workload_s", 2.0))]
+    >>> recs += [{"fs": "ext4", "case": "maildir", "metric": "point_s", "value": 1.0, "checker_s": 0.5, "point": i,
+    ...           "ops": 3} for i in range(30)]
+    >>> e = extrapolate(recs)["ext4"]
+    >>> e["points_per_op"], e["points"], round(e["s_per_point"], 3), round(e["hours"], 2)
+    (10.0, 3050.0, 0.664, 0.66)
+    """
+    out: dict[str, dict[str, float]] = {}
+    for fs in sorted({str(r.get("fs")) for r in records if r.get("metric") == METRIC}):
+        checked, total = _sum(records, fs, "points_checked"), _sum(records, fs, "points_total")
+        run_ops = sum(float(r.get("ops") or 0) for r in records if r.get("fs") == fs and r.get("case") != CONTROL
+                      and r.get("metric") == "points_total")
+        if not checked or not run_ops:
+            continue
+        wall = _sum(records, fs, "replay_s") / checked  # the check phase's wall seconds per point
+        pts = [r for r in records if r.get("fs") == fs and r.get("metric") == METRIC and r.get("case") != CONTROL]
+        share = sum(float(r.get("checker_s") or 0) for r in pts) / (sum(float(r["value"]) for r in pts) or 1)
+        per_op = total / run_ops
+        fixed = (_sum(records, fs, "record_s") - _sum(records, fs, "workload_s")) / len([
+            r for r in records if r.get("fs") == fs and r.get("case") != CONTROL and r.get("metric") == "record_s"])
+        wl_op = _sum(records, fs, "workload_s") / run_ops
+        points = per_op * ops
+        ran = min(1.0, (ops + 2 + max(0.0, points - ops - 2) / check_every) / points)
+        s_point = wall * (1 - share + share * ran)
+        case_s = fixed + wl_op * ops + points * s_point
+        control_s = fixed + wl_op * control_ops + per_op * control_ops * wall
+        out[fs] = {"points_per_op": round(per_op, 2), "points": round(points * workloads + per_op * control_ops, 1),
+                   "s_per_point": round(s_point, 4), "checker_share": round(share, 3),
+                   "case_fixed_s": round(fixed, 1), "hours": round((workloads * case_s + control_s) / 3600, 3)}
+    return out

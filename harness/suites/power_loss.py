@@ -80,6 +80,12 @@ Profiles (ops = durability points the workload makes; points = crash points chec
           20): a few dozen points per filesystem, minutes under TCG (tests, CI)
   seq-1   the generated workload seq-1 only (ACE's bounded sequences of one operation and its
           persistence point, the program's seqgen.py: ops = their number), every crash point
+  reorder smoke, and at each crash point at a flush up to 4 states the disk could hold just
+          before it (profile key `reorder`; the program's reorder.py, CrashMonkey's in-flight
+          writes: subsets of the plain writes of the epoch the flush ends, overlapping ones in
+          either order, on the state before it), counted apart (reorder_* metrics; the CI boot)
+Every case checks its points with one worker per vCPU (`--workers {ncpu}`, the program's
+workers.py: runs of neighbouring points, each in a process of its own, counted as one would).
 Timeouts: a case may take TIMEOUT_BASE_S plus SECONDS_PER_POINT for every point it may check
 (paper: the points its ops can make, POINTS_PER_OP each). At the timeout, or when the program
 has written nothing for SILENT_S (it writes a line per crash point), the agent sends SIGTERM and
@@ -95,6 +101,21 @@ remove took 2.3-2.8 s a point at load 12-16), mount(2) and umount(2) instead of 
 crash state rebuilt in RAM (no zeroing of the whole disk, no emulated I/O), the checker sampled
 in paper. What is left is mostly the checker (e2fsck 1.3-4.8 s a run at load 25) and the kernel's
 own mount and umount.
+Then (issue 24, item 11; 2026-11-27, tests/vmconfigs/power-loss-cost.yaml: smoke on ext4 and xfs
+on 512 MiB and on 300 MiB data disks, one boot each, back to back at load 3.5-4.8, another VM
+running): main 78ee69c (image 170390eb) against two workers, the reused byte-identical images,
+the zero-skipping replay, udev kept off the snapshots and the recording's zeroing of only what the
+last case wrote (image d01cd26f). Wall seconds of the check phase per crash point: ext4 0.61 ->
+0.48 (78 points), xfs 1.58 -> 0.83 (70 and 72), all 1.07 -> 0.65; a point's own seconds (two run
+at once after) min / median / max ext4 0.31 / 0.51 / 1.47 -> 0.00 / 0.58 / 2.42, xfs 0.82 / 1.18 /
+6.90 -> 0.00 / 1.14 / 5.10 (0.00: a point taken whole from the one before, 6 in each control); the
+recording 62.9 -> 42.4 s, the cases 247 -> 170 s. Per point the checker is the largest part
+(medians e2fsck 0.27-0.35 s, xfs_repair -n 0.61-0.95 s), then xfs's mount (log recovery, 0.18-0.35
+s) and the snapshot (0.08-0.13 s). A 300 MiB data disk costs a point the same as a 512 MiB one
+(ext4 0.56 vs 0.57 s median before, xfs 1.27 vs 1.15): only the first case's zeroing is shorter
+(3.6-4.6 s against 6.1-7.0 s), so the variants keep 512 MiB. The paper profile extrapolated from
+these (the report's durability section does it per run, harness/results/crash_cost.py
+`extrapolate`; not measured): ext4 0.34 h (3,253 points at 0.34 s), xfs 0.48 h (2,237 at 0.71 s).
 """
 
 from __future__ import annotations
@@ -115,7 +136,7 @@ CONTROL = "control"
 CONTROL_WORKLOAD = "replace-fsync"
 CACHED = ("none", "writeback", "unsafe")  # disk cache modes that show the guest a volatile write cache
 TIMEOUT_BASE_S = 900  # mkfs, zeroing, recording, parsing the log
-SECONDS_PER_POINT = 30  # TCG: 2-13 s a point measured on a host at load 25 (ext4, xfs; docstring)
+SECONDS_PER_POINT = 30  # TCG: 2-13 s a point measured on a host at load 25, 0.5-5 s at load 4 (docstring)
 # The program writes a metric line per crash point; silent this long, it has hung (a mount or checker
 # stuck on a corrupt image): the agent stops the case and the other filesystems go on. The longest
 # silent stretch of a sound case is the recording (zeroing, mkfs, workload): below a minute on TCG.
@@ -124,12 +145,18 @@ POINTS_PER_OP = 8  # paper profile, every point: an op makes 2-4 flush/FUA bound
 
 _PROFILES: dict[str, dict[str, Any]] = {
     # ops per workload, ops of the control, max points a case (0 = all), workloads (None = all),
-    # check_every: the checker at 1 in K of the points without a new promise (the program's sampling.py)
-    "paper": {"ops": 50, "control_ops": 5, "max_points": 0, "workloads": None, "check_every": 4},
-    "quick": {"ops": 10, "control_ops": 4, "max_points": 40, "workloads": None, "check_every": 1},
-    "smoke": {"ops": 3, "control_ops": 2, "max_points": 12, "workloads": ("maildir",), "check_every": 1},
+    # check_every: the checker at 1 in K of the points without a new promise (the program's sampling.py),
+    # reorder: up to N reordered states at each crash point at a flush (the program's reorder.py; 0: none)
+    "paper": {"ops": 50, "control_ops": 5, "max_points": 0, "workloads": None, "check_every": 4, "reorder": 0},
+    "quick": {"ops": 10, "control_ops": 4, "max_points": 40, "workloads": None, "check_every": 1, "reorder": 0},
+    "smoke": {"ops": 3, "control_ops": 2, "max_points": 12, "workloads": ("maildir",), "check_every": 1,
+              "reorder": 0},
     # ACE's seq-1 (the program's seqgen.py): every generated sequence (ops None), every crash point
-    "seq-1": {"ops": None, "control_ops": 4, "max_points": 0, "workloads": ("seq-1",), "check_every": 1},
+    "seq-1": {"ops": None, "control_ops": 4, "max_points": 0, "workloads": ("seq-1",), "check_every": 1,
+              "reorder": 0},
+    # smoke, and at each crash point at a flush up to 4 of the states the disk could hold just before it
+    "reorder": {"ops": 3, "control_ops": 2, "max_points": 12, "workloads": ("maildir",), "check_every": 1,
+                "reorder": 4},
 }
 
 
@@ -140,32 +167,45 @@ def program() -> ModuleType:
     return load_program("powerloss", "fslab_powerloss_program")
 
 
+def paper_profile() -> dict[str, int]:
+    """What the paper profile checks, as harness/results/crash_cost.py `extrapolate` takes it."""
+    p = _PROFILES["paper"]
+    return {"ops": p["ops"], "workloads": len(workloads("paper")), "control_ops": p["control_ops"],
+            "check_every": p["check_every"]}
+
+
 def workloads(profile: str) -> tuple[str, ...]:
     chosen = _PROFILES[profile]["workloads"]
     return tuple(program().WORKLOADS) if chosen is None else tuple(chosen)
 
 
-def timeout_s(ops: int, max_points: int) -> int:
-    """What a case may take: TIMEOUT_BASE_S plus SECONDS_PER_POINT per point it may check.
+def timeout_s(ops: int, max_points: int, reorder: int = 0) -> int:
+    """What a case may take: TIMEOUT_BASE_S plus SECONDS_PER_POINT per point it may check, and per
+    reordered state it may check (up to `reorder` at each point).
 
-    >>> timeout_s(10, 40), timeout_s(50, 0)
-    (2100, 12960)
+    >>> timeout_s(10, 40), timeout_s(50, 0), timeout_s(3, 12, 4)
+    (2100, 12960, 2700)
     """
     points = max_points if max_points else POINTS_PER_OP * ops + 2
-    return TIMEOUT_BASE_S + SECONDS_PER_POINT * points
+    return TIMEOUT_BASE_S + SECONDS_PER_POINT * points * (1 + reorder)
 
 
-def _case(cid: str, workload: str, ops: int, max_points: int, check_every: int, fault: str | None = None) -> Case:
+def _case(cid: str, workload: str, ops: int, max_points: int, check_every: int, fault: str | None = None,
+          reorder: int = 0) -> Case:
     argv = [PROGRAM, "--plan", PLAN_PATH, "--fs", "{name}", "--data", "{disk0}", "--log", "{disk1}",
             "--workload", workload, "--seed", "{rep}", "--ops", str(ops), "--max-points", str(max_points),
-            "--check-every", str(check_every), "--mnt", "{mnt}", "--out", "{out}"]
+            "--check-every", str(check_every), "--workers", "{ncpu}", "--mnt", "{mnt}", "--out", "{out}"]
+    if reorder:
+        argv += ["--reorder", str(reorder)]
     if fault:
         argv += ["--fault", fault]
     params: dict[str, Any] = {"workload": workload, "ops": ops, "max_points": max_points, "check_every": check_every}
+    if reorder:
+        params["reorder"] = reorder
     if fault:
         params["fault"] = fault
     step = {"name": "run", "argv": argv, "cwd": "/", "parse": "metrics", "collect": True, "silent_s": SILENT_S}
-    return Case(id=cid, kind="steps", params=params, timeout_s=timeout_s(ops, max_points),
+    return Case(id=cid, kind="steps", params=params, timeout_s=timeout_s(ops, max_points, reorder),
                 steps=as_steps([step], f"suite power-loss: case {cid}"))
 
 
@@ -174,7 +214,7 @@ def expand(profile: str) -> list[Case]:
     p = _PROFILES[profile]
     (fault,) = program().FAULTS
     ops = p["ops"] or len(program().sequences(1))
-    return [_case(w, w, ops, p["max_points"], p["check_every"]) for w in workloads(profile)] + [
+    return [_case(w, w, ops, p["max_points"], p["check_every"], reorder=p["reorder"]) for w in workloads(profile)] + [
         _case(CONTROL, CONTROL_WORKLOAD, p["control_ops"], 0, 1, fault)]
 
 
@@ -211,6 +251,8 @@ SUITE = Suite(
         "smoke": "maildir x 3 durability points, at most 12 crash points, + the control (tests, CI)",
         "seq-1": "ACE's seq-1: every operation x each fitting persistence point, every crash "
                  "point, the full-state oracle, + the control",
+        "reorder": "smoke, and up to 4 reordered states at each crash point at a flush (subsets of the writes "
+                   "in flight before it, CrashMonkey's), + the control (tests, CI)",
     },
     expand=expand,
     headline="promises_broken",

@@ -12,15 +12,22 @@ import stat
 import time
 from collections.abc import Callable
 
-from fslabguest.powerloss import PowerlossError, checkers, controls, oracle, sampling
+from fslabguest.powerloss import (
+    PowerlossError,
+    checkers,
+    controls,
+    oracle,
+    same_state,
+    sampling,
+    workers,
+)
 from fslabguest.powerloss import devmapper as dm
-from fslabguest.powerloss.cost import CLOCK, emit_point, split
 from fslabguest.powerloss.log import DISCARD, END_MARK, FLUSH, FUA, MKFS_MARK, Log, parse_log
 from fslabguest.powerloss.points import Point, crash_points, log_summary, promise_marks, select_points
 from fslabguest.powerloss.promises import Acks, verify
 from fslabguest.powerloss.record import substitute
-from fslabguest.powerloss.replay import CHUNK, Replayer, find_fault
-from fslabguest.powerloss.target import blank, close_target, open_target
+from fslabguest.powerloss.replay import CHUNK, Extents, Replayer, find_fault
+from fslabguest.powerloss.target import mem_available, touched_bytes
 
 
 def _lines(text: str, n: int = 20) -> list[str]:
@@ -28,18 +35,25 @@ def _lines(text: str, n: int = 20) -> list[str]:
 
 
 def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str, sectors: int,
-                kmsg: dm.Kmsg, fsck: bool = True) -> tuple[dict, str, dict[str, bytes]]:
+                kmsg: dm.Kmsg, fsck: bool = True, same_check: tuple[dict, str] | None = None,
+                prepare: Callable[[str], None] | None = None) -> tuple[dict, str, dict[str, bytes]]:
     """Snapshot, mount (journal replay), verify, umount, checker: one point's record, the checker's
     output, and the first MiB of each file that broke a promise (evidence). fsck False: the
-    checker is left out at this point (sampling.py), said in the record."""
-    rec: dict = {"point": point.index, "t": point.t, "state": point.state, "barrier": point.barrier,
-                 "due": point.due, "new_promises": point.new}
+    checker is left out at this point (sampling.py), said in the record. same_check: the checker's
+    record and output at an earlier point whose crash image was byte-identical (same_state.py),
+    taken instead of running it again. prepare: called with every snapshot made, before it is used
+    (reorder.py writes a reordered state's persisted writes onto it)."""
+    rec: dict = point.head()
     table = f"0 {sectors} snapshot {cfg.data} {cow_dev} N 8"
     t0 = time.monotonic()
+    kmsg.mine = ""
     kmsg.take()
     snap = dm.dm_create(dm.SNAP, table)
+    kmsg.mine = os.path.basename(snap)  # another worker's snapshot is not this point's (workers.py)
     check_text, found = "", {}
     try:
+        if prepare is not None:
+            prepare(snap)
         if cfg.fstype == "btrfs":  # btrfs refuses a device older than one it saw (the recording's)
             dm.run_cmd(["btrfs", "device", "scan", "--forget"], 60)
         rc, text = dm.mount_fs(cfg.fstype, cfg.mount_options, snap, cfg.mnt)
@@ -65,8 +79,12 @@ def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str,
         else:  # the checker then sees the crash image as it was, not what the failed mount left
             dm.dm_remove(dm.SNAP)
             snap = dm.dm_create(dm.SNAP, table)
+            if prepare is not None:
+                prepare(snap)
         check: dict
-        if not cfg.check:
+        if same_check is not None:
+            check, check_text = same_check
+        elif not cfg.check:
             check = {"ran": False, "note": f"no checker for {cfg.fs_type}"}
         elif not fsck and rec["mounted"]:  # at a point that did not mount it always runs
             check = {"ran": False, "sampled_out": True, "note": sampling.NOTE.format(k=cfg.check_every)}
@@ -145,11 +163,15 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
     marks = promise_marks(log)
     if len(marks) != len(acks.promises):
         raise PowerlossError(f"log has {len(marks)} promise marks, the workload made {len(acks.promises)} promises")
+    written = Extents()  # what the recording wrote to the data disk (record.py: the next case zeroes only that)
+    for e in log.entries:
+        if e.writes:
+            written.add(e.offset, e.offset + e.length)
     points = crash_points(log)
     chosen, skipped = select_points(points, cfg.max_points)
     summary = log_summary(log, points, chosen)
-    with open(os.path.join(out, "log.json"), "w") as f:
-        json.dump(summary, f, indent=1)
+    with open(os.path.join(out, "log.json"), "w") as jf:
+        json.dump(summary, jf, indent=1)
     for k in ("entries", "writes", "flushes", "fuas", "discards", "marks"):
         emit(f"log_{k}", summary[k])
     emit("log_bytes", log.used, "B")
@@ -163,97 +185,75 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
     sectors = size // 512
     os.makedirs(os.path.join(out, "evidence"), exist_ok=True)
     os.makedirs(os.path.join(out, "checker"), exist_ok=True)
-    fault, rp = None, None
-    target = open_target(cfg.data, size, log, cfg.cow_dir, str(os.getpid()), cfg.replay_target)
-    emit("replay_in_ram", int(target.kind == "ram"), note=target.why, touched_bytes=target.touched)
-    cfg = argparse.Namespace(**{**vars(cfg), "data": target.origin})  # the snapshots' origin
-    with open(cfg.cow_file, "wb") as f:
-        f.truncate(size)
-    cow_dev = dm.must(["losetup", "--find", "--show", cfg.cow_file], "losetup").strip()
-    kmsg = dm.Kmsg()
+    fault = None
+    st = os.statvfs(cfg.cow_dir)
+    n, why = workers.how_many(getattr(cfg, "workers", 1), touched_bytes(log), cfg.replay_target, mem_available(),
+                              st.f_bavail * st.f_frsize)
+    emit("workers", min(n, len(chosen)) or 1, **({"note": why} if why else {}))
     fsck_at = sampling.checker_points(chosen, cfg.check_every)
-    tot: dict = {"points": 0, "sampled_out": 0, "check_every": cfg.check_every, "unmountable": 0, "no_checker": 0,
+    tot: dict = {"points": 0, "sampled_out": 0, "same_state": 0, "same_state_unmounted": 0,
+                 "check_every": cfg.check_every, "unmountable": 0, "no_checker": 0,
                  "checks": 0, "checks_broken": 0, "unreachable": 0, "present": 0, "lost": 0, "unmountable_not_clean": 0,
                  "verdicts": dict.fromkeys(checkers.VERDICTS, 0)}
     checked: dict[str, str] = {}
     evidence: dict[str, dict] = {}
     oracle_found: dict[str, dict] = {}  # "path: what" -> the mismatch, where it was first seen and every point
+    tot["reorder_n"] = getattr(cfg, "reorder", 0)  # reorder.py
+    tot["written"] = written.ranges()
     tot["oracle"] = {"points": 0, "paths": 0, "dirs": 0, "points_with_mismatches": 0, "not_derived": 0, "why": ""}
     t0 = time.monotonic()
-    try:
-        with open(cfg.log, "rb") as lf, open(target.path, "r+b", buffering=0) as dev:
-            if cfg.fault:
-                fault = find_fault(log, lf.fileno(), acks.promises, marks)
-                emit("fault_dropped_entry", fault["entry"], "", promise=fault["promise"], path=fault["path"])
-            if stat.S_ISBLK(os.fstat(dev.fileno()).st_mode):  # no page the recording went around
-                fcntl.ioctl(dev.fileno(), dm.BLKFLSBUF, 0)
-            rp = Replayer(log, lf.fileno(), dev.fileno(), [fault["entry"]] if fault else [])
-            rp.reset(fresh=target.fresh)
-            CLOCK.take()
-            with open(os.path.join(out, "points.jsonl"), "w") as pf:
-                for pt in chosen:
-                    with CLOCK.part("replay"):
-                        rp.goto(pt)
-                        os.fsync(dev.fileno())  # the snapshot reads the disk, not this file's page cache
-                    rec, check_text, found = check_point(pt, cfg, acks, cow_dev, sectors, kmsg, pt.index in fsck_at)
-                    parts = CLOCK.take()
-                    rec["seconds"] = round(rec["seconds"] + parts.get("replay", 0.0), 3)
-                    rec["cost_s"] = split(rec["seconds"], parts)
-                    pf.write(json.dumps(rec, sort_keys=True) + "\n")
-                    pf.flush()
-                    emit_point(emit, rec)
-                    tot["points"] += 1
-                    tot["unmountable"] += not rec["mounted"]
-                    if rec["check"]["ran"] and rec["mounted"]:  # verdicts where the kernel replayed the journal
-                        tot["verdicts"][rec["check"]["verdict"]] += 1
-                    elif rec["check"]["ran"]:  # on a crash image no mount replayed: counted apart
-                        tot["unmountable_not_clean"] += not rec["check"]["clean"]
-                    tot["sampled_out"] += bool(rec["check"].get("sampled_out"))
-                    tot["no_checker"] += not rec["check"]["ran"] and not rec["check"].get("sampled_out")
-                    if not rec["check"]["ran"] and not rec["check"].get("sampled_out"):  # why: none, or missing
-                        tot.setdefault("no_checker_why", rec["check"]["note"])
-                    if rec["check"]["ran"] and not rec["check"]["clean"]:
-                        with open(os.path.join(out, "checker", f"point-{pt.index}.txt"), "w") as f:
-                            c = rec["check"]
-                            f.write(f"$ {' '.join(c['argv'])}\n{check_text}[exit code {c['rc']}]\n"
-                                    f"[verdict: {c['verdict']}: {c['why']}]\n")
-                    if not rec["mounted"]:
-                        tot["unreachable"] += pt.due
-                        continue
-                    _oracle_tally(tot, rec, oracle_found)
-                    tot["checks"] += len(rec["promises_checked"])
-                    tot["checks_broken"] += len(rec["broken"])
-                    tot["present"] += len(rec["unsynced_present"])
-                    tot["lost"] += len(rec["unsynced_lost"])
-                    checked.update(rec["promise_kinds"])
-                    for failure in rec["failures"]:
-                        pid = failure["promise"]
-                        if pid in evidence:
-                            if rec["point"] not in evidence[pid]["points_broken"]:
-                                evidence[pid]["points_broken"].append(rec["point"])
-                            continue
-                        evidence[pid] = _evidence(rec, failure, acks, cfg, log, fault, check_text, marks)
-                        data = found.get(f"{pid}:{failure['path']}")
-                        if data is not None:  # the wrong file itself, as the crash image held it
-                            evidence[pid]["found_file"] = f"{pid}.found"
-                            with open(os.path.join(out, "evidence", f"{pid}.found"), "wb") as f:
-                                f.write(data)
-                        _write_json(os.path.join(out, "evidence", f"{pid}.json"), evidence[pid])
-            if cfg.fault and chosen and chosen[-1].final:  # the metadata control, on the last crash state
-                # rebuilt without the data control's dropped write: on ext2 that write was seen to carry a
-                # directory block too (a merged request), which left the last state needing repair
-                whole = Replayer(log, lf.fileno(), dev.fileno(), [])
-                whole.reset(fresh=blank(target, dev.fileno()))
-                whole.goto(chosen[-1])
-                os.fsync(dev.fileno())
-                tot["metadata_control"] = _metadata_control(cfg, log, dev.fileno(), set(), cow_dev, sectors)
-                _write_json(os.path.join(out, "metadata-control.json"), tot["metadata_control"])
-            elif cfg.fault:
-                tot["metadata_control"] = {"made": False, "why": "the last crash state was not checked"}
-    finally:
-        dm.run_cmd(["losetup", "--detach", cow_dev], 60)
-        os.unlink(cfg.cow_file)
-        close_target(target)
+    with open(cfg.log, "rb") as lf:
+        if cfg.fault:
+            fault = find_fault(log, lf.fileno(), acks.promises, marks)
+            emit("fault_dropped_entry", fault["entry"], "", promise=fault["promise"], path=fault["path"])
+    job = workers.Job(cfg, acks, log, points, fsck_at, [fault["entry"]] if fault else [], size, out, emit, check_point)
+    lines, merged = workers.run_all(job, n, chosen, cfg.replay_target)
+    tot["reorder"] = merged["reorder"]
+    first = merged.get("target")
+    if first:
+        emit("replay_in_ram", int(first["kind"] == "ram"), note=first["why"], touched_bytes=first["touched"])
+    with open(os.path.join(out, "points.jsonl"), "w") as pf:
+        for line in lines:
+            rec, check_text, how = line["rec"], line["text"], line["how"]
+            pf.write(json.dumps(rec, sort_keys=True) + "\n")
+            _tally(tot, rec, check_text, how, out)
+            if not rec["mounted"]:
+                continue
+            _oracle_tally(tot, rec, oracle_found)
+            checked.update(rec["promise_kinds"])
+            for failure in rec["failures"]:
+                pid = failure["promise"]
+                if pid in evidence:
+                    if rec["point"] not in evidence[pid]["points_broken"]:
+                        evidence[pid]["points_broken"].append(rec["point"])
+                    continue
+                evidence[pid] = _evidence(rec, failure, acks, cfg, log, fault, check_text, marks)
+                path = line["found"].get(f"{pid}:{failure['path']}")
+                if path is not None:  # the wrong file itself, as the crash image held it
+                    evidence[pid]["found_file"] = f"{pid}.found"
+                    shutil.copyfile(path, os.path.join(out, "evidence", f"{pid}.found"))
+                _write_json(os.path.join(out, "evidence", f"{pid}.json"), evidence[pid])
+    for line in lines:
+        for path in line["found"].values():
+            if os.path.exists(path):
+                os.unlink(path)
+    findings = [f for t in tot["reorder"] for f in t.pop("findings")]
+    if findings:
+        _write_json(os.path.join(out, "evidence", "reorder.json"), {"findings": findings[:200],
+                                                                    "more": max(0, len(findings) - 200)})
+    if cfg.fault and chosen and chosen[-1].final:  # the metadata control, on the last crash state
+        # rebuilt without the data control's dropped write: on ext2 that write was seen to carry a
+        # directory block too (a merged request), which left the last state needing repair
+        with workers.resources(job, 0, cfg.replay_target) as (mine, target, cow_dev), open(cfg.log, "rb") as lf, \
+                open(target.path, "r+b", buffering=0) as dev:
+            whole = Replayer(log, lf.fileno(), dev.fileno(), [])
+            whole.reset(fresh=target.fresh)
+            whole.goto(chosen[-1])
+            os.fsync(dev.fileno())
+            tot["metadata_control"] = _metadata_control(mine, log, dev.fileno(), set(), cow_dev, sectors)
+        _write_json(os.path.join(out, "metadata-control.json"), tot["metadata_control"])
+    elif cfg.fault:
+        tot["metadata_control"] = {"made": False, "why": "the last crash state was not checked"}
     for pid, ev in evidence.items():  # again, now with every point where it broke
         _write_json(os.path.join(out, "evidence", f"{pid}.json"), ev)
     tot["oracle"]["mismatches"] = list(oracle_found.values())
@@ -265,9 +265,37 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
     tot.update(replay_s=time.monotonic() - t0, checked=checked,
                broken={p: e["promise"]["kind"] for p, e in evidence.items()})
     if fault is not None:  # did the control show its loss? (fslab_powerloss.py: "Positive control")
-        tot["fault"] = {"replayed": bool(rp is not None and rp.dropped), "promise": fault["promise"],
+        tot["fault"] = {"replayed": bool(merged["dropped"]), "promise": fault["promise"],
                         "broken": fault["promise"] in evidence}
     return tot
+
+
+def _tally(tot: dict, rec: dict, check_text: str, how: str, out: str) -> None:
+    """Count one point (its checker's output kept when it was not clean)."""
+    tot["points"] += 1
+    tot["unmountable"] += not rec["mounted"]
+    c = rec["check"]
+    if c["ran"] and rec["mounted"]:  # verdicts where the kernel replayed the journal
+        tot["verdicts"][c["verdict"]] += 1
+    elif c["ran"]:  # on a crash image no mount replayed: counted apart
+        tot["unmountable_not_clean"] += not c["clean"]
+    tot["sampled_out"] += bool(c.get("sampled_out"))
+    tot["same_state"] += "same_state_as" in rec
+    tot["same_state_unmounted"] += how == same_state.ALL
+    tot["no_checker"] += not c["ran"] and not c.get("sampled_out")
+    if not c["ran"] and not c.get("sampled_out"):  # why: none, or missing
+        tot.setdefault("no_checker_why", c["note"])
+    if c["ran"] and not c["clean"]:
+        with open(os.path.join(out, "checker", f"point-{rec['point']}.txt"), "w") as f:
+            f.write(f"$ {' '.join(c['argv'])}\n{check_text}[exit code {c['rc']}]\n"
+                    f"[verdict: {c['verdict']}: {c['why']}]\n")
+    if not rec["mounted"]:
+        tot["unreachable"] += rec["due"]
+        return
+    tot["checks"] += len(rec["promises_checked"])
+    tot["checks_broken"] += len(rec["broken"])
+    tot["present"] += len(rec["unsynced_present"])
+    tot["lost"] += len(rec["unsynced_lost"])
 
 
 def _oracle_tally(tot: dict, rec: dict, found: dict[str, dict]) -> None:

@@ -7,7 +7,11 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import re
+import shutil
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from fslabguest.commands import run_cmd
 from fslabguest.powerloss import PowerlossError, dmioctl
@@ -118,6 +122,7 @@ class Kmsg:
     """Kernel messages since the last `take`, from /dev/kmsg (read without blocking)."""
 
     def __init__(self) -> None:
+        self.mine = ""  # a device-mapper node (dm-3): lines naming another one are left out (workers.py)
         try:
             self.fd: int | None = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
             os.lseek(self.fd, 0, os.SEEK_END)
@@ -141,6 +146,8 @@ class Kmsg:
             if not rec:
                 break
             lines.append(rec.split(";", 1)[-1].split("\n", 1)[0])
+        if self.mine:
+            lines = [ln for ln in lines if all(m == self.mine for m in re.findall(r"\bdm-\d+\b", ln))]
         return lines[-limit:]
 
 
@@ -152,14 +159,43 @@ def device_bytes(path: str) -> int:
         os.close(fd)
 
 
+UDEV_RULE = (
+    "# fslab-powerloss: no udev rule for its own device-mapper devices while it checks crash points (a\n"
+    "# snapshot a point: blkid's probe and dmsetup's are processes under TCG, and hold the device when it is\n"
+    "# removed); nothing uses their /dev/mapper links. Removed when the check ends.\n"
+    'SUBSYSTEM=="block", KERNEL=="dm-*", ACTION=="add|change", ATTR{dm/name}=="fslab-pl-*", OPTIONS+="last_rule"\n')
+
+
+@contextmanager
+def quiet_udev(rules_dir: str = "/run/udev/rules.d") -> Iterator[str]:
+    """udev leaves this program's device-mapper devices alone while the block runs (UDEV_RULE, a
+    runtime rule, first of all rules); yields what was done ("" when udev is not there)."""
+    path = os.path.join(rules_dir, "00-fslab-powerloss.rules")
+    if shutil.which("udevadm") is None:
+        yield ""
+        return
+    os.makedirs(rules_dir, exist_ok=True)
+    with open(path, "w") as f:
+        f.write(UDEV_RULE)
+    rc, _ = run_cmd(["udevadm", "control", "--reload"], 60)
+    try:
+        yield f"{path} (udevadm control --reload: rc {rc})"
+    finally:
+        os.unlink(path)
+        run_cmd(["udevadm", "control", "--reload"], 60)
+
+
 def clean_stale(mnt: str, cow_dir: str, mapper: str = "/dev/mapper") -> list[str]:
     """Undo what a killed earlier run left (its mount, dm devices, loop devices and sparse
     stores): a SIGKILL at a case's deadline skips every `finally`. Returns what was undone."""
     done = []
-    with open("/proc/mounts") as f:
-        if any(ln.split()[1:2] == [mnt] for ln in f):
-            done.append(f"umount {mnt}: rc {umount_fs(mnt)[0]}")
-    for name in (SNAP, LW):
+    with open("/proc/mounts") as f:  # its own mount point, and each worker's (workers.py: MNT-w<k>)
+        stale = [p for ln in f for p in ln.split()[1:2] if p == mnt or re.fullmatch(re.escape(mnt) + r"-w\d+", p)]
+    for m in stale:
+        done.append(f"umount {m}: rc {umount_fs(m)[0]}")
+    names = sorted(e for e in os.listdir(mapper) if re.fullmatch(re.escape(SNAP) + r"(-w\d+)?", e)) \
+        if os.path.isdir(mapper) else []
+    for name in [*names, LW]:
         if os.path.exists(os.path.join(mapper, name)):
             done.append(f"dmsetup remove {name}: rc {run_cmd(['dmsetup', 'remove', '--retry', name], 120)[0]}")
     for entry in sorted(os.listdir(cow_dir)) if os.path.isdir(cow_dir) else []:

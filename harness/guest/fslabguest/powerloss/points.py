@@ -20,6 +20,11 @@ class Point:
     new: list[str] = field(default_factory=list)  # promise marks logged while this state held
     final: bool = False  # t is at or after the end mark: the whole workload had finished
 
+    def head(self) -> dict:
+        """The fields a point's record (points.jsonl) starts with."""
+        return {"point": self.index, "t": self.t, "state": self.state, "barrier": self.barrier, "due": self.due,
+                "new_promises": self.new}
+
 
 def promise_marks(log: Log) -> list[int]:
     """Entry index of mark p1, p2, ...; they must be complete and in order (the workload is sequential)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import json
 import os
 import re
 import stat
@@ -33,17 +34,56 @@ def substitute(argv: list[str], dev: str, mnt: str, name: str, what: str) -> lis
     return out
 
 
-def record(cfg: argparse.Namespace, out: str, emit: Callable) -> tuple[Acks, float]:
+DIRTY_DIR = "/run/fslab-powerloss"  # tmpfs: what a case wrote to a data disk, until the next boot
+
+
+def _dirty_file(dev: str, where: str) -> str:
+    st = os.stat(dev)
+    key = f"{os.major(st.st_rdev)}-{os.minor(st.st_rdev)}" if stat.S_ISBLK(st.st_mode) else \
+        re.sub(r"[^A-Za-z0-9]+", "-", os.path.abspath(dev)).strip("-")
+    return os.path.join(where, f"written-{key}.json")
+
+
+def remember_written(dev: str, size: int, ranges: list[tuple[int, int]], where: str = DIRTY_DIR) -> None:
+    """After a case ended well: the byte ranges its log wrote to the data disk (everything that
+    was written to it since it was zeroed), so that the next case zeroes only those."""
+    os.makedirs(where, exist_ok=True)
+    with open(_dirty_file(dev, where), "w") as f:
+        json.dump({"size": size, "ranges": ranges}, f)
+
+
+def zero_data(fd: int, dev: str, size: int, where: str = DIRTY_DIR) -> tuple[int, str]:
+    """Make the data disk all zeros: only the ranges the last case wrote where it left a record of
+    them (remember_written), else the whole disk. The record is removed first: a case that stops
+    before its end leaves none, and the next zeroes everything. Returns (bytes zeroed, how)."""
+    path = _dirty_file(dev, where)
+    try:
+        with open(path) as f:
+            doc = json.load(f)
+        os.unlink(path)
+        ranges = [(int(a), int(b)) for a, b in doc["ranges"]] if doc.get("size") == size else None
+    except (OSError, ValueError, KeyError, TypeError):
+        ranges = None
+    if ranges is None:
+        zero_range(fd, 0, size)
+        return size, "the whole disk (no record of what an earlier case wrote to it in this boot)"
+    for a, b in ranges:
+        zero_range(fd, a, b - a)
+    return sum(b - a for a, b in ranges), f"the {len(ranges)} ranges the last case wrote (the rest was zero already)"
+
+
+def record(cfg: argparse.Namespace, out: str, emit: Callable, where: str = DIRTY_DIR) -> tuple[Acks, float]:
     """mkfs, mount, workload, umount on a log-writes target; returns the acks and the workload time."""
     kmsg = dm.Kmsg()
     size = dm.device_bytes(cfg.data)
     t0 = time.monotonic()
     fd = os.open(cfg.data, os.O_RDWR)
     try:
-        zero_range(fd, 0, size)
+        zeroed, how = zero_data(fd, cfg.data, size, where)
         os.fsync(fd)
     finally:
         os.close(fd)
+    emit("zero_bytes", zeroed, "B", note=f"zeroed {how}")
     fd = os.open(cfg.log, os.O_RDWR)
     try:  # no stale super block from an earlier case
         zero_range(fd, 0, 65536)

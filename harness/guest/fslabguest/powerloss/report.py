@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from fslabguest.powerloss import reorder
 from fslabguest.powerloss.checkers import CLEAN, FAILED, PREEN, REPAIR
 from fslabguest.powerloss.promises import BACKED_BY, LABELS, Acks
 
@@ -42,6 +43,12 @@ def report(acks: Acks, tot: dict, emit: Callable) -> None:
          **({"note": f"the checker ran at {tot['points'] - tot['sampled_out'] - tot['no_checker']} of "
                      f"{tot['points']} points checked (--check-every {tot['check_every']}: sampling.py)"}
             if tot["sampled_out"] else {}))
+    emit("points_same_state", tot["same_state"],
+         **({"note": f"crash image byte-identical to the last checked point's (the replay wrote nothing between): "
+                     f"whether it mounts and the checker's verdict taken from there, the promises verified again on "
+                     f"a mount where more were due ({tot['same_state_unmounted']} of them needed no mount at all: "
+                     f"the same promises due, or the image did not mount)"} if tot["same_state"] else {}))
+    emit("points_same_state_unmounted", tot["same_state_unmounted"])
     emit("points_without_checker", tot["no_checker"], **({"note": tot["no_checker_why"]} if tot["no_checker"] else {}))
     emit("points_unmountable_pct", pct(tot["unmountable"], tot["points"]), "%",
          derived="100 * points_unmountable / points_checked")
@@ -91,6 +98,22 @@ def report(acks: Acks, tot: dict, emit: Callable) -> None:
         emit("sequences_run", len(seqs))
         emit("sequences_skipped", len(acks.skipped),
              **({"note": "; ".join(f"{s['workload']}: {s['why']}" for s in acks.skipped)} if acks.skipped else {}))
+    if tot.get("reorder_n"):  # reorder.py: the states the disk could hold just before each flush
+        r = reorder.summary(tot["reorder"])
+        emit("reorder_states", r["states"], reorder=tot["reorder_n"],
+             note=f"{r['states']} reordered states checked at {r['epochs']} flush epochs ({r['epochs_exhaustive']} of "
+                  f"them every distinct state there is; up to {tot['reorder_n']} an epoch): subsets of the plain "
+                  "writes in flight before a flush, overlapping ones in either order, on the state before it "
+                  "(reorder.jsonl, findings in evidence/reorder.json)")
+        emit("reorder_epochs", r["epochs"])
+        emit("reorder_epochs_exhaustive", r["epochs_exhaustive"])
+        emit("reorder_states_unmountable", r["states_unmountable"])
+        emit("reorder_states_broken", r["states_broken"],
+             **({"note": f"promises broken there: {', '.join(r['promises_broken'])}"} if r["promises_broken"] else {}))
+        emit("reorder_promises_broken", len(r["promises_broken"]))
+        emit("reorder_states_not_clean", r["states_not_clean"])
+        emit("reorder_states_needing_repair", r["states_needing_repair"])
+        emit("reorder_states_oracle_mismatch", r["states_oracle"])
     emit("promise_checks", tot["checks"])
     emit("promise_checks_broken", tot["checks_broken"])
     emit("promise_checks_unmountable", tot["unreachable"])

@@ -1,0 +1,284 @@
+"""The crash points checked by several workers at once (--workers N; issue 24, item 11).
+
+Checking a point is mostly the kernel's mount and umount and the checker, one process at a time:
+under TCG one vCPU does it while the other idles. With N workers the chosen points are cut into N
+runs of neighbouring points (so each worker replays incrementally, and a point whose image did not
+change reuses its neighbour's findings: same_state.py); each worker is a process of its own (fork)
+with its own replay target (RAM: the log's touched bytes once per worker, so N only where N of
+them fit, target.py), copy-on-write store, snapshot (device-mapper name and mount point suffixed
+"-w<k>") and kernel message reader (it keeps the kernel's lines that name no other worker's
+device). Each writes its points as it checks them (their `point_s` metric lines, and
+points-w<k>.jsonl with the checker's output and the evidence files' bytes), and the parent,
+once all are done, counts them in point order as one worker would have (check.py), so the
+totals, evidence and points.jsonl do not depend on N. A worker that fails stops the case with its
+one line. One worker (the default) runs in the program's own process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
+
+from fslabguest.powerloss import PowerlossError, reorder, reorder_check, same_state
+from fslabguest.powerloss import devmapper as dm
+from fslabguest.powerloss.cost import CLOCK, emit_point, split
+from fslabguest.powerloss.log import Log
+from fslabguest.powerloss.points import Point
+from fslabguest.powerloss.promises import Acks
+from fslabguest.powerloss.replay import Replayer
+from fslabguest.powerloss.target import Target, close_target, open_target
+
+
+def chunks(chosen: list[Point], n: int) -> list[list[Point]]:
+    """`chosen` cut into at most n runs of neighbouring points, as even as can be.
+
+    >>> [[p.index for p in c] for c in chunks([Point(i, i, i, i, 0) for i in range(5)], 2)]
+    [[0, 1, 2], [3, 4]]
+    >>> len(chunks([Point(0, 0, 0, 0, 0)], 4))
+    1
+    """
+    n = max(1, min(n, len(chosen)))
+    size, extra = divmod(len(chosen), n)
+    out, at = [], 0
+    for k in range(n):
+        take = size + (k < extra)
+        out.append(chosen[at:at + take])
+        at += take
+    return [c for c in out if c]
+
+
+@dataclass
+class Job:
+    """What every worker shares (read only)."""
+    cfg: argparse.Namespace
+    acks: Acks
+    log: Log
+    points: list[Point]
+    fsck_at: set[int]
+    drop: list[int]
+    size: int
+    out: str
+    emit: Callable
+    check_point: Callable  # check.py's
+
+
+@contextmanager
+def resources(job: Job, k: int, target_want: str) -> Iterator[tuple[argparse.Namespace, Target, str]]:
+    """Worker k's replay target, copy-on-write store and loop device, mount point: its cfg (data:
+    the snapshots' origin), the target and the store's loop device."""
+    cfg = job.cfg
+    suffix = f"-w{k}" if k else ""
+    target = open_target(cfg.data, job.size, job.log, cfg.cow_dir, f"{os.getpid()}{suffix}", target_want)
+    cow_file = cfg.cow_file + suffix
+    mine = argparse.Namespace(**{**vars(cfg), "data": target.origin, "cow_file": cow_file, "mnt": cfg.mnt + suffix})
+    cow_dev = ""
+    try:
+        os.makedirs(mine.mnt, exist_ok=True)
+        with open(cow_file, "wb") as f:
+            f.truncate(job.size)
+        cow_dev = dm.must(["losetup", "--find", "--show", cow_file], "losetup").strip()
+        yield mine, target, cow_dev
+    finally:
+        if cow_dev:
+            dm.run_cmd(["losetup", "--detach", cow_dev], 60)
+        if os.path.exists(cow_file):
+            os.unlink(cow_file)
+        close_target(target)
+
+
+def work(job: Job, k: int, pts: list[Point], target_want: str) -> dict:
+    """Check `pts` (worker k): each point's line in points-w<k>.jsonl as it is checked; returns
+    what the parent needs besides (the reordered states' tallies, the dropped entries replayed)."""
+    log, out, sectors = job.log, job.out, job.size // 512
+    reordering = getattr(job.cfg, "reorder", 0) > 0
+    kmsg = dm.Kmsg()
+    tallies: list[dict] = []
+    with resources(job, k, target_want) as (cfg, target, cow_dev), open(cfg.log, "rb") as lf, \
+            open(target.path, "r+b", buffering=0) as dev, \
+            open(os.path.join(out, f"points-w{k}.jsonl"), "w") as pf, \
+            (open(os.path.join(out, f"reorder-w{k}.jsonl"), "w") if reordering else nullcontext()) as rf:
+        rp = Replayer(log, lf.fileno(), dev.fileno(), job.drop)
+        rp.reset(fresh=target.fresh)
+
+        def check(pt: Point, fsck: bool = True, same: tuple[dict, str] | None = None,
+                  prepare: Callable[[str], None] | None = None) -> tuple[dict, str, dict]:
+            return job.check_point(pt, cfg, job.acks, cow_dev, sectors, kmsg, fsck, same, prepare)
+
+        CLOCK.take()
+        last: same_state.Last | None = None
+        for pt in pts:
+            ep = reorder.epoch_of(log, job.points, pt, set(job.drop)) if reordering else None
+            if ep is not None:  # the states the disk could hold just before this flush
+                if rp.goto(job.points[ep.base]):
+                    last = None
+                    os.fsync(dev.fileno())
+                assert rf is not None
+                tallies.append(reorder_check.explore(ep, job.points[ep.base], pt, cfg, log, lf.fileno(), rf,
+                                                     lambda at, prep: check(at, True, None, prep)))
+            CLOCK.take()  # what the point itself costs starts here
+            with CLOCK.part("replay"):
+                if rp.goto(pt) or last is None:
+                    last = None  # a byte changed: nothing of the last point holds here
+                    os.fsync(dev.fileno())  # the snapshot reads the disk, not this file's page cache
+            rec, text, found, how = _one(pt, last, job, cfg, check)
+            last = same_state.Last(pt, rec, text, found)
+            parts = CLOCK.take()
+            rec["seconds"] = round(rec["seconds"] + parts.get("replay", 0.0), 3)
+            rec["cost_s"] = split(rec["seconds"], parts)
+            files: dict[str, str] = {}
+            for key, data in found.items():  # the wrong files' bytes: evidence, if this is where they first broke
+                files[key] = os.path.join(out, "evidence", f".found-{pt.index}-{len(files)}")
+                with open(files[key], "wb") as f:
+                    f.write(data)
+            pf.write(json.dumps({"rec": rec, "text": text, "found": files, "how": how}, sort_keys=True) + "\n")
+            pf.flush()
+            emit_point(job.emit, rec)
+    return {"reorder": tallies, "dropped": rp.dropped,
+            "target": {"kind": target.kind, "why": target.why, "touched": target.touched}}
+
+
+def _one(pt: Point, last: same_state.Last | None, job: Job, cfg: argparse.Namespace,
+         check: Callable) -> tuple[dict, str, dict, str]:
+    """One point: taken from the last point where its image is the same (same_state.py), else checked."""
+    t0 = time.monotonic()
+    fsck = pt.index in job.fsck_at
+    how = same_state.reuse(last, pt, fsck, bool(cfg.check))
+    if how == same_state.ALL:
+        assert last is not None
+        rec = same_state.copy_record(last, pt)
+        rec["seconds"] = round(time.monotonic() - t0, 3)
+        return rec, last.check_text, last.found, how
+    rec, text, found = check(pt, fsck, same_state.checker_of(last) if how == same_state.CHECKER else None)
+    if how == same_state.CHECKER:
+        assert last is not None
+        rec["same_state_as"] = last.point.index
+    return rec, text, found, how
+
+
+def run_all(job: Job, n: int, chosen: list[Point], target_want: str) -> tuple[list[dict], dict]:
+    """Check `chosen` with up to n workers; returns every point's line (in point order) and what the
+    workers returned, merged."""
+    parts = chunks(chosen, n) if n > 1 else [chosen]
+    if len(parts) <= 1:
+        results = [work(job, 0, chosen, target_want)]
+    else:
+        results = _forked(job, parts, target_want)
+    lines: list[dict] = []
+    for k in range(len(parts)):
+        path = os.path.join(job.out, f"points-w{k}.jsonl")
+        with open(path) as f:
+            lines += [json.loads(x) for x in f if x.strip()]
+        os.unlink(path)
+        rpath = os.path.join(job.out, f"reorder-w{k}.jsonl")
+        if os.path.exists(rpath):
+            with open(rpath) as src, open(os.path.join(job.out, "reorder.jsonl"), "a") as dst:
+                shutil.copyfileobj(src, dst)
+            os.unlink(rpath)
+    lines.sort(key=lambda x: x["rec"]["point"])
+    merged = {"reorder": [t for r in results for t in r["reorder"]], "target": results[0]["target"],
+              "dropped": sorted({d for r in results for d in r["dropped"]}), "workers": len(parts)}
+    return lines, merged
+
+
+def _forked(job: Job, parts: list[list[Point]], target_want: str) -> list[dict]:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pids: dict[int, int] = {}
+    try:
+        for k, pts in enumerate(parts):
+            pid = os.fork()
+            if pid == 0:  # the worker: its own device-mapper name, its points, its result file
+                rc = 1
+                try:
+                    if k:
+                        dm.SNAP = f"{dm.SNAP}-w{k}"
+                    res = work(job, k, pts, target_want)
+                    with open(os.path.join(job.out, f"worker-{k}.json"), "w") as f:
+                        json.dump(res, f)
+                    rc = 0
+                except BaseException as e:  # noqa: BLE001  (the worker's one line, for the parent)
+                    with open(os.path.join(job.out, f"worker-{k}.error"), "w") as f:
+                        f.write(f"{e}" if isinstance(e, PowerlossError | OSError | SystemExit) else
+                                traceback.format_exc().strip().splitlines()[-1])
+                finally:
+                    sys.stdout.flush()
+                    os._exit(rc)
+            pids[pid] = k
+        failed = []
+        while pids:
+            pid, status = os.wait()
+            k = pids.pop(pid, -1)
+            if k >= 0 and os.waitstatus_to_exitcode(status) != 0:
+                err = os.path.join(job.out, f"worker-{k}.error")
+                why = open(err).read().strip() if os.path.exists(err) else f"exit status {status}"
+                failed.append(f"worker {k}: {why}")
+                for other in pids:  # the case stops: the others' points would be counted without these
+                    os.kill(other, signal.SIGTERM)
+        if failed:
+            raise PowerlossError("; ".join(failed))
+    finally:
+        _stop(list(pids))
+    results = []
+    for k in range(len(parts)):
+        path = os.path.join(job.out, f"worker-{k}.json")
+        with open(path) as f:
+            results.append(json.load(f))
+        os.unlink(path)
+    return results
+
+
+def _stop(pids: list[int], grace_s: float = 20) -> None:
+    """SIGTERM to each worker left (it undoes its devices), SIGKILL to any still there after
+    grace_s; never waits on one stuck in the kernel for good (a hung mount): it is left behind."""
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace_s
+    left = set(pids)
+    while left and time.monotonic() < deadline:
+        for pid in list(left):
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0]:
+                    left.discard(pid)
+            except ChildProcessError:
+                left.discard(pid)
+        time.sleep(0.1)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def how_many(want: int, touched: int, target_want: str, available: int, free: int) -> tuple[int, str]:
+    """Workers to run: `want`, or fewer where their RAM targets would not fit (target.py's rule for
+    one, times the workers); one on the data disk (there is one disk).
+
+    >>> how_many(2, 40 << 20, "auto", 800 << 20, 500 << 20)
+    (2, '')
+    >>> how_many(2, 300 << 20, "auto", 800 << 20, 5 << 30)[0], how_many(2, 1, "disk", 1 << 30, 1 << 30)[0]
+    (1, 1)
+    """
+    from fslabguest.powerloss.target import HEADROOM, RAM_SHARE
+
+    if want <= 1:
+        return 1, ""
+    if target_want == "disk":
+        return 1, "one worker: the crash states are rebuilt on the data disk (--replay-target disk)"
+    for n in range(want, 1, -1):
+        need = n * (touched + HEADROOM)
+        if need <= RAM_SHARE * available and need <= free:
+            return n, ""
+    return 1, (f"one worker: {want} replay targets of the {touched >> 20} MiB the log touches do not fit in "
+               f"{RAM_SHARE:.0%} of the guest's available memory ({available >> 20} MiB)")
