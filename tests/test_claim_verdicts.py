@@ -74,6 +74,18 @@ def test_2_no_p_from_zero_spread(tmp_path):
     assert cl.NO_SPREAD not in cl.SIGNIFICANT
 
 
+def test_2_no_equality_from_zero_spread(tmp_path):
+    """make bzImage 300/300/300 s on xfs vs 301/301/301 s on ext2 against "within 2 %": the ratio
+    0.9967 has a zero-width interval, which lies inside any band around it; it said "holds" on no
+    evidence of spread. An equality needs an interval: untested, with the resolution."""
+    r = row(kt(tmp_path, {"xfs": {"make": [300.0] * 3}, "ext2": {"make": [301.0] * 3}}), "s3-make-within-2pct")
+    assert r.verdict == cl.NO_SPREAD and r.p_value is None, (r.verdict, r.detail)
+    assert "resolution (1)" in r.detail and "no interval" in r.detail
+    r = row(kt(tmp_path, {"xfs": {"make": [300.0, 301.0, 299.0]}, "ext2": {"make": [301.0, 302.0, 300.0]}},
+               name="spread"), "s3-make-within-2pct")
+    assert r.verdict == cl.HOLDS, r.detail  # with spread, its interval inside the band
+
+
 def pl_run(tmp_path: Path, values: dict[str, list[float]]) -> cl.Run:
     """A SYNTHETIC power-loss run: {fs: [points_not_clean_pct per workload]}, one repetition."""
     recs = [record("power-loss", wl, fs, "points_not_clean_pct", v, "%", 0, accel="kvm", step="run")

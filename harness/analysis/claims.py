@@ -107,7 +107,10 @@ The verdict of a claim on one run, checked in this order (the first that applies
      significant difference.
    - equal: an equivalence check: holds if every pair's Fieller interval lies inside the band
      (a 95 % interval inside the band: TOST at 2.5 % a side); "differs by more than the
-     tolerance" if some pair's interval lies wholly outside it; else inconclusive.
+     tolerance" if some pair's interval lies wholly outside it; else inconclusive. A pair whose
+     two sides have no spread (300, 300, 300 against 301, 301, 301) has a zero-width interval
+     that would lie inside any band around its ratio: "untested: no spread", with the
+     resolution, as for a direction.
 5. Multiplicity: a run judges dozens of rows at alpha 0.05 each. The summary says how many rows
    a p decided, how many would come out significant by chance alone, and how many significant
    verdicts survive Holm's correction (family-wise) and Benjamini-Hochberg (false discovery
@@ -225,6 +228,19 @@ def resolution(values: list[float]) -> float:
     return 10.0**-places
 
 
+def no_spread(a: SideData, b: SideData) -> bool:
+    """Both sides without spread (every value alike): no test and no interval can come of them."""
+    return stats.stdev(a.values) == 0 and stats.stdev(b.values) == 0
+
+
+def no_spread_why(a: SideData, b: SideData, what: str) -> str:
+    """'xfs 0.5 and ext2 0.49 with no spread in 3 and 3 values: the spread is below the records'
+    resolution (0.01), so no test can give a p (more repetitions or a finer clock)'."""
+    r = resolution(a.values + b.values)
+    return (f"{a.label} {a.values[0]:g} and {b.label} {b.values[0]:g} with no spread in {a.n} and {b.n} values: "
+            f"the spread is below the records' resolution ({r:g}), so {what} (more repetitions or a finer clock)")
+
+
 def compare(a: SideData, b: SideData, hib: bool, test: str) -> Comparison:
     """Is a better than b? Paired sides (Measure.pair_by: the same workloads or replicates on
     both) by Wilcoxon's signed-rank test on the differences; else Welch's t-test or Mann-Whitney.
@@ -242,12 +258,8 @@ def compare(a: SideData, b: SideData, hib: bool, test: str) -> Comparison:
         up = stats.mean(d) > 0
         return Comparison((1 if up == hib else -1) if p < stats.ALPHA else 0, p, "wilcoxon", warning=warn)
     if test == "welch":
-        if stats.stdev(a.values) == 0 and stats.stdev(b.values) == 0:
-            r = resolution(a.values + b.values)
-            return Comparison(0, None, "welch", why=(
-                f"{a.label} {a.values[0]:g} and {b.label} {b.values[0]:g} with no spread in {a.n} and {b.n} "
-                f"values: the spread is below the records' resolution ({r:g}), so no test can give a p "
-                "(more repetitions or a finer clock)"))
+        if no_spread(a, b):
+            return Comparison(0, None, "welch", why=no_spread_why(a, b, "no test can give a p"))
         res = stats.welch(a.values, b.values)
         up = stats.mean(a.values) > stats.mean(b.values)
         return Comparison((1 if up == hib else -1) if res.p_value < stats.ALPHA else 0, res.p_value, "welch")
@@ -403,6 +415,9 @@ def judge(c: Claim, sides: list[SideData], test: str = "welch", direction_only: 
     hib = _hib(c, sides)
     if c.kind == "equal":
         assert c.band is not None
+        flat = [(a, b) for i, a in enumerate(sides) for b in sides[i + 1:] if no_spread(a, b)]
+        if flat:  # a zero-width interval inside the band would say "holds" from no evidence of spread
+            return Judgement(NO_SPREAD, no_spread_why(*flat[0], "its ratio has no interval to hold the band"))
         pr = _pair_ratios(sides)
         far = [(n, r) for n, r in pr if _outside(r, c.band)]
         if far:
