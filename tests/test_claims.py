@@ -835,6 +835,19 @@ def test_ratio_bands_are_computed_from_the_papers_precision():
     assert "effect (ratio - 1) within x1.5" in claims_render.band_reason(rm)
 
 
+def test_band_bounds_print_apart():
+    """A band's two bounds print with enough digits to differ: seed 003's 6:24.75 / 2:59.92
+    allows 2.1380 .. 2.1386, once printed "[2.14, 2.14]"."""
+    for c in ALL:
+        if c.tolerance is None:
+            continue
+        lo, hi = c.tolerance.precise()
+        shown = re.search(r"allows \[([^,]+), ([^\]]+)\]", c.tolerance.text())
+        assert shown and (shown.group(1) != shown.group(2) or lo == hi), (c.id, c.tolerance.text())
+    cp = next(c for c in ALL if c.id == "s3-jfs-xfs-cp")
+    assert cp.tolerance is not None and "allows [2.138, 2.139]" in cp.tolerance.text()
+
+
 def test_paired_values_keep_their_pairs_at_the_boot_level(tmp_path):
     """Paired sides (power-loss's workloads, pair_by case and rep) in a run of 2 boots: each
     workload's repetitions of one boot become one value, paired by (workload, boot), so the

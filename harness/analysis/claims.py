@@ -131,7 +131,7 @@ from harness.analysis.claim_records import SideData, combine, match_text, resolv
 from harness.analysis.ranking import hosts_of
 from harness.analysis.runs import Run
 from harness.suites import registry
-from harness.suites.claim import COMBINE, KINDS, Claim, Fs, Measure, Side, all_claims, claims_for
+from harness.suites.claim import COMBINE, KINDS, Claim, Fs, Measure, Side, all_claims, claims_for, interval
 
 __all__ = ["COMBINE", "KINDS", "Claim", "Fs", "Measure", "Side", "all_claims", "claims_for"]
 
@@ -336,7 +336,7 @@ def band_text(band: tuple[float | None, float | None]) -> str:
         return f"> {lo:.4g}"
     if lo is None:
         return f"< {hi:.4g}"
-    return f"[{lo:.4g}, {hi:.4g}]"
+    return interval(lo, hi, 4)
 
 
 def _hib(c: Claim, sides: list[SideData]) -> bool:

@@ -78,6 +78,20 @@ def _half_unit(text: str, figure: bool) -> float:
     return 0.5 * 10**zeros
 
 
+def interval(lo: float, hi: float, least: int = 3) -> str:
+    """'[lo, hi]' with `least` significant digits, or as many more as tell the bounds apart: a
+    band of 2.1372 .. 2.1390 prints '[2.137, 2.139]', not '[2.14, 2.14]'.
+
+    >>> interval(2.13720, 2.13901), interval(1.5, 2.0), interval(1.0, 1.0)
+    ('[2.137, 2.139]', '[1.5, 2]', '[1, 1]')
+    """
+    for digits in range(least, 10):
+        a, b = f"{lo:.{digits}g}", f"{hi:.{digits}g}"
+        if a != b or lo == hi:
+            return f"[{a}, {b}]"
+    return f"[{lo!r}, {hi!r}]"
+
+
 @dataclass(frozen=True)
 class Tolerance:
     """Where a ratio claim's band comes from: the paper's two numbers as printed (a table's, or
@@ -124,10 +138,10 @@ class Tolerance:
         blo, bhi = self.band()
         what = f"'{self.num}'" if self.den == "1" else f"{self.num} / {self.den}"
         unit = 2 * _half_unit(self.num, self.figure)
-        return (f"{what} as printed (to {unit:g}) allows [{lo:.3g}, {hi:.3g}]" +
+        return (f"{what} as printed (to {unit:g}) allows {interval(lo, hi)}" +
                 ("; 'almost': no higher" if self.almost else "") +
                 f"; effect (ratio - 1) within x{self.margin:g} ({self.why}): " +
-                (f"> {blo:.3g}" if bhi is None else f"[{blo:.3g}, {bhi:.3g}]"))
+                (f"> {blo:.3g}" if bhi is None else interval(blo, bhi)))
 
 
 @dataclass(frozen=True)
