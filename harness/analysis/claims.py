@@ -12,7 +12,8 @@ carries the finding in one line, the seed's own words (`quote`, verbatim in the 
 table/figure), and the comparison it implies over the run's records. The seeds' findings no
 claim checks are in harness/suites/seed_findings.py, each with why it is not measurable here.
 
-  direction  sides (A, B): A is better than B
+  direction  sides (A, B): A is better than B; or pairs (A1, B1, A2, B2, ...): each A better
+             than its B, all must hold (seed 004's "at every distance": one pair an operation)
   ratio      sides (N, D): mean N / mean D is about `ratio`, within `band` (lo, hi; None = open),
              in the metric's own units (seconds: N / D = 2 means N took twice as long); both
              are computed from the claim's Tolerance: the paper's two numbers as printed (or one
@@ -91,7 +92,9 @@ The verdict of a claim on one run, checked in this order (the first that applies
    would tell). A sample too small for its test to reach alpha (Mann-Whitney with 3 a side,
    Wilcoxon with fewer than 6 non-zero differences) is warned about in the row.
    - direction: holds if A is better than B; reversed if B is better than A; else no
-     significant difference.
+     significant difference. In pairs: holds if every A is better than its B (an
+     intersection-union test: each at alpha); refuted if some B is better than its A, with
+     Holm's correction over the pairs, the row naming it; else no significant difference.
    - ratio: let R = mean N / mean D with Fieller interval [L, U], the paper's direction N > D
      when ratio > 1. Significant in the paper's direction: holds if R lies inside the band;
      "direction holds, size differs" if [L, U] lies wholly outside it (the row says below or
@@ -385,7 +388,7 @@ def _observed(c: Claim, sides: list[SideData], hib: bool) -> str:
         r = ms[0] / ms[1]
         return "agrees" if _between(r, c.band) else f"agrees on direction only ({r:.3g}x, outside {band_text(c.band)})"
     if c.kind == "direction":
-        ok = better(ms[0], ms[1])
+        ok = all(better(ms[i], ms[i + 1]) for i in range(0, len(ms), 2))
     elif c.kind == "extreme":
         ok = all(better(t, x) if c.extreme == "best" else better(x, t) for t in ms[:c.top] for x in ms[c.top:])
     elif c.kind == "order":
@@ -425,6 +428,8 @@ def judge(c: Claim, sides: list[SideData], test: str = "welch", direction_only: 
         if pr and len(pr) == len(sides) * (len(sides) - 1) // 2 and all(_inside(r, c.band) for _, r in pr):
             return Judgement(HOLDS, f"every pair's CI inside {band_text(c.band)}")
         return Judgement(INCONCLUSIVE, f"a pair's CI crosses {band_text(c.band)}")
+    if c.kind == "direction" and len(sides) > 2:
+        return _judge_pairs(sides, hib, test)
     if c.kind in ("direction", "ratio"):
         if c.kind == "ratio":
             assert c.ratio is not None and c.band is not None
@@ -478,6 +483,27 @@ def judge(c: Claim, sides: list[SideData], test: str = "welch", direction_only: 
     i, j = weak[0]
     return Judgement(NO_DIFFERENCE, f"{sides[i].label} vs {sides[j].label}: {cmps[(i, j)].test} p={cmps[(i, j)].p:.3g}",
                      cmps[(i, j)].p, rank=rank, warning=_warn(list(cmps.values())))
+
+
+def _judge_pairs(sides: list[SideData], hib: bool, test: str) -> Judgement:
+    """A direction claim in pairs (A1, B1, A2, B2, ...): every A better than its B (rule 4)."""
+    pairs = [(i, i + 1) for i in range(0, len(sides), 2)]
+    cmps = {q: compare(sides[q[0]], sides[q[1]], hib, test) for q in pairs}
+    flat = [q for q in pairs if cmps[q].p is None]
+    if flat:
+        return Judgement(NO_SPREAD, cmps[flat[0]].why)
+    rejected = holm([cmps[q].p or 1.0 for q in pairs])
+    against = [q for q, rej in zip(pairs, rejected, strict=True) if rej and cmps[q].sign < 0]
+    if against:
+        i, j = against[0]
+        return Judgement(REFUTED, f"{sides[j].label} better than {sides[i].label} ({cmps[(i, j)].test}, Holm over "
+                                  f"{len(pairs)} pairs, p={cmps[(i, j)].p:.3g})", cmps[(i, j)].p)
+    pmax = max(cmps[q].p or 1.0 for q in pairs)
+    if all(cmps[q].sign > 0 for q in pairs):
+        return Judgement(HOLDS, f"each of {len(pairs)} pairs {cmps[pairs[0]].test} p<={pmax:.3g}", pmax)
+    i, j = next(q for q in pairs if cmps[q].sign <= 0)
+    return Judgement(NO_DIFFERENCE, f"{sides[i].label} vs {sides[j].label}: {cmps[(i, j)].test} "
+                                    f"p={cmps[(i, j)].p:.3g}", cmps[(i, j)].p, warning=_warn(list(cmps.values())))
 
 
 @cache
@@ -598,7 +624,7 @@ def evaluate_claim(c: Claim, run: Run, test: str = "welch") -> list[ClaimRow]:
 
 def _row(c: Claim, run: Run, rid: str, data: list[SideData], test: str) -> ClaimRow:
     row = ClaimRow(run.label or run.run_id, c, rid, data, "", tcg=run.accel == "tcg")
-    if c.kind in ("direction", "ratio") and not any(s.missing for s in data):
+    if c.kind in ("direction", "ratio") and len(data) == 2 and not any(s.missing for s in data):
         row.ratio = ratio_ci(data[0].values, data[1].values)
     missing = [s.missing for s in data if s.missing]
     if c.kind == "absolute" and len(missing) < len(data):

@@ -82,6 +82,11 @@ def ours_short(row: cl.ClaimRow) -> str:
     c = row.claim
     if not any(s.values for s in row.sides):
         return "-"
+    if c.kind == "direction" and len(row.sides) > 2 and all(s.values for s in row.sides):
+        ms = [stats.mean(s.values) for s in row.sides]
+        hib = cl._hib(c, row.sides)
+        ahead = sum((a > b) if hib else (a < b) for a, b in zip(ms[::2], ms[1::2], strict=True))
+        return f"{ahead} of {len(ms) // 2} pairs ahead"
     if c.kind in ("direction", "ratio"):
         return ratio_text(row.ratio)
     if c.kind == "extreme" and c.top == 1 and all(s.values for s in row.sides):
@@ -104,6 +109,8 @@ def paper_short(c: cl.Claim) -> str:
     """The narrow table's 'paper': '60.1x', 'xfs worst', 'in order', '= within 3 %'."""
     if c.kind in ("ratio",) and c.ratio is not None:
         return f"{c.ratio:.3g}x"
+    if c.kind == "direction" and len(c.compared) > 2:
+        return f"{c.compared[0].fs.label if c.compared[0].fs else 'each'} better x{len(c.compared) // 2}"
     if c.kind == "direction":
         return f"{c.compared[0].label or (c.compared[0].fs.label if c.compared[0].fs else '')} better"
     if c.kind == "extreme":

@@ -220,8 +220,10 @@ def _problems(c: Claim) -> list[str]:
     if c.kind not in KINDS:
         out.append(f"kind {c.kind!r} is not allowed; allowed: {', '.join(KINDS)}")
     least = {"direction": 2, "ratio": 2, "extreme": 2, "order": 2, "equal": 2, "absolute": 1}.get(c.kind, 1)
-    if len(c.compared) < least or (c.kind in ("direction", "ratio") and len(c.compared) != 2):
-        out.append(f"a {c.kind} claim needs {least} sides{'' if c.kind not in ('direction', 'ratio') else ' exactly'}")
+    if len(c.compared) < least or (c.kind == "ratio" and len(c.compared) != 2):
+        out.append(f"a {c.kind} claim needs {least} sides{'' if c.kind != 'ratio' else ' exactly'}")
+    if c.kind == "direction" and len(c.compared) % 2:
+        out.append("a direction claim's sides come in pairs (A1, B1, A2, B2, ...): each A better than its B")
     if any(s.measure is None for s in c.compared) and c.measure is None:
         out.append("a side has no measure and the claim none either")
     for s in c.compared:
