@@ -9,8 +9,9 @@ A claim is one published finding of a study (seeds 000-004, see ../shared/STUDIE
 next to its suite in harness/suites/<suite_module>_claims.py as `CLAIMS`, a tuple of Claim. It
 carries the finding in one line, the seed's own words (`quote`, verbatim in the seed's language;
 `says`, in English), the paper's number(s) with units, where they come from (seed and
-table/figure), and the comparison it implies over the run's records. The seeds' findings no
-claim checks are in harness/suites/seed_findings.py, each with why it is not measurable here.
+table/figure), and the comparison it implies over the run's records. The inventory of the
+seeds' findings (harness/suites/seed_findings.py) maps each finding to the claims that check it,
+or says why it is not measurable here; every claim checks some finding.
 
   direction  sides (A, B): A is better than B; or pairs (A1, B1, A2, B2, ...): each A better
              than its B, all must hold (seed 004's "at every distance": one pair an operation)
@@ -418,9 +419,9 @@ def judge(c: Claim, sides: list[SideData], test: str = "welch", direction_only: 
     hib = _hib(c, sides)
     if c.kind == "equal":
         assert c.band is not None
-        flat = [(a, b) for i, a in enumerate(sides) for b in sides[i + 1:] if no_spread(a, b)]
-        if flat:  # a zero-width interval inside the band would say "holds" from no evidence of spread
-            return Judgement(NO_SPREAD, no_spread_why(*flat[0], "its ratio has no interval to hold the band"))
+        still = [(a, b) for i, a in enumerate(sides) for b in sides[i + 1:] if no_spread(a, b)]
+        if still:  # a zero-width interval inside the band would say "holds" from no evidence of spread
+            return Judgement(NO_SPREAD, no_spread_why(*still[0], "its ratio has no interval to hold the band"))
         pr = _pair_ratios(sides)
         far = [(n, r) for n, r in pr if _outside(r, c.band)]
         if far:

@@ -375,7 +375,8 @@ def _tcg_line(c: cl.Claim) -> str:
 def format_list(claims: list[cl.Claim], findings: tuple = (), show_all: bool = False) -> str:
     """Every claim (`fslab claims --list`): id, kind, suite, source with the seed's words, paper,
     the band and its reason, and how TCG judges it (the TCG rule once, at the top). `show_all`
-    (`--list --all`): then every finding of the seeds no claim checks, with why, and the counts."""
+    (`--list --all`): then the inventory of the seeds' findings (harness/suites/seed_findings.py):
+    each checked one with its claims, each other with why it is not measurable, and the counts."""
     out = _wrap(TCG_RULE, "  ") + [""]
     for c in claims:
         out += _wrap(f"{c.id} ({c.kind}, {c.suite}): {c.text}", "    ")
@@ -393,8 +394,13 @@ def format_list(claims: list[cl.Claim], findings: tuple = (), show_all: bool = F
         if c.pending:
             out += _wrap(f"  pending: {c.pending}", "    ")
     if show_all:
+        out += ["", "Findings of the seeds checked by claims:", ""]
+        for f in (f for f in findings if f.checked):
+            out += _wrap(f"seed {f.seed}, {f.where}: {f.says} -> {', '.join(f.claims)}", "    ")
+            out += _wrap(f'  "{f.quote}" ({SEED_LANGUAGES.get(f.seed, "")})' + (f"; {f.note}" if f.note else ""),
+                         "    ")
         out += ["", "Findings of the seeds that no claim checks (not measurable here):", ""]
-        for f in findings:
+        for f in (f for f in findings if not f.checked):
             out += _wrap(f"seed {f.seed}, {f.where}: {f.says}", "    ")
             out += _wrap(f'  "{f.quote}" ({SEED_LANGUAGES.get(f.seed, "")})', "    ")
             out += _wrap(f"  not measurable here, because {f.why}", "    ")
@@ -403,9 +409,13 @@ def format_list(claims: list[cl.Claim], findings: tuple = (), show_all: bool = F
 
 
 def finding_counts(claims: list[cl.Claim], findings: tuple) -> str:
-    """'Findings: 120 = 80 claim(s) (52 judged, 28 context) + 40 not measurable; by seed: 000 30, ...'"""
+    """'162 findings: 111 checked by claims, 51 not measurable; by seed (checked + not): 000 27 + 6, ...;
+    99 claims (67 judged, 32 absolute context)': the inventory's distinct findings, not the claims."""
     ctx = sum(c.kind == "absolute" for c in claims)
-    seeds = sorted({c.seed for c in claims} | {f.seed for f in findings})
-    by = ", ".join(f"{s} {sum(c.seed == s for c in claims) + sum(f.seed == s for f in findings)}" for s in seeds)
-    return (f"Findings: {len(claims) + len(findings)} = {len(claims)} claim(s) ({len(claims) - ctx} judged, "
-            f"{ctx} absolute context) + {len(findings)} not measurable; by seed: {by}")
+    checked = [f for f in findings if f.checked]
+    seeds = sorted({f.seed for f in findings})
+    by = ", ".join(f"{s} {sum(f.seed == s for f in checked)} + {sum(f.seed == s and not f.checked for f in findings)}"
+                   for s in seeds)
+    return (f"{len(findings)} findings: {len(checked)} checked by claims, {len(findings) - len(checked)} not "
+            f"measurable; by seed (checked + not): {by}; {len(claims)} claims ({len(claims) - ctx} judged, {ctx} "
+            "absolute context)")

@@ -146,13 +146,20 @@ class Tolerance:
 
 @dataclass(frozen=True)
 class Finding:
-    """A finding of a seed that no claim checks, and why fslab cannot measure it."""
+    """One quantitative or directional finding of a seed (harness/suites/seed_findings.py): the
+    claims that check it, or why fslab cannot measure it (exactly one of the two)."""
 
     seed: str  # "000"
-    where: str  # "Figure 3 (text)"
-    quote: str  # the seed's words, verbatim (its language: SEED_LANGUAGES)
+    where: str  # "Figure 3 (text)", "table 119, row rm -rf"
+    quote: str  # the seed's words, short and verbatim (its language: SEED_LANGUAGES)
     says: str  # the finding in English
-    why: str  # "not measurable here, because ..."
+    claims: tuple[str, ...] = ()  # the ids of the claims that check it
+    why: str = ""  # no claim: "not measurable here, because ..."
+    note: str = ""  # how the claims read it, or the part of it they cannot check
+
+    @property
+    def checked(self) -> bool:
+        return bool(self.claims)
 
 
 @dataclass(frozen=True)
