@@ -69,7 +69,9 @@ FINDINGS = (
             "XFS in general performed best of all", claims=("s2-xfs-best-delivery",)),
     Finding("002", "conclusion (read chart)", "uma preocupante degradação de performance na leitura de mensagens, "
                                               "proporcional ao número de processos de escrita simultâneos",
-            "XFS's read time grows with the number of writers", claims=("s2-xfs-read-grows",)),
+            "XFS's read time grows with the number of writers", claims=("s2-xfs-read-grows",),
+            note="restated as confirmed by the 2004 tests ('inclusive confirmando o problema de performance para ler "
+                 "grandes quantidades de arquivos')"),
     Finding("002", "conclusion", "o XFS pode não ser a melhor escolha para servidores de e-mail de larga escala",
             "XFS may not suit large mail servers with mailboxes of gigabytes",
             why="an extrapolation to mailboxes of gigabytes; fslab's maildir holds far fewer messages"),
@@ -89,9 +91,6 @@ FINDINGS = (
             why=ONE_KERNEL),
     Finding("002", "conclusion", "O sistema de arquivos XFS mostrou praticamente os mesmos resultados",
             "XFS gave practically the same results as in 2004", why=ONE_KERNEL),
-    Finding("002", "conclusion", "inclusive confirmando o problema de performance para ler grandes quantidades de "
-                                 "arquivos",
-            "confirming XFS's trouble reading many files", claims=("s2-xfs-read-grows",)),
     Finding("002", "conclusion", "O ReiserFS 3 parece não ter demonstrado muita evolução",
             "ReiserFS 3 has not improved much", why=ONE_KERNEL),
 )

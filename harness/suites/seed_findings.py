@@ -11,7 +11,8 @@ reliability that says a number or a direction (X faster than Y, X grows with N, 
 whether from the study's own tests or stated as known. Not findings: the method (what was run
 and how), the hardware, opinions without a direction ("boring", "interesting"), popularity,
 features, advice, and readers' comments below an article. A table row, or one command's output
-on one filesystem, is one finding. Quotes are verbatim in the seed's language
+on one filesystem, is one finding; a finding restated elsewhere in its seed is not a new one
+(its entry's note names the restatement). Quotes are verbatim in the seed's language
 (claim.SEED_LANGUAGES); `says` renders them in English.
 """
 
