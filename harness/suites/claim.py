@@ -144,6 +144,11 @@ class Tolerance:
                 (f"> {blo:.3g}" if bhi is None else interval(blo, bhi)))
 
 
+ONE_KERNEL = "fslab runs one kernel and one version of each filesystem: a change over the years cannot be seen"
+RECOVERY_TIME = ("recovery time is not measured; power-loss judges whether a repair is needed at all "
+                 "(pl-ext2-needs-fsck, on seed 001's sentence)")  # two reasons several seeds' findings share
+
+
 @dataclass(frozen=True)
 class Finding:
     """One quantitative or directional finding of a seed (harness/suites/seed_findings.py): the

@@ -4,15 +4,14 @@ measurable here (harness/suites/seed_findings.py says what counts as a finding).
 
 from __future__ import annotations
 
-from harness.suites.claim import Finding
+from harness.suites.claim import RECOVERY_TIME, Finding
 
 NO_CASES = "the text does not say which cases, and its bar chart is not in the seed"
 
 FINDINGS = (
     Finding("000", "BOX 1 (journaling)", "permite ao filesystem ser recuperado rapidamente em caso de falha",
             "journaling lets ext3 recover quickly after a failure",
-            why="recovery time is not measured; power-loss judges whether a repair is needed at all "
-                "(pl-ext2-needs-fsck, on seed 001's sentence)"),
+            why=RECOVERY_TIME),
     Finding("000", "'Conceitos gerais' (sync I/O)", "ao preço de tornar a escrita potencialmente mais lenta",
             "synchronous I/O makes writes potentially slower",
             why="'potentially' is a possibility stated before any test, not a result; the one sync/async comparison "

@@ -4,7 +4,7 @@ or why it is not measurable here (harness/suites/seed_findings.py says what coun
 
 from __future__ import annotations
 
-from harness.suites.claim import Finding
+from harness.suites.claim import ONE_KERNEL, Finding
 
 T119 = "table 119, row "
 MONGO = ("mongo-reiserfs-small-fastest", "mongo-reiserfs-large-slowest")
@@ -16,7 +16,7 @@ FINDINGS = (
                  "disks after a simulated crash)"),
     Finding("001", "introduction", "Reiser nebyl ve stavu stoprocentně odladěném",
             "the ReiserFS beta was not fully debugged: it could lose the data it was meant to save",
-            why="a beta of 2000; fslab runs one released version of each filesystem"),
+            why="a beta of 2000: " + ONE_KERNEL),
     Finding("001", "'Žurnálovací souborový systém'", "obnova dat a jejich kontrola tak trvá řádově zlomky času "
                                                       "nutného pro kontrolu a obnovu klasickou cestou",
             "after a crash a journaling filesystem recovers in a fraction of the classic check's time",
@@ -26,7 +26,7 @@ FINDINGS = (
             why="every vmconfig fixes its CPU and memory; no claim compares machines"),
     Finding("001", "introduction of the translation", "ReiserFS vyspěl do stabilní spolehlivé verze",
             "ReiserFS has matured into a stable, reliable version",
-            why="fslab runs one version of each filesystem: maturing over versions cannot be seen"),
+            why=ONE_KERNEL),
     Finding("001", "introduction of the translation", "není žádný jasný vítěz. V něčem je lepší XFS, v něčem zase "
                                                        "ReiserFS",
             "there is no clear winner: XFS is better at some things, ReiserFS at others",

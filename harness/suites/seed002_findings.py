@@ -5,9 +5,7 @@ article are not the study's and are left out."""
 
 from __future__ import annotations
 
-from harness.suites.claim import Finding
-
-ONE_KERNEL = "fslab runs one kernel and one version of each filesystem: a change over the years cannot be seen"
+from harness.suites.claim import ONE_KERNEL, RECOVERY_TIME, Finding
 
 FINDINGS = (
     Finding("002", "'Maildir vs Mbox'", "pode sofrer ao tentar ler essas mesmas mensagens no formato Maildir",
@@ -15,8 +13,7 @@ FINDINGS = (
             why="no suite stores Mbox"),
     Finding("002", "'Journaling'", "permitir uma recuperação rápida e confiável em caso de um desligamento incorreto",
             "journaling allows a fast, reliable recovery after an unclean shutdown",
-            why="recovery time is not measured; power-loss judges whether a repair is needed at all "
-                "(pl-ext2-needs-fsck, on seed 001's sentence)"),
+            why=RECOVERY_TIME),
     Finding("002", "'Journaling'", "mas não dos dados em si, que podem ser perdidos ou truncados após uma falha",
             "metadata-only journaling (ReiserFS, XFS, JFS) keeps the filesystem intact but not the data, which may be "
             "lost or truncated after a failure",

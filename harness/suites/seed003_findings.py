@@ -5,7 +5,7 @@ finding each (a run of one command on one filesystem)."""
 
 from __future__ import annotations
 
-from harness.suites.claim import Finding
+from harness.suites.claim import ONE_KERNEL, Finding
 
 CP = ("s3-jfs-xfs-cp", "s3-seed003-cp-user", "s3-seed003-cp-system")
 RM = ("s3-jfs-xfs-rm", "s3-seed003-rm-user", "s3-seed003-rm-system")
@@ -78,7 +78,7 @@ FINDINGS = (
             "JFS takes twice as long to create large files", claims=("s4-crear-jfs-2x",)),
     Finding("003", "conclusion", "en kernels linux recientes se ha mejorado la velocidad del sistema XFS",
             "recent kernels made XFS faster, which would narrow these differences",
-            why="fslab runs one kernel and one version of each filesystem: a change over the years cannot be seen"),
+            why=ONE_KERNEL),
     Finding("003", "conclusion", "no ha sido bien testeado a la hora de recuperarse ante un fallo de alimentación",
             "JFS is not well tested at recovering from a power failure",
             claims=("pl-jfs-needs-repair", "pl-jfs-cannot-continue")),

@@ -4,9 +4,8 @@ what counts as a finding). Table 2's rows are one finding each."""
 
 from __future__ import annotations
 
-from harness.suites.claim import Finding
+from harness.suites.claim import ONE_KERNEL, Finding
 
-ONE_KERNEL = "fslab runs one kernel and one version of each filesystem: a change over the years cannot be seen"
 MULTI_DISK = ("fslab's md RAID stripes virtual disks backed by one host's storage: a multi-disk gain would not be "
               "the hardware's")
 EVERY = "s5-xfs-every-distance"
