@@ -395,8 +395,10 @@ def format_list(claims: list[cl.Claim], findings: tuple = (), show_all: bool = F
             out += _wrap(f"  pending: {c.pending}", "    ")
     if show_all:
         out += ["", "Findings of the seeds checked by claims:", ""]
+        kinds = {c.id: c.kind for c in claims}
         for f in (f for f in findings if f.checked):
-            out += _wrap(f"seed {f.seed}, {f.where}: {f.says} -> {', '.join(f.claims)}", "    ")
+            context = " (context only)" if all(kinds.get(c) == "absolute" for c in f.claims) else ""
+            out += _wrap(f"seed {f.seed}, {f.where}: {f.says} -> {', '.join(f.claims)}{context}", "    ")
             out += _wrap(f'  "{f.quote}" ({SEED_LANGUAGES.get(f.seed, "")})' + (f"; {f.note}" if f.note else ""),
                          "    ")
         out += ["", "Findings of the seeds that no claim checks (not measurable here):", ""]
@@ -409,13 +411,17 @@ def format_list(claims: list[cl.Claim], findings: tuple = (), show_all: bool = F
 
 
 def finding_counts(claims: list[cl.Claim], findings: tuple) -> str:
-    """'162 findings: 111 checked by claims, 51 not measurable; by seed (checked + not): 000 27 + 6, ...;
-    99 claims (67 judged, 32 absolute context)': the inventory's distinct findings, not the claims."""
+    """'163 findings: 106 checked by claims (95 judged, 11 shown as context only), 57 not measurable;
+    by seed (checked + not): 000 27 + 9, ...; 99 claims (67 judged, 32 absolute context)': the
+    inventory's distinct findings, not the claims. A finding whose claims are all absolute numbers
+    (never judged) is "context only"."""
+    kinds = {c.id: c.kind for c in claims}
     ctx = sum(c.kind == "absolute" for c in claims)
     checked = [f for f in findings if f.checked]
+    shown = sum(all(kinds.get(c) == "absolute" for c in f.claims) for f in checked)
     seeds = sorted({f.seed for f in findings})
     by = ", ".join(f"{s} {sum(f.seed == s for f in checked)} + {sum(f.seed == s and not f.checked for f in findings)}"
                    for s in seeds)
-    return (f"{len(findings)} findings: {len(checked)} checked by claims, {len(findings) - len(checked)} not "
-            f"measurable; by seed (checked + not): {by}; {len(claims)} claims ({len(claims) - ctx} judged, {ctx} "
-            "absolute context)")
+    return (f"{len(findings)} findings: {len(checked)} checked by claims ({len(checked) - shown} judged, {shown} shown "
+            f"as context only), {len(findings) - len(checked)} not measurable; by seed (checked + not): {by}; "
+            f"{len(claims)} claims ({len(claims) - ctx} judged, {ctx} absolute context)")
