@@ -74,6 +74,18 @@ def test_2_no_p_from_zero_spread(tmp_path):
     assert cl.NO_SPREAD not in cl.SIGNIFICANT
 
 
+def test_2_no_equality_from_zero_spread(tmp_path):
+    """make bzImage 300/300/300 s on xfs vs 301/301/301 s on ext2 against "within 2 %": the ratio
+    0.9967 has a zero-width interval, which lies inside any band around it; it said "holds" on no
+    evidence of spread. An equality needs an interval: untested, with the resolution."""
+    r = row(kt(tmp_path, {"xfs": {"make": [300.0] * 3}, "ext2": {"make": [301.0] * 3}}), "s3-make-within-2pct")
+    assert r.verdict == cl.NO_SPREAD and r.p_value is None, (r.verdict, r.detail)
+    assert "resolution (1)" in r.detail and "no interval" in r.detail
+    r = row(kt(tmp_path, {"xfs": {"make": [300.0, 301.0, 299.0]}, "ext2": {"make": [301.0, 302.0, 300.0]}},
+               name="spread"), "s3-make-within-2pct")
+    assert r.verdict == cl.HOLDS, r.detail  # with spread, its interval inside the band
+
+
 def pl_run(tmp_path: Path, values: dict[str, list[float]]) -> cl.Run:
     """A SYNTHETIC power-loss run: {fs: [points_not_clean_pct per workload]}, one repetition."""
     recs = [record("power-loss", wl, fs, "points_not_clean_pct", v, "%", 0, accel="kvm", step="run")
@@ -206,3 +218,25 @@ def test_a_sample_that_cannot_support_its_test_is_warned_about(tmp_path):
     assert any(line.startswith("s3-rm-xfs-slowest ") and " 3! " in line for line in out.splitlines())
     welch = next(x for x in cl.evaluate([kt(tmp_path, vals, name="w")]) if x.id == "s3-rm-xfs-slowest")
     assert welch.verdict == cl.HOLDS and not welch.warning
+
+
+def test_every_distance_is_judged_per_operation(tmp_path):
+    """seed 004: XFS beat ZFS "at every distance". On table 2's nine operations by their
+    geometric mean, XFS far ahead on eight hid ZFS ahead on rm-linux; per operation (all must
+    hold) that row is refuted, naming the operation; XFS ahead on all nine holds."""
+    from harness.suites.file_ops_claims import OPERATIONS
+
+    def run(name: str, zfs_wins: str) -> cl.Run:
+        recs = [record("file-ops", "file-ops", fs, "real_s", base * (1 + 0.02 * (rep - 1)), "s", rep, accel="kvm",
+                       step=op)
+                for op in OPERATIONS for fs, base in (("xfs-md", 10.0 if op != zfs_wins else 30.0),
+                                                      ("zfs", 20.0 if op != zfs_wins else 10.0))
+                for rep in range(3)]
+        return load_run(make_run(tmp_path / name, "file-ops", recs, profile="paper", accel="kvm", name=name))
+
+    r = row(run("all", ""), "s5-xfs-every-distance")
+    assert r.verdict == cl.HOLDS and "each of 9 pairs" in r.detail, r.detail
+    assert claims_render.ours_short(r) == "9 of 9 pairs ahead"
+    r = row(run("one", "rm-linux"), "s5-xfs-every-distance")
+    assert r.verdict == cl.REFUTED and "zfs rm-linux better than xfs-ssd rm-linux" in r.detail, r.detail
+    assert claims_render.ours_short(r) == "8 of 9 pairs ahead"

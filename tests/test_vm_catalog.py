@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from vmhelpers import fslab, no_qemu_left, read_records
+from vmhelpers import check_claims, fslab, no_qemu_left, read_records
 
 from harness.image import store as images
 
@@ -97,6 +97,7 @@ def test_fio_matrix_smoke_over_the_study_filesystems(image, tmp_path):
     for r in zero:
         assert r.get("flag") == "zero"
     assert no_qemu_left(json.loads((run_dir / "manifest.json").read_text())["run_id"])
+    check_claims(run_dir, "fio-matrix")  # study S1's claims on this run: every row with a verdict
 
 
 def test_zfs_mirror_pool(tmp_path):

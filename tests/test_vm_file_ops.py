@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from vmhelpers import fslab, read_records, run_ok
+from vmhelpers import check_claims, fslab, read_records, run_ok
 
 from harness.suites import file_ops
 
@@ -58,6 +58,7 @@ def test_file_ops_smoke_on_md_raid_single_disk_and_tmpfs(image, tmp_path):
     table = {fs: {r["step"]: r["value"] for r in recs if r["fs"] == fs and r["metric"] == "real_s"}
              for fs in sums}
     print(f"\nfile-ops smoke: {wall:.0f} s wall; real seconds per step:\n{json.dumps(table, indent=1)}")
+    check_claims(run_dir, "file-ops")  # study S5's claims on this run: every row with a verdict
 
 
 def test_file_ops_smoke_zfs_pool_against_xfs_on_md(tmp_path):

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
-from vmhelpers import fslab, no_qemu_left, read_records
+from vmhelpers import check_claims, fslab, no_qemu_left, read_records
 
 pytestmark = pytest.mark.vm
 
@@ -53,3 +53,4 @@ def test_kernel_tree_smoke_on_xfs(image, tmp_path):
         assert "CONFIG_X86_32=y" in config and conf["tree_files"]["config_sha256"] in config
         made = (run_dir / "raw" / fs / "compile" / "make.stdout").read_text()
         assert "init/main.o" in made and "init/built-in.a" in made
+    check_claims(run_dir, "kernel-tree")  # study S3's claims on this run: every row with a verdict

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import pytest
-from vmhelpers import fslab, no_qemu_left, read_records
+from vmhelpers import check_claims, fslab, no_qemu_left, read_records
 
 pytestmark = pytest.mark.vm
 
@@ -143,6 +143,8 @@ def test_power_loss_smoke_on_ext4_and_ext2(smoke):
     assert ("The metadata control of ext2" in html) == ("ext2" in no_meta)  # a control not made is loud
     assert (run_dir / "report" / "figures" / "power-loss-durability.svg").is_file()
     assert "Reordered states (CrashMonkey&#x27;s in-flight writes)" in html
+    assert 'id="claims"' in html and "pl-ext2-needs-fsck" in html  # the report's claims section
+    check_claims(run_dir, "power-loss", report=False)  # the power-loss claims: every row with a verdict
     print(f"\npower-loss smoke: {wall:.0f} s wall; {json.dumps(summary)}")
 
 

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from vmhelpers import fslab, no_qemu_left, read_records
+from vmhelpers import check_claims, fslab, no_qemu_left, read_records
 
 pytestmark = pytest.mark.vm
 
@@ -44,6 +44,7 @@ def test_maildir_smoke_over_two_study_filesystems(image, tmp_path):
         assert setup["setup"] == "exists" and setup["mailboxes"] == 1000  # made by w1-run2, kept
     fsinfo = json.loads((run_dir / "raw" / "xfs" / "fs.json").read_text())
     assert "logbsize=128k" in fsinfo["mount_line"] or "logbsize=131072" in fsinfo["mount_line"]
+    check_claims(run_dir, "maildir")  # study S2's claims on this run: every row with a verdict, the report's section
 
 
 def test_random_io_smoke_over_two_study_filesystems(image, tmp_path):
@@ -55,3 +56,4 @@ def test_random_io_smoke_over_two_study_filesystems(image, tmp_path):
         assert 2000 < by[("random", "writes")]["value"] < 3000
         for mb in (1, 10, 100, 250, 500):
             assert by[(f"crear-{mb}", "real_s")]["file_bytes"] == mb * 65536
+    check_claims(run_dir, "random-io")  # study S4's claims on this run

@@ -77,3 +77,55 @@ def fslab_tty(*args: str, timeout: float = 1800) -> tuple[subprocess.CompletedPr
         os.close(master)
     return (subprocess.CompletedProcess(proc.args, proc.returncode, out.decode(errors="replace"), ""),
             b"".join(chunks).decode(errors="replace"))
+
+
+def check_claims(run_dir: Path, suite: str, report: bool = True) -> dict[str, int]:
+    """`fslab claims RUN` on a study run, checked: exit 0, a header naming the suite, every claim
+    row the claim checker gives for this run (harness.analysis.claims.evaluate, in process) present
+    in the table with a verdict from claims.VERDICTS, the verdict counts line adding up to the
+    judged rows, no line over claims_render.WIDTH; with `report`, `fslab report RUN` has the
+    claims section ("Paper vs this run") in index.html and summary.md. Returns the verdict counts
+    (printed, for the test's output)."""
+    import tempfile
+
+    from harness.analysis import claims, claims_render
+    from harness.analysis.runs import load_run
+
+    cp = fslab("claims", str(run_dir), timeout=600)
+    assert cp.returncode == 0, cp.stdout[-2000:] + cp.stderr[-2000:]
+    out = cp.stdout
+    assert f": {suite} (profile " in out.splitlines()[0], out[:500]
+    too_wide = [line for line in out.splitlines() if len(line) > claims_render.WIDTH]
+    assert not too_wide, too_wide[:3]
+    rows = [r for r in claims.evaluate([load_run(run_dir)]) if r.claim.suite == suite]
+    assert rows, f"no claim of suite {suite} on {run_dir}"
+    judged, context = claims_render.split_rows(rows)
+    entries: dict[str, str] = {}  # each claim's paragraph below the table: its id, text, source, verdict, why
+    key = ""
+    for line in out.splitlines():
+        if line and not line[0].isspace():
+            key = line.split(": ", 1)[0].split("  ")[0]
+            entries.setdefault(key, "")
+        if key:
+            entries[key] += " " + line.strip()
+    counts: dict[str, int] = {}
+    for r in judged:
+        assert r.id in entries, f"claim row {r.id} missing from `fslab claims`:\n{out[:3000]}"
+        said = [v for v in claims.VERDICTS if f"). {v}" in entries[r.id]]
+        assert said and r.verdict in said, (r.id, r.verdict, entries[r.id][:400])
+        counts[r.verdict] = counts.get(r.verdict, 0) + 1
+    for r in context:  # the papers' absolute numbers: their own table, "ours" beside "paper"
+        assert r.id in entries and "paper:" in entries[r.id] and "ours:" in entries[r.id], (r.id, out[:2000])
+    said_counts = ", ".join(f"{v}: {counts[v]}" for v in claims.VERDICTS if v in counts)
+    assert f"Verdicts: {said_counts}" in " ".join(out.split()), (counts, out[-3000:])
+    if report:
+        with tempfile.TemporaryDirectory() as tmp:
+            rp = fslab("report", str(run_dir), "--out", tmp, timeout=1200)
+            assert rp.returncode == 0, rp.stderr[-2000:]
+            html = (Path(tmp) / "index.html").read_text()
+            md = (Path(tmp) / "summary.md").read_text()
+            assert 'id="claims"' in html and "Paper vs this run" in md, "the report has no claims section"
+            assert all(f'data-claim="{r.id}"' in html for r in rows), [r.id for r in rows
+                                                                     if f'data-claim="{r.id}"' not in html]
+    print(f"\nfslab claims on the {suite} run: {len(judged)} judged row(s) {counts}, {len(context)} context")
+    return counts

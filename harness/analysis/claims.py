@@ -9,10 +9,12 @@ A claim is one published finding of a study (seeds 000-004, see ../shared/STUDIE
 next to its suite in harness/suites/<suite_module>_claims.py as `CLAIMS`, a tuple of Claim. It
 carries the finding in one line, the seed's own words (`quote`, verbatim in the seed's language;
 `says`, in English), the paper's number(s) with units, where they come from (seed and
-table/figure), and the comparison it implies over the run's records. The seeds' findings no
-claim checks are in harness/suites/seed_findings.py, each with why it is not measurable here.
+table/figure), and the comparison it implies over the run's records. The inventory of the
+seeds' findings (harness/suites/seed_findings.py) maps each finding to the claims that check it,
+or says why it is not measurable here; every claim checks some finding.
 
-  direction  sides (A, B): A is better than B
+  direction  sides (A, B): A is better than B; or pairs (A1, B1, A2, B2, ...): each A better
+             than its B, all must hold (seed 004's "at every distance": one pair an operation)
   ratio      sides (N, D): mean N / mean D is about `ratio`, within `band` (lo, hi; None = open),
              in the metric's own units (seconds: N / D = 2 means N took twice as long); both
              are computed from the claim's Tolerance: the paper's two numbers as printed (or one
@@ -91,7 +93,9 @@ The verdict of a claim on one run, checked in this order (the first that applies
    would tell). A sample too small for its test to reach alpha (Mann-Whitney with 3 a side,
    Wilcoxon with fewer than 6 non-zero differences) is warned about in the row.
    - direction: holds if A is better than B; reversed if B is better than A; else no
-     significant difference.
+     significant difference. In pairs: holds if every A is better than its B (an
+     intersection-union test: each at alpha); refuted if some B is better than its A, with
+     Holm's correction over the pairs, the row naming it; else no significant difference.
    - ratio: let R = mean N / mean D with Fieller interval [L, U], the paper's direction N > D
      when ratio > 1. Significant in the paper's direction: holds if R lies inside the band;
      "direction holds, size differs" if [L, U] lies wholly outside it (the row says below or
@@ -107,7 +111,10 @@ The verdict of a claim on one run, checked in this order (the first that applies
      significant difference.
    - equal: an equivalence check: holds if every pair's Fieller interval lies inside the band
      (a 95 % interval inside the band: TOST at 2.5 % a side); "differs by more than the
-     tolerance" if some pair's interval lies wholly outside it; else inconclusive.
+     tolerance" if some pair's interval lies wholly outside it; else inconclusive. A pair whose
+     two sides have no spread (300, 300, 300 against 301, 301, 301) has a zero-width interval
+     that would lie inside any band around its ratio: "untested: no spread", with the
+     resolution, as for a direction.
 5. Multiplicity: a run judges dozens of rows at alpha 0.05 each. The summary says how many rows
    a p decided, how many would come out significant by chance alone, and how many significant
    verdicts survive Holm's correction (family-wise) and Benjamini-Hochberg (false discovery
@@ -128,7 +135,7 @@ from harness.analysis.claim_records import SideData, combine, match_text, resolv
 from harness.analysis.ranking import hosts_of
 from harness.analysis.runs import Run
 from harness.suites import registry
-from harness.suites.claim import COMBINE, KINDS, Claim, Fs, Measure, Side, all_claims, claims_for
+from harness.suites.claim import COMBINE, KINDS, Claim, Fs, Measure, Side, all_claims, claims_for, interval
 
 __all__ = ["COMBINE", "KINDS", "Claim", "Fs", "Measure", "Side", "all_claims", "claims_for"]
 
@@ -225,6 +232,19 @@ def resolution(values: list[float]) -> float:
     return 10.0**-places
 
 
+def no_spread(a: SideData, b: SideData) -> bool:
+    """Both sides without spread (every value alike): no test and no interval can come of them."""
+    return stats.stdev(a.values) == 0 and stats.stdev(b.values) == 0
+
+
+def no_spread_why(a: SideData, b: SideData, what: str) -> str:
+    """'xfs 0.5 and ext2 0.49 with no spread in 3 and 3 values: the spread is below the records'
+    resolution (0.01), so no test can give a p (more repetitions or a finer clock)'."""
+    r = resolution(a.values + b.values)
+    return (f"{a.label} {a.values[0]:g} and {b.label} {b.values[0]:g} with no spread in {a.n} and {b.n} values: "
+            f"the spread is below the records' resolution ({r:g}), so {what} (more repetitions or a finer clock)")
+
+
 def compare(a: SideData, b: SideData, hib: bool, test: str) -> Comparison:
     """Is a better than b? Paired sides (Measure.pair_by: the same workloads or replicates on
     both) by Wilcoxon's signed-rank test on the differences; else Welch's t-test or Mann-Whitney.
@@ -242,12 +262,8 @@ def compare(a: SideData, b: SideData, hib: bool, test: str) -> Comparison:
         up = stats.mean(d) > 0
         return Comparison((1 if up == hib else -1) if p < stats.ALPHA else 0, p, "wilcoxon", warning=warn)
     if test == "welch":
-        if stats.stdev(a.values) == 0 and stats.stdev(b.values) == 0:
-            r = resolution(a.values + b.values)
-            return Comparison(0, None, "welch", why=(
-                f"{a.label} {a.values[0]:g} and {b.label} {b.values[0]:g} with no spread in {a.n} and {b.n} "
-                f"values: the spread is below the records' resolution ({r:g}), so no test can give a p "
-                "(more repetitions or a finer clock)"))
+        if no_spread(a, b):
+            return Comparison(0, None, "welch", why=no_spread_why(a, b, "no test can give a p"))
         res = stats.welch(a.values, b.values)
         up = stats.mean(a.values) > stats.mean(b.values)
         return Comparison((1 if up == hib else -1) if res.p_value < stats.ALPHA else 0, res.p_value, "welch")
@@ -324,7 +340,7 @@ def band_text(band: tuple[float | None, float | None]) -> str:
         return f"> {lo:.4g}"
     if lo is None:
         return f"< {hi:.4g}"
-    return f"[{lo:.4g}, {hi:.4g}]"
+    return interval(lo, hi, 4)
 
 
 def _hib(c: Claim, sides: list[SideData]) -> bool:
@@ -373,7 +389,7 @@ def _observed(c: Claim, sides: list[SideData], hib: bool) -> str:
         r = ms[0] / ms[1]
         return "agrees" if _between(r, c.band) else f"agrees on direction only ({r:.3g}x, outside {band_text(c.band)})"
     if c.kind == "direction":
-        ok = better(ms[0], ms[1])
+        ok = all(better(ms[i], ms[i + 1]) for i in range(0, len(ms), 2))
     elif c.kind == "extreme":
         ok = all(better(t, x) if c.extreme == "best" else better(x, t) for t in ms[:c.top] for x in ms[c.top:])
     elif c.kind == "order":
@@ -403,6 +419,9 @@ def judge(c: Claim, sides: list[SideData], test: str = "welch", direction_only: 
     hib = _hib(c, sides)
     if c.kind == "equal":
         assert c.band is not None
+        still = [(a, b) for i, a in enumerate(sides) for b in sides[i + 1:] if no_spread(a, b)]
+        if still:  # a zero-width interval inside the band would say "holds" from no evidence of spread
+            return Judgement(NO_SPREAD, no_spread_why(*still[0], "its ratio has no interval to hold the band"))
         pr = _pair_ratios(sides)
         far = [(n, r) for n, r in pr if _outside(r, c.band)]
         if far:
@@ -410,6 +429,8 @@ def judge(c: Claim, sides: list[SideData], test: str = "welch", direction_only: 
         if pr and len(pr) == len(sides) * (len(sides) - 1) // 2 and all(_inside(r, c.band) for _, r in pr):
             return Judgement(HOLDS, f"every pair's CI inside {band_text(c.band)}")
         return Judgement(INCONCLUSIVE, f"a pair's CI crosses {band_text(c.band)}")
+    if c.kind == "direction" and len(sides) > 2:
+        return _judge_pairs(sides, hib, test)
     if c.kind in ("direction", "ratio"):
         if c.kind == "ratio":
             assert c.ratio is not None and c.band is not None
@@ -463,6 +484,27 @@ def judge(c: Claim, sides: list[SideData], test: str = "welch", direction_only: 
     i, j = weak[0]
     return Judgement(NO_DIFFERENCE, f"{sides[i].label} vs {sides[j].label}: {cmps[(i, j)].test} p={cmps[(i, j)].p:.3g}",
                      cmps[(i, j)].p, rank=rank, warning=_warn(list(cmps.values())))
+
+
+def _judge_pairs(sides: list[SideData], hib: bool, test: str) -> Judgement:
+    """A direction claim in pairs (A1, B1, A2, B2, ...): every A better than its B (rule 4)."""
+    pairs = [(i, i + 1) for i in range(0, len(sides), 2)]
+    cmps = {q: compare(sides[q[0]], sides[q[1]], hib, test) for q in pairs}
+    flat = [q for q in pairs if cmps[q].p is None]
+    if flat:
+        return Judgement(NO_SPREAD, cmps[flat[0]].why)
+    rejected = holm([cmps[q].p or 1.0 for q in pairs])
+    against = [q for q, rej in zip(pairs, rejected, strict=True) if rej and cmps[q].sign < 0]
+    if against:
+        i, j = against[0]
+        return Judgement(REFUTED, f"{sides[j].label} better than {sides[i].label} ({cmps[(i, j)].test}, Holm over "
+                                  f"{len(pairs)} pairs, p={cmps[(i, j)].p:.3g})", cmps[(i, j)].p)
+    pmax = max(cmps[q].p or 1.0 for q in pairs)
+    if all(cmps[q].sign > 0 for q in pairs):
+        return Judgement(HOLDS, f"each of {len(pairs)} pairs {cmps[pairs[0]].test} p<={pmax:.3g}", pmax)
+    i, j = next(q for q in pairs if cmps[q].sign <= 0)
+    return Judgement(NO_DIFFERENCE, f"{sides[i].label} vs {sides[j].label}: {cmps[(i, j)].test} "
+                                    f"p={cmps[(i, j)].p:.3g}", cmps[(i, j)].p, warning=_warn(list(cmps.values())))
 
 
 @cache
@@ -583,7 +625,7 @@ def evaluate_claim(c: Claim, run: Run, test: str = "welch") -> list[ClaimRow]:
 
 def _row(c: Claim, run: Run, rid: str, data: list[SideData], test: str) -> ClaimRow:
     row = ClaimRow(run.label or run.run_id, c, rid, data, "", tcg=run.accel == "tcg")
-    if c.kind in ("direction", "ratio") and not any(s.missing for s in data):
+    if c.kind in ("direction", "ratio") and len(data) == 2 and not any(s.missing for s in data):
         row.ratio = ratio_ci(data[0].values, data[1].values)
     missing = [s.missing for s in data if s.missing]
     if c.kind == "absolute" and len(missing) < len(data):

@@ -82,6 +82,11 @@ def ours_short(row: cl.ClaimRow) -> str:
     c = row.claim
     if not any(s.values for s in row.sides):
         return "-"
+    if c.kind == "direction" and len(row.sides) > 2 and all(s.values for s in row.sides):
+        ms = [stats.mean(s.values) for s in row.sides]
+        hib = cl._hib(c, row.sides)
+        ahead = sum((a > b) if hib else (a < b) for a, b in zip(ms[::2], ms[1::2], strict=True))
+        return f"{ahead} of {len(ms) // 2} pairs ahead"
     if c.kind in ("direction", "ratio"):
         return ratio_text(row.ratio)
     if c.kind == "extreme" and c.top == 1 and all(s.values for s in row.sides):
@@ -104,6 +109,8 @@ def paper_short(c: cl.Claim) -> str:
     """The narrow table's 'paper': '60.1x', 'xfs worst', 'in order', '= within 3 %'."""
     if c.kind in ("ratio",) and c.ratio is not None:
         return f"{c.ratio:.3g}x"
+    if c.kind == "direction" and len(c.compared) > 2:
+        return f"{c.compared[0].fs.label if c.compared[0].fs else 'each'} better x{len(c.compared) // 2}"
     if c.kind == "direction":
         return f"{c.compared[0].label or (c.compared[0].fs.label if c.compared[0].fs else '')} better"
     if c.kind == "extreme":
@@ -368,7 +375,8 @@ def _tcg_line(c: cl.Claim) -> str:
 def format_list(claims: list[cl.Claim], findings: tuple = (), show_all: bool = False) -> str:
     """Every claim (`fslab claims --list`): id, kind, suite, source with the seed's words, paper,
     the band and its reason, and how TCG judges it (the TCG rule once, at the top). `show_all`
-    (`--list --all`): then every finding of the seeds no claim checks, with why, and the counts."""
+    (`--list --all`): then the inventory of the seeds' findings (harness/suites/seed_findings.py):
+    each checked one with its claims, each other with why it is not measurable, and the counts."""
     out = _wrap(TCG_RULE, "  ") + [""]
     for c in claims:
         out += _wrap(f"{c.id} ({c.kind}, {c.suite}): {c.text}", "    ")
@@ -386,8 +394,15 @@ def format_list(claims: list[cl.Claim], findings: tuple = (), show_all: bool = F
         if c.pending:
             out += _wrap(f"  pending: {c.pending}", "    ")
     if show_all:
+        out += ["", "Findings of the seeds checked by claims:", ""]
+        kinds = {c.id: c.kind for c in claims}
+        for f in (f for f in findings if f.checked):
+            context = " (context only)" if all(kinds.get(c) == "absolute" for c in f.claims) else ""
+            out += _wrap(f"seed {f.seed}, {f.where}: {f.says} -> {', '.join(f.claims)}{context}", "    ")
+            out += _wrap(f'  "{f.quote}" ({SEED_LANGUAGES.get(f.seed, "")})' + (f"; {f.note}" if f.note else ""),
+                         "    ")
         out += ["", "Findings of the seeds that no claim checks (not measurable here):", ""]
-        for f in findings:
+        for f in (f for f in findings if not f.checked):
             out += _wrap(f"seed {f.seed}, {f.where}: {f.says}", "    ")
             out += _wrap(f'  "{f.quote}" ({SEED_LANGUAGES.get(f.seed, "")})', "    ")
             out += _wrap(f"  not measurable here, because {f.why}", "    ")
@@ -396,9 +411,17 @@ def format_list(claims: list[cl.Claim], findings: tuple = (), show_all: bool = F
 
 
 def finding_counts(claims: list[cl.Claim], findings: tuple) -> str:
-    """'Findings: 120 = 80 claim(s) (52 judged, 28 context) + 40 not measurable; by seed: 000 30, ...'"""
+    """'163 findings: 106 checked by claims (95 judged, 11 shown as context only), 57 not measurable;
+    by seed (checked + not): 000 27 + 9, ...; 99 claims (67 judged, 32 absolute context)': the
+    inventory's distinct findings, not the claims. A finding whose claims are all absolute numbers
+    (never judged) is "context only"."""
+    kinds = {c.id: c.kind for c in claims}
     ctx = sum(c.kind == "absolute" for c in claims)
-    seeds = sorted({c.seed for c in claims} | {f.seed for f in findings})
-    by = ", ".join(f"{s} {sum(c.seed == s for c in claims) + sum(f.seed == s for f in findings)}" for s in seeds)
-    return (f"Findings: {len(claims) + len(findings)} = {len(claims)} claim(s) ({len(claims) - ctx} judged, "
-            f"{ctx} absolute context) + {len(findings)} not measurable; by seed: {by}")
+    checked = [f for f in findings if f.checked]
+    shown = sum(all(kinds.get(c) == "absolute" for c in f.claims) for f in checked)
+    seeds = sorted({f.seed for f in findings})
+    by = ", ".join(f"{s} {sum(f.seed == s for f in checked)} + {sum(f.seed == s and not f.checked for f in findings)}"
+                   for s in seeds)
+    return (f"{len(findings)} findings: {len(checked)} checked by claims ({len(checked) - shown} judged, {shown} shown "
+            f"as context only), {len(findings) - len(checked)} not measurable; by seed (checked + not): {by}; "
+            f"{len(claims)} claims ({len(claims) - ctx} judged, {ctx} absolute context)")

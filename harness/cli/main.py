@@ -386,9 +386,9 @@ def cmd_claims(args: argparse.Namespace) -> int:
     from harness.analysis.runs import label_runs, load_run
 
     if args.list:
-        from harness.suites.seed_findings import NOT_MEASURABLE
+        from harness.suites.seed_findings import FINDINGS
 
-        print(claims_render.format_list([c for cs in claims.all_claims().values() for c in cs], NOT_MEASURABLE,
+        print(claims_render.format_list([c for cs in claims.all_claims().values() for c in cs], FINDINGS,
                                         show_all=args.all), end="")
         return 0
     if not args.run_dirs:

@@ -78,6 +78,20 @@ def _half_unit(text: str, figure: bool) -> float:
     return 0.5 * 10**zeros
 
 
+def interval(lo: float, hi: float, least: int = 3) -> str:
+    """'[lo, hi]' with `least` significant digits, or as many more as tell the bounds apart: a
+    band of 2.1372 .. 2.1390 prints '[2.137, 2.139]', not '[2.14, 2.14]'.
+
+    >>> interval(2.13720, 2.13901), interval(1.5, 2.0), interval(1.0, 1.0)
+    ('[2.137, 2.139]', '[1.5, 2]', '[1, 1]')
+    """
+    for digits in range(least, 10):
+        a, b = f"{lo:.{digits}g}", f"{hi:.{digits}g}"
+        if a != b or lo == hi:
+            return f"[{a}, {b}]"
+    return f"[{lo!r}, {hi!r}]"
+
+
 @dataclass(frozen=True)
 class Tolerance:
     """Where a ratio claim's band comes from: the paper's two numbers as printed (a table's, or
@@ -124,21 +138,33 @@ class Tolerance:
         blo, bhi = self.band()
         what = f"'{self.num}'" if self.den == "1" else f"{self.num} / {self.den}"
         unit = 2 * _half_unit(self.num, self.figure)
-        return (f"{what} as printed (to {unit:g}) allows [{lo:.3g}, {hi:.3g}]" +
+        return (f"{what} as printed (to {unit:g}) allows {interval(lo, hi)}" +
                 ("; 'almost': no higher" if self.almost else "") +
                 f"; effect (ratio - 1) within x{self.margin:g} ({self.why}): " +
-                (f"> {blo:.3g}" if bhi is None else f"[{blo:.3g}, {bhi:.3g}]"))
+                (f"> {blo:.3g}" if bhi is None else interval(blo, bhi)))
+
+
+ONE_KERNEL = "fslab runs one kernel and one version of each filesystem: a change over the years cannot be seen"
+RECOVERY_TIME = ("recovery time is not measured; power-loss judges whether a repair is needed at all "
+                 "(pl-ext2-needs-fsck, on seed 001's sentence)")  # two reasons several seeds' findings share
 
 
 @dataclass(frozen=True)
 class Finding:
-    """A finding of a seed that no claim checks, and why fslab cannot measure it."""
+    """One quantitative or directional finding of a seed (harness/suites/seed_findings.py): the
+    claims that check it, or why fslab cannot measure it (exactly one of the two)."""
 
     seed: str  # "000"
-    where: str  # "Figure 3 (text)"
-    quote: str  # the seed's words, verbatim (its language: SEED_LANGUAGES)
+    where: str  # "Figure 3 (text)", "table 119, row rm -rf"
+    quote: str  # the seed's words, short and verbatim (its language: SEED_LANGUAGES)
     says: str  # the finding in English
-    why: str  # "not measurable here, because ..."
+    claims: tuple[str, ...] = ()  # the ids of the claims that check it
+    why: str = ""  # no claim: "not measurable here, because ..."
+    note: str = ""  # how the claims read it, or the part of it they cannot check
+
+    @property
+    def checked(self) -> bool:
+        return bool(self.claims)
 
 
 @dataclass(frozen=True)
@@ -206,8 +232,10 @@ def _problems(c: Claim) -> list[str]:
     if c.kind not in KINDS:
         out.append(f"kind {c.kind!r} is not allowed; allowed: {', '.join(KINDS)}")
     least = {"direction": 2, "ratio": 2, "extreme": 2, "order": 2, "equal": 2, "absolute": 1}.get(c.kind, 1)
-    if len(c.compared) < least or (c.kind in ("direction", "ratio") and len(c.compared) != 2):
-        out.append(f"a {c.kind} claim needs {least} sides{'' if c.kind not in ('direction', 'ratio') else ' exactly'}")
+    if len(c.compared) < least or (c.kind == "ratio" and len(c.compared) != 2):
+        out.append(f"a {c.kind} claim needs {least} sides{'' if c.kind != 'ratio' else ' exactly'}")
+    if c.kind == "direction" and len(c.compared) % 2:
+        out.append("a direction claim's sides come in pairs (A1, B1, A2, B2, ...): each A better than its B")
     if any(s.measure is None for s in c.compared) and c.measure is None:
         out.append("a side has no measure and the claim none either")
     for s in c.compared:
