@@ -6,11 +6,11 @@ A shard is a set of whole boots, as a host of a run spread over several hosts is
 shard), each every filesystem of the plan in its interleaved rounds with its own run id b<k> and
 repetition offset (harness/run/boots.py `boot_plan`), and shard I of N runs the boots k (1..K)
 with (k-1) mod N = I-1, one after another on this machine. K < N is refused. The shard's run
-directory, <run id>-shard<I>of<N>, is laid out as a `--boots` run holding only its boots (boots/b<k>/, records with their
-`boot` and `host`: the machine's name); its manifest says `shard`: {index, count, key, boots},
-where `key` is the sha256 of the plan (repeat.boots = K) without its run id (the same config and
-options on the same checkout give the same key on every machine), and `host_facts`: the machine
-facts that change a measurement (over_hosts.FACTS).
+directory, <run id>-shard<I>of<N>, is laid out as a `--boots` run holding only its boots
+(boots/b<k>/, records with their `boot` and `host`: the machine's name); its manifest says
+`shard`: {index, count, key, boots}, where `key` is the sha256 of the plan (repeat.boots = K)
+without its run id (the same config and options on the same checkout give the same key on every
+machine), and `host_facts`: the machine facts that change a measurement (over_hosts.FACTS).
 
 `merge` pools shards into a new run laid out exactly as a run spread over several hosts in K boots:
 every boot's directory under boots/b<k>/ (hard links), records with their `boot` and `host`, a
