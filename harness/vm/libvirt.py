@@ -7,8 +7,8 @@ locale; error codes, errno values and events are numbers).
 VM, with the same `wait(deadline, tick)`. The domain is transient and created with
 VIR_DOMAIN_START_AUTODESTROY on the host's connection, which fslab keeps open beyond the domain's
 life: if fslab dies, even by SIGKILL, its socket closes and libvirt destroys the domain. Its
-lifecycle events arrive on that connection (libvirt's default event loop runs in a thread of fslab's), so the end
-of the guest is seen without polling the daemon.
+lifecycle events arrive on that connection (libvirt's default event loop runs in a thread of
+fslab's), so the end of the guest is seen without polling the daemon.
 
 A lost host is an event too: the connection's close callback. A host that goes silent (a
 partition: packets dropped, no FIN) is noticed by libvirt's keepalive on that connection: a ping
