@@ -30,9 +30,10 @@ def image():
 
 @pytest.fixture(scope="session")
 def smoke_run(image, tmp_path_factory):
-    """One `fslab run vmconfigs/smoke.yaml` (qemu backend) shared by every VM test that needs a
+    """One `fslab run vmconfigs/smoke.yaml` (qemu backend, in the C locale: the reference the
+    libvirt runs under translated locales are held to) shared by every VM test that needs a
     recorded smoke run: (results root, CompletedProcess); the run directory is stdout's last line."""
-    from vmhelpers import fslab
+    from vmhelpers import C_LOCALE, fslab
 
     tmp = tmp_path_factory.mktemp("smoke")
-    return tmp, fslab("run", "vmconfigs/smoke.yaml", "--results-dir", str(tmp))
+    return tmp, fslab("run", "vmconfigs/smoke.yaml", "--results-dir", str(tmp), env=C_LOCALE)

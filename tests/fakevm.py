@@ -101,7 +101,7 @@ def fslab(args: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    os.chdir(ROOT)
     if sys.argv[1] == "guest":
+        os.chdir(ROOT)
         sys.exit(guest(*sys.argv[2:5]))
-    sys.exit(fslab(sys.argv[2:]))
+    sys.exit(fslab(sys.argv[2:]))  # in the caller's directory, as `fslab` runs (relative --results-dir)

@@ -1,6 +1,7 @@
 """A real OCI registry for tests: Debian's `docker-registry` (distribution 2.8) on 127.0.0.1 and a
 free port, its storage and a generated config in a temporary directory, optionally behind htpasswd
-basic auth. `kill()` ends it at once (what a registry that goes away mid-push looks like);
+basic auth or a token service's Bearer tokens (tests/token_server.py). `kill()` ends it at once
+(what a registry that goes away mid-push looks like);
 `start()` again serves the same storage on the same port.
 """
 
@@ -13,6 +14,7 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 REGISTRY = "docker-registry"
 
@@ -40,10 +42,11 @@ def bcrypt_line(user: str, password: str) -> str:
 
 
 class LocalRegistry:
-    def __init__(self, tmp: Path, user: str | None = None, password: str | None = None):
+    def __init__(self, tmp: Path, user: str | None = None, password: str | None = None, token: Any = None):
         self.dir = tmp
         self.port = _free_port()
         self.user, self.password = user, password
+        self.token = token  # a started token_server.TokenServer whose tokens the registry trusts
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -62,6 +65,8 @@ class LocalRegistry:
             assert self.password
             (d / "htpasswd").write_text(bcrypt_line(self.user, self.password) + "\n")
             auth = f"auth:\n  htpasswd:\n    realm: fslab-test\n    path: {d / 'htpasswd'}\n"
+        elif self.token is not None:
+            auth = self.token.registry_auth()
         (d / "config.yml").write_text(
             "version: 0.1\nlog:\n  level: warn\n  accesslog:\n    disabled: true\n"
             f"storage:\n  filesystem:\n    rootdirectory: {self.storage}\n  delete:\n    enabled: true\n"

@@ -19,6 +19,7 @@ import local_registry
 import pytest
 from local_registry import LocalRegistry
 from test_bundle_reproduce import image_with_inputs, store_state
+from token_server import TokenServer
 
 from harness.errors import FslabError
 from harness.image import image_registry, oci
@@ -125,6 +126,74 @@ def test_basic_auth(tmp_path, built):
         assert images.find_by_digest(built.digest) is not None
     finally:
         reg.kill()
+
+
+# --- token (Bearer) auth: what GHCR, Harbor and Docker Hub ask for -----------------------------------
+
+
+def test_token_auth(tmp_path, built, monkeypatch):
+    """A registry behind a token service (the Docker token flow; tests/token_server.py issues the
+    RS256 JWTs the registry is configured to trust): no login and a wrong password each refused in
+    one line; with the right login an image and a run (with its image) are pushed and pulled back
+    into an empty store and results directory, the login sent only to the token service, each
+    token asked for the scope the registry named; a read-only account pulls, its push is denied."""
+    tokens = TokenServer(tmp_path / "token", "lab", "s3cret", reader=("guest", "look")).start()
+    reg = LocalRegistry(tmp_path / "tokenreg", token=tokens).start()
+    right = {oci.USER_ENV: "lab", oci.PASSWORD_ENV: "s3cret"}
+
+    def refused(*args: str, env: dict[str, str] | None = None) -> str:
+        cp = fslab(*args, env=env)
+        said = [ln for ln in cp.stderr.strip().splitlines() if not ln.startswith("fslab: pushing ")]  # progress
+        assert cp.returncode == 2 and len(said) == 1 and said[0].startswith("fslab: error: "), cp.stdout + cp.stderr
+        return cp.stderr
+
+    try:
+        ref = f"{reg.host}/fslab/debian-12:v1"
+        msg = refused("image", "push", str(built.dir), ref)
+        assert f"registry {reg.host} asks for a login (a token service)" in msg, msg
+        msg = refused("image", "push", str(built.dir), ref, env={oci.USER_ENV: "lab", oci.PASSWORD_ENV: "nope"})
+        assert f"registry {reg.host} refused the credentials (its token service {tokens.realm} answered HTTP " \
+               "401)" in msg, msg
+        cp = fslab("image", "push", str(built.dir), ref, env=right)
+        assert cp.returncode == 0 and "(6 layer(s) sent, 0 already there)" in cp.stdout, cp.stdout + cp.stderr
+        assert ("lab", "repository:fslab/debian-12:pull,push") in tokens.requests
+        assert store_state() == ["(no store)"]
+        cp = fslab("image", "pull", "debian-12", ref, env=right)
+        assert cp.returncode == 0 and "added to the store" in cp.stdout, cp.stdout + cp.stderr
+        assert images.find_by_digest(built.digest) is not None
+        # a run, its image pushed beside it; then another machine: empty store, empty results directory
+        run = fake_run(tmp_path / "results", built)
+        runs = f"{reg.host}/fslab/runs:smoke"
+        cp = fslab("results", "push", str(run), runs, env=right)
+        assert cp.returncode == 0 and f"its image: {reg.host}/fslab/runs@sha256:" in cp.stdout, cp.stdout + cp.stderr
+        shutil.rmtree(images.store_dir())
+        out = tmp_path / "elsewhere"
+        assert "refused the credentials" in refused("results", "pull", runs, "--results-dir", str(out),
+                                                    env={oci.USER_ENV: "lab", oci.PASSWORD_ENV: "nope"})
+        assert not out.exists() or not list(out.iterdir())
+        cp = fslab("results", "pull", runs, "--results-dir", str(out), env=right)
+        assert cp.returncode == 0, cp.stdout + cp.stderr
+        assert tree(out / run.name) == tree(run)
+        # the run's image, pulled by digest from where the run says, as `fslab reproduce REF` does
+        for var, value in right.items():
+            monkeypatch.setenv(var, value)
+        pulled = run_registry.pull(oci.parse_ref(runs), out)
+        assert pulled.already and pulled.image_digest == built.digest
+        seen: list[str] = []
+        image = reproduce.find_image(reproduce.read_run(pulled.run_dir), None, seen.append, pulled.image_ref)
+        assert image.digest == built.digest and seen[0].startswith(f"fslab: pulled image {built.digest} from ")
+        for var in right:
+            monkeypatch.delenv(var)
+        # a read-only account: pulls, but may not push
+        reader = {oci.USER_ENV: "guest", oci.PASSWORD_ENV: "look"}
+        cp = fslab("image", "pull", "debian-12", ref, env=reader)
+        assert cp.returncode == 0, cp.stdout + cp.stderr
+        msg = refused("image", "push", str(built.dir), f"{reg.host}/fslab/other:v1", env=reader)
+        assert f"registry {reg.host} denied " in msg and "insufficient_scope" in msg, msg
+        assert all(user in (None, "lab", "guest") for user, _ in tokens.requests)
+    finally:
+        reg.kill()
+        tokens.stop()
 
 
 # --- an interrupted push ---------------------------------------------------------------------------

@@ -5,6 +5,7 @@ so no boot; the refusals in one line."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -132,3 +133,143 @@ def test_a_shard_that_cannot_be_is_one_line(setup, spec, message):
                "--results-dir", str(setup / "runs"), "--shard", *spec)
     assert cp.returncode == 2, cp.stdout + cp.stderr
     assert message in cp.stderr and not (setup / "runs").exists(), cp.stderr
+
+
+# --- the README's recipes, run as the engines would run them -----------------------------------------
+
+SEED, SMOKE = "vmconfigs/seed000.yaml", str(ROOT / "vmconfigs" / "smoke.yaml")
+
+
+def readme_block(after: str, before: str) -> str:
+    """The indented code lines of README.md between two sentences, unindented."""
+    text = (ROOT / "README.md").read_text()
+    part = text[text.index(after):text.index(before)]
+    return "\n".join(ln[4:] for ln in part.splitlines() if ln.startswith("    "))
+
+
+def uts_problem() -> str | None:
+    cp = subprocess.run(["unshare", "--uts", "hostname", "fslab-probe"], capture_output=True, text=True)
+    return None if cp.returncode == 0 else f"cannot make a UTS namespace here: {cp.stderr.strip()}"
+
+
+def on_machine(name: str, script: str) -> list[str]:
+    """`script` (bash) in a UTS namespace of its own whose host name is `name`: a machine of its own
+    as fslab sees one (the shard's host label is the machine's name)."""
+    return ["unshare", "--uts", "bash", "-ec", 'hostname "$0"; eval "$1"', name, script]
+
+
+def stand_in(setup: Path, where: Path) -> Path:
+    """An `fslab` program at `where` that is the real CLI with the stand-in VM; `run` gets the
+    stand-in image and fio job (tests/fakevm.py)."""
+    where.parent.mkdir(parents=True, exist_ok=True)
+    where.write_text(f'#!/bin/sh\nif [ "$1" = run ]; then shift; set -- run "$@" --image-dir {setup / "img"} '
+                     f'--accel tcg --fio-job {setup / "quick.fio"}; fi\nexec {sys.executable} {FAKEVM} fslab "$@"\n')
+    where.chmod(0o755)
+    return where
+
+
+def check_merged(out: str, setup: Path, machines: list[str]) -> None:
+    """The merged run of 4 shards of --boots 8, shard I on machines[I-1]: 8 whole boots on 4 hosts,
+    boot k on the machine of shard (k-1) mod 4 + 1, every record ok, and n counting the 4 hosts."""
+    run = Path(out.strip().splitlines()[-1])
+    assert "status: ok (4 shards merged: 8 of 8 boots ok)" in out, out
+    m = manifest(run)
+    assert m["plan"]["repeat"]["boots"] == 8
+    assert [(b["boot"], b["host"], b["shard"]) for b in m["boots"]] == \
+        [(k, machines[(k - 1) % 4], f"{(k - 1) % 4 + 1}/4") for k in range(1, 9)]
+    assert [(h["uri"], h["boots"], h["shards"]) for h in m["hosts"]] == \
+        [(name, 2, [i + 1]) for i, name in enumerate(machines)]
+    assert all(s["run_id"].endswith(f"-shard{s['index']}of4") for s in m["shards"])
+    recs = records(run)
+    assert all(r["ok"] for r in recs) and {r["fs"] for r in recs} == {"ext4", "xfs"}
+    assert {(r["boot"], r["host"]) for r in recs} == {(k, machines[(k - 1) % 4]) for k in range(1, 9)}
+    rep = fslab("report", str(run), "--out", str(setup / f"report-{run.name}"))
+    assert rep.returncode == 0, rep.stdout + rep.stderr
+    assert "n counts the 4 hosts (8 boots)" in (setup / f"report-{run.name}" / "summary.md").read_text()
+
+
+@pytest.mark.skipif(uts_problem() is not None, reason=str(uts_problem()))
+def test_the_slurm_recipe_four_nodes_eight_boots(setup):
+    """README's Slurm job array as printed (its vmconfig swapped for smoke.yaml): four array tasks
+    at once, each on a "node" of its own name, into one shared directory, then the merge job."""
+    block = readme_block("A Slurm job array", "A CI matrix")
+    run_cmd, merge_cmd = [ln for ln in block.splitlines() if ln.startswith("fslab ")]
+    assert "SHARDS_JOB=" in block and "--dependency=afterok" in block  # how the merge job learns the array's id
+    shared = setup / "shared"
+    fix = {SEED: SMOKE, "/shared/": f"{shared}/"}
+    for a, b in fix.items():
+        run_cmd, merge_cmd = run_cmd.replace(a, b), merge_cmd.replace(a, b)
+    stand_in(setup, setup / "bin" / "fslab")
+    env = {**os.environ, "PATH": f"{setup / 'bin'}:{os.environ['PATH']}", "SLURM_ARRAY_JOB_ID": "4242"}
+    tasks = [subprocess.Popen(on_machine(f"node{i}", run_cmd), cwd=setup, env={**env, "SLURM_ARRAY_TASK_ID": str(i)},
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(1, 5)]
+    for t in tasks:
+        out, err = t.communicate(timeout=600)
+        assert t.returncode == 0, out + err
+    assert (shared / "fslab" / "shards" / "4242" / "timings.jsonl").is_file()  # what `*/` leaves out
+    cp = subprocess.run(["bash", "-ec", merge_cmd], cwd=setup, env={**env, "SHARDS_JOB": "4242"},
+                        capture_output=True, text=True, timeout=600)
+    assert cp.returncode == 0, cp.stdout + cp.stderr
+    check_merged(cp.stdout, setup, [f"node{i}" for i in range(1, 5)])
+
+
+@pytest.mark.skipif(uts_problem() is not None, reason=str(uts_problem()))
+def test_the_ci_matrix_recipe_four_runners_eight_boots(setup):
+    """README's GitHub Actions workflow as printed (its vmconfig swapped for smoke.yaml; actionlint
+    checks it): each matrix job a "runner" of its own name and directory, its fslab steps run by
+    bash, upload-artifact keeping the contents of `path`; the merge job's download-artifact puts
+    every matching artifact's contents into `path` with merge-multiple (else each in a directory of
+    its name), then its fslab step merges them."""
+    import fnmatch
+    import shutil
+    import threading
+
+    import yaml
+
+    block = readme_block("A CI matrix (GitHub Actions)", "tests/test_shards.py runs")
+    lint = ROOT / ".venv" / "bin" / "actionlint"
+    if lint.exists():
+        wf = setup / "wf" / ".github" / "workflows" / "shards.yml"
+        wf.parent.mkdir(parents=True)
+        wf.write_text(block + "\n")
+        cp = subprocess.run([str(lint), str(wf)], cwd=setup / "wf", capture_output=True, text=True)
+        assert cp.returncode == 0, cp.stdout + cp.stderr
+    jobs = yaml.safe_load(block)["jobs"]
+    artifacts = setup / "artifacts"
+    outputs: dict[str, str] = {}
+
+    def job(name: str, steps: list[dict], matrix: dict[str, object]) -> None:
+        runner = setup / name
+        stand_in(setup, runner / ".venv" / "bin" / "fslab")
+        for step in steps:
+            text = json.dumps(step)
+            for k, v in matrix.items():
+                text = text.replace("${{ matrix." + k + " }}", str(v))
+            step = json.loads(text)
+            uses, given = step.get("uses", ""), step.get("with", {})
+            if "run" in step and ".venv/bin/fslab" in step["run"]:
+                cp = subprocess.run(on_machine(name, step["run"].replace(SEED, SMOKE)), cwd=runner,
+                                    capture_output=True, text=True, timeout=600)
+                assert cp.returncode == 0, cp.stdout + cp.stderr
+                outputs[name] = cp.stdout
+            elif uses.startswith("actions/upload-artifact@"):
+                shutil.copytree(runner / given["path"], artifacts / given["name"])  # its contents, links as copies
+            elif uses.startswith("actions/download-artifact@"):
+                for a in sorted(artifacts.iterdir()):
+                    if fnmatch.fnmatchcase(a.name, given.get("pattern", "*")):
+                        dest = runner / given["path"] / ("" if given.get("merge-multiple") else a.name)
+                        shutil.copytree(a, dest, dirs_exist_ok=True)
+
+    matrix = jobs["shard"]["strategy"]["matrix"]["shard"]
+    assert matrix == [1, 2, 3, 4]
+    threads = [threading.Thread(target=job, args=(f"runner-{v}", jobs["shard"]["steps"], {"shard": v}))
+               for v in matrix]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    assert sorted(outputs) == [f"runner-{v}" for v in matrix], outputs
+    assert jobs["merge"]["needs"] == "shard"
+    job("runner-merge", jobs["merge"]["steps"], {})
+    check_merged(outputs["runner-merge"], setup, [f"runner-{v}" for v in matrix])
+    assert (setup / "artifacts" / "merged").is_dir()

@@ -188,7 +188,8 @@ def test_run_whose_host_daemon_dies_mid_case_retries_elsewhere_and_cleans_up_whe
         os.close(master)
     term = b"".join(chunks).decode(errors="replace")
     (tmp_path / "typescript").write_text(term)
-    _say(f"libvirtd killed mid-case in a run: noticed after {noticed}; the run took", time.monotonic() - t0)
+    _say(f"libvirtd killed mid-case in a run: noticed after {f'{noticed:.1f} s' if noticed else 'never'}; "
+         "the run took", time.monotonic() - t0)
     stdout = (tmp_path / "out.txt").read_text()
     assert rc == 0, stdout + term
     assert noticed is not None and noticed <= libvirt.KEEPALIVE_INTERVAL_S + SLACK_S

@@ -11,13 +11,14 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
 import local_registry
 import pytest
 from browser import HEIGHT, WIDTH, chromium, first_screen, png_size, screenshot, visible
-from vmhelpers import fslab, fslab_tty, no_qemu_left, read_records
+from vmhelpers import ROOT, fslab, fslab_tty, no_qemu_left, read_records
 
 from harness.hostinfo import accel
 from harness.image import store as images
@@ -230,14 +231,33 @@ def test_two_smoke_runs_live_view_compare_and_report(image, smoke_run, tmp_path)
     assert 'id="runs-compared"' in html and "Run B against run A" in html
 
 
-def test_reproduce_a_recorded_smoke_run_from_a_registry(image, smoke_run, tmp_path, monkeypatch):
+def fresh_clone(dest: Path) -> Path:
+    """A `git clone` of this checkout's committed tree (its HEAD): what another machine gets."""
+    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    subprocess.run(["git", "clone", "-q", "--no-checkout", str(ROOT), str(dest)], check=True)
+    subprocess.run(["git", "-C", str(dest), "checkout", "-q", head], check=True)
+    return dest
+
+
+def test_reproduce_a_recorded_smoke_run_from_a_registry(image, smoke_run, tmp_path):
     """`fslab reproduce REF`: the smoke run and its image pushed to a registry started here, then
-    reproduced from the reference alone, with an empty image store and an empty results directory
-    (as on another machine): the run is pulled, its image pulled by digest, the recorded plan runs
-    again on it and is compared against the original run."""
+    reproduced from the reference alone by a fresh `git clone` of this checkout's HEAD (its own
+    harness: this venv's Python with PYTHONPATH=the clone, checked), with an empty XDG_CACHE_HOME
+    (so an empty image store, FSLAB_IMAGE_STORE unset) and an empty results directory, as on
+    another machine: the run is pulled, its image pulled by digest, the recorded plan runs again on
+    it and is compared against the original run."""
     if local_registry.missing():
         pytest.skip(str(local_registry.missing()))
     first = Path(smoke_run[1].stdout.strip().splitlines()[-1])
+    clone = fresh_clone(tmp_path / "clone")
+    cache = tmp_path / "fresh-cache"
+    env = {k: v for k, v in os.environ.items() if k != "FSLAB_IMAGE_STORE"}
+    env.update(PYTHONPATH=str(clone), XDG_CACHE_HOME=str(cache))
+    where = subprocess.run([sys.executable, "-c", "import harness; from harness.image import store; "
+                            "print(harness.__file__); print(store.store_dir())"], cwd=clone, env=env,
+                           capture_output=True, text=True, check=True).stdout.split()
+    assert where == [str(clone / "harness" / "__init__.py"), str(cache / "fslab" / "images")], where
     reg = local_registry.LocalRegistry(tmp_path / "registry").start()
     try:
         t0 = time.monotonic()
@@ -249,23 +269,27 @@ def test_reproduce_a_recorded_smoke_run_from_a_registry(image, smoke_run, tmp_pa
         cp = fslab("results", "push", str(first), ref, "--image", image_ref)
         assert cp.returncode == 0 and f"its image: {image_ref}\n" in cp.stdout, cp.stdout + cp.stderr
         pushed = time.monotonic() - t0
-        monkeypatch.setenv("FSLAB_IMAGE_STORE", str(tmp_path / "empty-store"))
         results = tmp_path / "elsewhere"
-        cp = fslab("reproduce", ref, "--results-dir", str(results))
+        cp = subprocess.run([sys.executable, "-m", "harness.cli", "reproduce", ref, "--results-dir", str(results)],
+                            cwd=clone, env=env, capture_output=True, text=True, timeout=1800)
         assert cp.returncode == 0, cp.stdout + cp.stderr
-        print(f"push {pushed:.0f} s; pull, reproduce and compare {time.monotonic() - t0 - pushed:.0f} s")
+        print(f"push {pushed:.0f} s; pull, reproduce and compare in the fresh clone "
+              f"{time.monotonic() - t0 - pushed:.0f} s")
     finally:
         reg.kill()
         shutil.rmtree(reg.storage, ignore_errors=True)
     assert f"fslab: pulled image {image.digest} from {image_ref}" in cp.stderr
+    assert (cache / "fslab" / "images" / image.dir.name / "disk.qcow2").is_file()  # the clone's store, by digest
     pulled, again = results / first.name, Path(cp.stdout.strip().splitlines()[-1])
     assert again.parent == results and again != pulled
     assert (pulled / "results.jsonl").read_bytes() == (first / "results.jsonl").read_bytes()
     m, orig = (json.loads((d / "manifest.json").read_text()) for d in (again, first))
     assert m["reproduces"]["run_id"] == orig["run_id"] and m["image"]["digest"] == orig["image"]["digest"]
     assert m["plan"]["cases"] == orig["plan"]["cases"] and m["plan"]["disks"] == orig["plan"]["disks"]
+    head = subprocess.run(["git", "-C", str(clone), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    assert m["git"] == {"revision": head.strip(), "dirty": False}  # the clean clone's fslab made it
     assert f"A = {pulled} (recorded)" in cp.stdout
     for fs in ("ext4", "xfs"):
         assert [ln for ln in cp.stdout.splitlines() if "randrw-4k" in ln and f" {fs} " in f" {ln} "], cp.stdout
     assert all(r["ok"] and r["value"] > 0 for r in read_records(again) if r["metric"] == "iops")
-    shutil.rmtree(tmp_path / "empty-store", ignore_errors=True)  # a 2.5 GB copy of the image
+    shutil.rmtree(cache, ignore_errors=True)  # a 2.9 GB copy of the image

@@ -15,8 +15,12 @@ ROOT = Path(__file__).resolve().parent.parent
 FSLAB = [sys.executable, "-m", "harness.cli"]
 
 
-def fslab(*args: str, timeout: float = 1800) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*FSLAB, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+def fslab(*args: str, timeout: float = 1800, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*FSLAB, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **env} if env else None)
+
+
+C_LOCALE = {"LC_ALL": "C", "LANG": "C", "LANGUAGE": ""}  # a terminal in the C locale, whatever the tests' own
 
 
 def read_records(run_dir: Path) -> list[dict]:

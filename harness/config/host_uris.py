@@ -18,7 +18,11 @@ from harness.errors import FslabError
 
 DEFAULT_URI = "qemu:///system"
 DEFAULT_REMOTE_SCRATCH = "/var/tmp/fslab"
-CONTROL_PERSIST_S = 60  # an idle ssh master ends by itself, also when fslab was killed
+# An idle ssh master ends by itself after this, also when fslab was killed (a normal exit ends it at
+# once). Long enough to span what a run does between probing a host and booting there (the image
+# re-hashed: 18 s for 2.9 GB at load 3.5 here, a minute or more on a busy machine), so a run logs in
+# once; an image build in between (minutes) still outlasts it.
+CONTROL_PERSIST_S = 600
 
 
 @dataclass(frozen=True)
@@ -39,8 +43,8 @@ class Host:
 
     def ssh_options(self, control_dir: str | None = None) -> tuple[str, list[str], str]:
         """(ssh program, its options, [user@]host) from the URI; with `control_dir`, every ssh to
-        the host shares one connection (a master whose socket is there, alive 60 s after its last
-        session). Only these options are fslab's: the user's ssh_config is still read for the rest."""
+        the host shares one connection (a master whose socket is there, alive CONTROL_PERSIST_S
+        after its last session). Only these options are fslab's: the user's ssh_config is still read for the rest."""
         u = urlsplit(self.uri)
         if not u.scheme.endswith("+ssh"):
             raise FslabError(f"host {self.label}: remote libvirt hosts are reached through qemu+ssh:// only "

@@ -10,8 +10,9 @@ media type says which kind it is. What this module does on top of oras' HTTP cli
 - credentials: FSLAB_REGISTRY_USER and FSLAB_REGISTRY_PASSWORD, else what `docker login`, `podman
   login --authfile ~/.docker/config.json` or `oras login` wrote (the Docker config, also
   $DOCKER_CONFIG/config.json); a
-  registry that asks for Basic gets Basic, one that asks for a Bearer token gets one (oras' token
-  flow);
+  registry that asks for Basic gets Basic, one that asks for a Bearer token gets one from the
+  token service its challenge names (the Docker token flow: the login sent there as Basic, or
+  none for an anonymous token), asked anew at each 401 (a token expires, and covers one scope);
 - no silent retries (oras' own retry sleeps up to two minutes on a dead registry): a failure is one
   line, and pushing again sends only the layers the registry does not have yet;
 - the manifest is pushed last, as exact bytes (sorted keys), so an interrupted push tags nothing
@@ -187,8 +188,14 @@ class Client:
                                       "loopback addresses only)") from None
             if r.status_code != 401 or attempt == 2:
                 break
-            self._login(r, refresh=attempt > 0)
+            self._login(r)
         if r.status_code == 401:
+            if not self._basic():  # an anonymous token (or none) was not enough
+                raise self._asks(r.headers.get("Www-Authenticate", ""))
+            if "insufficient_scope" in r.headers.get("Www-Authenticate", ""):
+                raise FslabError(f"registry {self.ref.registry} denied {method} on {self.ref.repository}: the "
+                                 f"login's token does not grant it (insufficient_scope)",
+                                 hint="the account lacks the permission for this repository")
             raise FslabError(f"registry {self.ref.registry} refused the credentials (HTTP 401 on {method})",
                              hint=f"check {USER_ENV}/{PASSWORD_ENV} or the login in ~/.docker/config.json")
         if r.status_code == 403:
@@ -196,21 +203,63 @@ class Client:
                              hint="the account lacks the permission for this repository")
         return r
 
-    def _login(self, r, refresh: bool) -> None:
+    def _basic(self) -> str | None:
+        """The login (base64 of user:password) from the environment or the Docker config, if any."""
+        return getattr(self._oras.auth, "_basic_auth", None) or None
+
+    def _asks(self, challenge: str) -> FslabError:
+        return FslabError(f"registry {self.ref.registry} asks for a login"
+                          + (" (a token service)" if challenge.lower().startswith("bearer") else ""),
+                          hint=f"set {USER_ENV} and {PASSWORD_ENV}, or `docker login {self.ref.registry}`")
+
+    def _login(self, r) -> None:
+        """The login a 401 asks for: Basic, or a Bearer token from the challenge's realm (the Docker
+        token flow: GET realm?service=&scope=, with the login as Basic auth if there is one, anonymous
+        otherwise). Every 401 asks anew: a token expires, and covers only the scope it was asked for."""
         challenge = r.headers.get("Www-Authenticate", "")
-        basic = getattr(self._oras.auth, "_basic_auth", None)
-        if challenge.lower().startswith("basic"):
+        scheme, _, rest = challenge.partition(" ")
+        basic = self._basic()
+        if scheme.lower() == "basic":
             if not basic:
-                raise FslabError(f"registry {self.ref.registry} asks for a login",
-                                 hint=f"set {USER_ENV} and {PASSWORD_ENV}, or `docker login {self.ref.registry}`")
+                raise self._asks(challenge)
             self._auth = {"Authorization": f"Basic {basic}"}
             return
-        headers, changed = self._oras.auth.authenticate_request(r, {}, refresh=refresh)
-        if not changed or "Authorization" not in headers:
-            raise FslabError(f"registry {self.ref.registry} asks for a token fslab could not get "
-                             f"({challenge[:80] or 'no challenge'})",
-                             hint=f"set {USER_ENV} and {PASSWORD_ENV}, or `docker login {self.ref.registry}`")
-        self._auth = {"Authorization": headers["Authorization"]}
+        if scheme.lower() != "bearer":
+            raise FslabError(f"registry {self.ref.registry} asks for a login fslab does not speak "
+                             f"({challenge[:60] or 'no challenge'}); allowed: Basic or Bearer")
+        params = dict(re.findall(r'(\w+)="([^"]*)"', rest))  # realm="...",service="...",scope="repository:x:pull"
+        self._auth = {"Authorization": f"Bearer {self._token(params, basic)}"}
+
+    def _token(self, params: dict[str, str], basic: str | None) -> str:
+        import requests
+
+        realm = params.get("realm", "")
+        if not realm.startswith(("http://", "https://")):
+            raise FslabError(f"registry {self.ref.registry} asks for a token but names no token service "
+                             f"(realm {realm[:60]!r})")
+        where = realm.split("?", 1)[0]
+        query = {k: params[k] for k in ("service", "scope") if params.get(k)}
+        headers = {"Accept": "application/json", **({"Authorization": f"Basic {basic}"} if basic else {})}
+        try:
+            t = self._oras.session.get(realm, params=query, headers=headers, timeout=(15, 60))
+        except requests.RequestException as e:
+            raise Unreachable(f"registry {self.ref.registry}: its token service {where} did not answer: "
+                              f"{_reason(e)}") from None
+        if t.status_code in (401, 403):
+            if not basic:
+                raise self._asks("bearer")
+            raise FslabError(f"registry {self.ref.registry} refused the credentials (its token service {where} "
+                             f"answered HTTP {t.status_code})",
+                             hint=f"check {USER_ENV}/{PASSWORD_ENV} or the login in ~/.docker/config.json")
+        try:
+            body = t.json() if t.status_code == 200 else {}
+        except ValueError:
+            body = {}
+        token = body.get("token") or body.get("access_token") if isinstance(body, dict) else None
+        if not isinstance(token, str) or not token:
+            raise FslabError(f"registry {self.ref.registry}: its token service {where} gave no token "
+                             f"(HTTP {t.status_code})")
+        return token
 
     def _check(self, r, what: str) -> None:
         if r.status_code not in (200, 201, 202):

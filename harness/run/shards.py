@@ -6,11 +6,11 @@ A shard is a set of whole boots, as a host of a run spread over several hosts is
 shard), each every filesystem of the plan in its interleaved rounds with its own run id b<k> and
 repetition offset (harness/run/boots.py `boot_plan`), and shard I of N runs the boots k (1..K)
 with (k-1) mod N = I-1, one after another on this machine. K < N is refused. The shard's run
-directory is laid out as a `--boots` run holding only its boots (boots/b<k>/, records with their
-`boot` and `host`: the machine's name); its manifest says `shard`: {index, count, key, boots},
-where `key` is the sha256 of the plan (repeat.boots = K) without its run id (the same config and
-options on the same checkout give the same key on every machine), and `host_facts`: the machine
-facts that change a measurement (over_hosts.FACTS).
+directory, <run id>-shard<I>of<N>, is laid out as a `--boots` run holding only its boots
+(boots/b<k>/, records with their `boot` and `host`: the machine's name); its manifest says
+`shard`: {index, count, key, boots}, where `key` is the sha256 of the plan (repeat.boots = K)
+without its run id (the same config and options on the same checkout give the same key on every
+machine), and `host_facts`: the machine facts that change a measurement (over_hosts.FACTS).
 
 `merge` pools shards into a new run laid out exactly as a run spread over several hosts in K boots:
 every boot's directory under boots/b<k>/ (hard links), records with their `boot` and `host`, a
@@ -89,8 +89,11 @@ def machine_facts(choice: accel.Choice) -> dict[str, Any]:
 
 def run(plan: Plan, image: images.Image, choice: accel.Choice, results_root: Path, index: int, count: int,
         boots: int = 0, log: runner.Log = runner._stderr) -> runner.Outcome:
-    """This shard's boots, one after another, into results_root/<run id>/boots/b<k>."""
+    """This shard's boots, one after another, into results_root/<run id>-shard<I>of<N>/boots/b<k>
+    (the shard in the name: shards started in the same second on several machines never share a
+    directory once gathered into one, as a CI download of every shard's artifact does)."""
     plan = whole(plan, index, count, boots)
+    plan = replace(plan, run_id=f"{plan.run_id}-shard{index}of{count}")
     k = plan.repeat.boots
     mine = boots_of(index, count, k)
     top = results_root / plan.run_id

@@ -5,10 +5,10 @@ locale; error codes, errno values and events are numbers).
 
 `Domain` is the libvirt twin of `machine.Machine`: a context manager whose exit always ends the
 VM, with the same `wait(deadline, tick)`. The domain is transient and created with
-VIR_DOMAIN_START_AUTODESTROY on a connection fslab keeps open for the domain's life: if fslab
-dies, even by SIGKILL, its socket closes and libvirt destroys the domain. Its lifecycle events
-arrive on that connection (libvirt's default event loop runs in a thread of fslab's), so the end
-of the guest is seen without polling the daemon.
+VIR_DOMAIN_START_AUTODESTROY on the host's connection, which fslab keeps open beyond the domain's
+life: if fslab dies, even by SIGKILL, its socket closes and libvirt destroys the domain. Its
+lifecycle events arrive on that connection (libvirt's default event loop runs in a thread of
+fslab's), so the end of the guest is seen without polling the daemon.
 
 A lost host is an event too: the connection's close callback. A host that goes silent (a
 partition: packets dropped, no FIN) is noticed by libvirt's keepalive on that connection: a ping
@@ -18,10 +18,18 @@ daemon does the same on its side (libvirtd.conf's keepalive_interval 5, keepaliv
 default): it closes the silent connection, and autodestroy ends the domain there too. A daemon
 that dies closes the connection at once (close reason "end of file"). tests/test_vm_faults.py
 times both.
+
+One connection per host: every call fslab makes to a URI (versions, the native argv, domains,
+destroy) goes through one connection, opened at the first call, with the keepalive and the close
+callback, and kept until the process ends (`close_all`, at exit). Over qemu+ssh that is one login
+on the host for the whole run, however many boots run there (tests/test_vm_libvirt.py counts
+them in the host's sshd log). A connection that was lost is forgotten: the next call opens a new
+one (a host that came back).
 """
 
 from __future__ import annotations
 
+import atexit
 import errno
 import os
 import re
@@ -188,21 +196,105 @@ def domain_types(capabilities_xml: str, arch: str = "x86_64") -> list[str]:
                    for a in g.iter("arch") if a.get("name") == arch for d in a.iter("domain")} - {""})
 
 
+# -- one connection per host -----------------------------------------------------------------------
+
+class Link:
+    """The connection to one URI that every call of this process shares (see the module's docstring).
+
+    Its lifecycle events come to one callback (libvirt takes one per event kind and connection),
+    which hands each to the Domain of that name; its end, to every Domain listening."""
+
+    def __init__(self, uri: str, conn: Any):
+        self.uri, self.conn = uri, conn
+        self.lost: str | None = None  # why the connection ended, once it has (close reason)
+        self.listeners: dict[int, Callable[[str], None]] = {}  # told, in the event loop's thread
+        self.domains: dict[str, Callable[[int, int], None]] = {}  # domain name -> its events
+
+    def on_event(self, _conn: Any, dom: Any, event: int, detail: int, _opaque: Any) -> None:
+        tell = self.domains.get(dom.name())
+        if tell is not None:
+            tell(event, detail)
+
+    def on_close(self, _conn: Any, reason: int, _opaque: Any) -> None:
+        lv = binding()
+        if reason == lv.VIR_CONNECT_CLOSE_REASON_CLIENT:
+            return
+        self.lost = _close_reason(lv, reason)
+        with _links_lock:
+            if _links.get(self.uri) is self:
+                del _links[self.uri]
+        for tell in list(self.listeners.values()):
+            tell(self.lost)
+
+
+_links: dict[str, Link] = {}
+_links_lock = threading.Lock()  # guards _links and _gates; never held during a libvirt call
+_gates: dict[str, threading.Lock] = {}  # one connect at a time per URI: threads asking at once share it
+
+
+def link(uri: str, timeout: float = CALL_TIMEOUT_S) -> Link:
+    """The open connection to `uri`, opened (with keepalive and close callback) if there is none
+    or the last one was lost; FslabError in one line if the host does not answer within `timeout`."""
+    with _links_lock:
+        gate = _gates.setdefault(uri, threading.Lock())
+    with gate:
+        with _links_lock:
+            current = _links.get(uri)
+        if current is not None and current.lost is None:
+            return current
+        lv = binding()
+        conn = _bounded(uri, "connect", lambda: _open(uri), timeout)
+        new = Link(uri, conn)
+        try:
+            conn.setKeepAlive(KEEPALIVE_INTERVAL_S, KEEPALIVE_COUNT)
+            conn.registerCloseCallback(new.on_close, None)
+            conn.domainEventRegisterAny(None, lv.VIR_DOMAIN_EVENT_ID_LIFECYCLE, new.on_event, None)
+        except lv.libvirtError as e:
+            _quietly(conn.close)
+            raise explain(uri, Failure.of(e)) from None
+        with _links_lock:
+            _links[uri] = new
+        return new
+
+
+def close_all() -> None:
+    """Close every connection this process holds (at exit; a test, to start afresh)."""
+    with _links_lock:
+        links = list(_links.values())
+        _links.clear()
+    for ln in links:
+        def close(conn: Any = ln.conn) -> None:
+            _quietly(conn.unregisterCloseCallback)
+            _quietly(conn.close)
+
+        try:
+            _bounded(ln.uri, "close", close, DESTROY_TIMEOUT_S)
+        except FslabError:
+            pass
+
+
+atexit.register(close_all)
+
+
+def _quietly(call: Callable[[], Any]) -> None:
+    try:
+        call()
+    except binding().libvirtError:
+        pass
+
+
 def version(uri: str) -> dict[str, Any]:
     """Library, daemon and hypervisor versions, from the API (as `virsh version --daemon` words
     them: "libvirt 9.0.0", "9.0.0", "QEMU 7.2.22"), and the domain types the host offers x86_64
     guests (its capabilities: ["kvm", "qemu"], or ["qemu"] without KVM)."""
     lv = binding()
+    conn = link(uri).conn
 
     def ask() -> dict[str, Any]:
-        conn = _open(uri)
-        try:
-            return {"library": f"libvirt {_version_text(lv.getVersion())}",
-                    "daemon": _version_text(conn.getLibVersion()),
-                    "hypervisor": f"{conn.getType()} {_version_text(conn.getVersion())}",
-                    "domain_types": domain_types(conn.getCapabilities())}
-        finally:
-            conn.close()
+        return {"library": f"libvirt {_version_text(lv.getVersion())}",
+                "daemon": _version_text(conn.getLibVersion()),
+                "hypervisor": f"{conn.getType()} {_version_text(conn.getVersion())}",
+                "domain_types": domain_types(conn.getCapabilities())}
 
     return _bounded(uri, "version", ask, CALL_TIMEOUT_S)
 
@@ -211,15 +303,11 @@ def native_argv(uri: str, xml_path: Path) -> list[str] | None:
     """The QEMU command line libvirt makes of a domain XML (best effort, for the manifest)."""
     import shlex
 
-    def ask() -> str:
-        conn = _open(uri)
-        try:
-            return str(conn.domainXMLToNative("qemu-argv", xml_path.read_text(), 0))
-        finally:
-            conn.close()
-
     try:
-        argv = shlex.split(_bounded(uri, "domxml-to-native", ask, CALL_TIMEOUT_S))
+        conn = link(uri).conn
+        argv = shlex.split(_bounded(uri, "domxml-to-native",
+                                    lambda: str(conn.domainXMLToNative("qemu-argv", xml_path.read_text(), 0)),
+                                    CALL_TIMEOUT_S))
     except FslabError:
         return None
     while argv and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", argv[0]):
@@ -231,9 +319,9 @@ def destroy(uri: str, name: str, timeout: float = DESTROY_TIMEOUT_S) -> bool:
     """Destroy domain `name` on `uri`: True if it ran, False if there was none (VIR_ERR_NO_DOMAIN);
     FslabError if the host does not answer."""
     lv = binding()
+    conn = link(uri, timeout).conn
 
     def go() -> bool:
-        conn = _open(uri)
         try:
             conn.lookupByName(name).destroy()
             return True
@@ -241,8 +329,6 @@ def destroy(uri: str, name: str, timeout: float = DESTROY_TIMEOUT_S) -> bool:
             if e.get_error_code() in (lv.VIR_ERR_NO_DOMAIN, lv.VIR_ERR_OPERATION_INVALID):
                 return False  # none by that name, or not running
             raise
-        finally:
-            conn.close()
 
     return _bounded(uri, f"destroy {name}", go, timeout, name)
 
@@ -272,27 +358,26 @@ class Domain:
         self.label = uri.split("?", 1)[0]
         self.xml_path = workdir / "domain.xml"
         self.events_path = workdir / "libvirt-events.log"
+        self.link: Link | None = None
         self.conn: Any = None
         self.dom: Any = None
         self.started_at: float | None = None
         self.stop_reason: str | None = None
         self._stopped: str | None = None  # 'stopped shutdown', 'crashed panicked', 'suspended ioerror'
         self._by_guest = False
-        self._lost: str | None = None
         self._events: list[str] = []
-        self._cb_id: int | None = None
         self._shut = False
 
     def __enter__(self) -> Domain:
         lv = binding()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.xml_path.write_text(self.xml)
-        self.conn = _bounded(self.uri, "connect", lambda: _open(self.uri), START_TIMEOUT)
+        self.link = link(self.uri, START_TIMEOUT)  # the host's one connection, shared by every call
+        self.conn = self.link.conn
+        self.link.listeners[id(self)] = self._on_close
         try:
-            self.conn.setKeepAlive(KEEPALIVE_INTERVAL_S, KEEPALIVE_COUNT)
-            self.conn.registerCloseCallback(self._on_close, None)
-            self._cb_id = self.conn.domainEventRegisterAny(None, lv.VIR_DOMAIN_EVENT_ID_LIFECYCLE,
-                                                           self._on_event, None)
+            if self.link.domains.setdefault(self.name, self._on_event) != self._on_event:
+                raise explain(self.uri, Failure(lv.VIR_ERR_DOM_EXIST, lv.VIR_FROM_DOM, 0, ""), self.name)
             _bounded(self.uri, f"create {self.name}", self._create, START_TIMEOUT, self.name)
         except BaseException:
             self._close()
@@ -315,15 +400,11 @@ class Domain:
         self.shutdown()
 
     # -- called in the event loop's thread ----------------------------------------------------------
-    def _on_close(self, _conn: Any, reason: int, _opaque: Any) -> None:
-        lv = binding()
-        if reason != lv.VIR_CONNECT_CLOSE_REASON_CLIENT and not self._shut:
-            self._lost = _close_reason(lv, reason)
-            self._log(f"connection closed: {self._lost}")
+    def _on_close(self, reason: str) -> None:
+        if not self._shut:
+            self._log(f"connection closed: {reason}")
 
-    def _on_event(self, _conn: Any, dom: Any, event: int, detail: int, _opaque: Any) -> None:
-        if dom.name() != self.name:
-            return
+    def _on_event(self, event: int, detail: int) -> None:
         lv = binding()
         words = _event_words(lv, event, detail)
         self._log(f"lifecycle: {words}")
@@ -345,6 +426,11 @@ class Domain:
             pass
 
     # -- the run's side --------------------------------------------------------------------------------
+    @property
+    def _lost(self) -> str | None:
+        """Why the host's connection ended under this domain (None while it holds)."""
+        return self.link.lost if self.link is not None else None
+
     @property
     def running(self) -> bool:
         return self.conn is not None and self._lost is None and self._stopped is None and not self._shut
@@ -370,7 +456,7 @@ class Domain:
             time.sleep(interval)
 
     def shutdown(self) -> None:
-        """Destroy the domain if it still runs, then close the connection. Safe to call more than once.
+        """Destroy the domain if it still runs, then stop listening. Safe to call more than once.
 
         Also after the connection was lost: a daemon that died and came back (systemd restarts it
         in a second) takes its running guests back without their autodestroy, so the domain would
@@ -387,24 +473,16 @@ class Domain:
                 else:
                     destroy(self.uri, self.name)
             except FslabError:
-                pass  # already gone, or the host is: closing the connection destroys it (autodestroy)
+                pass  # already gone, or the host is: the connection's end destroys it (autodestroy)
         self._close()
 
     def _close(self) -> None:
+        """Stop listening; the connection stays open for the host's next call (close_all ends it)."""
         conn, self.conn = self.conn, None
         if conn is None:
             return
         self._shut = True
-
-        def close() -> None:
-            for undo in (lambda: conn.domainEventDeregisterAny(self._cb_id) if self._cb_id is not None else None,
-                         conn.unregisterCloseCallback, conn.close):
-                try:
-                    undo()
-                except binding().libvirtError:
-                    pass
-
-        try:
-            _bounded(self.uri, "close", close, DESTROY_TIMEOUT_S)
-        except FslabError:
-            pass
+        if self.link is not None:
+            self.link.listeners.pop(id(self), None)
+            if self.link.domains.get(self.name) == self._on_event:
+                del self.link.domains[self.name]
