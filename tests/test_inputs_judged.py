@@ -250,6 +250,68 @@ def test_run_results_dir_on_a_full_tmpfs(sandbox, monkeypatch, where):
     assert not scratch.exists() or list(scratch.iterdir()) == []
 
 
+def _blind_output_checks(monkeypatch) -> None:
+    """The check of --results-dir and --scratch-dir before the boot made blind, as when the
+    filesystem fills up or turns read-only between that check and the run's first write."""
+    from harness.cli import before_boot
+
+    monkeypatch.setattr(before_boot, "output_dir", lambda value, option: Path(value).absolute())
+
+
+SCRATCH_REFUSED = {("before_boot", "read-only"): ("--scratch-dir", "Read-only file system"),
+                   ("before_boot", "full"): ("--scratch-dir", "No space left on device"),
+                   ("runner", "read-only"): ("scratch directory", "Read-only file system"),
+                   ("runner", "full"): ("not enough free space in",),
+                   ("disks", "full"): ("scratch directory: cannot make the run's disks", "No space left on device")}
+
+
+@pytest.mark.parametrize(("where", "how"), list(SCRATCH_REFUSED))
+def test_run_scratch_dir_on_a_read_only_or_full_filesystem(sandbox, monkeypatch, where, how):
+    """--scratch-dir on a read-only or full tmpfs: refused by the check before the boot; with that
+    check blind, by the runner (its space check, its mkdir); with both blind too (full: the
+    filesystem filled meanwhile), by the first disk qemu-img cannot make (the run directory was
+    kept then, "failed", and the line was qemu-img's alone). Each time one line, exit 2, no run
+    directory left in the results directory and nothing (no empty run scratch directory) on the
+    scratch filesystem."""
+    tmp_path, _ = sandbox
+    from harness.run import runner
+
+    monkeypatch.setattr(runner, "run", _REAL_RUN)
+    if where != "before_boot":
+        _blind_output_checks(monkeypatch)
+    if where == "disks":
+        monkeypatch.setattr(runner.QemuVM, "check_space", lambda self: None)
+    results = tmp_path / "results"
+    results.mkdir()
+    # read-only: 4 GiB free, so the runner's space check passes and its mkdir is what is refused
+    size = "4g" if how == "read-only" else "256k"
+    with tmpfs(tmp_path / "scratch", size, readonly=how == "read-only", full=how == "full") as scratch:
+        rc, _, err = fslab("run", "vmconfigs/smoke.yaml", "--results-dir", results, "--scratch-dir", scratch)
+        refused(rc, err, *SCRATCH_REFUSED[where, how], str(scratch))
+        assert left_in(scratch) == []
+    assert left_in(results) == []
+
+
+@pytest.mark.parametrize("where", ["before_boot", "runner"])
+def test_run_results_dir_on_a_read_only_filesystem(sandbox, monkeypatch, where):
+    """--results-dir on a read-only tmpfs: refused by the check before the boot, and (that check
+    blind) by the runner's mkdir of the run directory: one line, exit 2, no scratch directory
+    left elsewhere."""
+    tmp_path, _ = sandbox
+    from harness.run import runner
+
+    monkeypatch.setattr(runner, "run", _REAL_RUN)
+    if where == "runner":
+        _blind_output_checks(monkeypatch)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    with tmpfs(tmp_path / "ro", readonly=True) as ro:
+        rc, _, err = fslab("run", "vmconfigs/smoke.yaml", "--results-dir", ro, "--scratch-dir", scratch)
+        refused(rc, err, "--results-dir" if where == "before_boot" else "results directory", "Read-only file system")
+        assert left_in(ro) == []
+    assert left_in(scratch) == []
+
+
 from harness.run import runner as _runner  # noqa: E402
 
 _REAL_RUN = _runner.run
