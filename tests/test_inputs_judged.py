@@ -397,10 +397,47 @@ def test_mount_options_of_160_kb(tmp_path, crashless):
 
 
 def test_host_uri_with_a_shell_command(tmp_path, crashless):
-    for uri in ("qemu:///system; rm -rf /", "qemu:///system;rm", "qemu+ssh://ro ot@h/system", "qemu://h/x",
-                "qemu+ssh://root@h:99999/system", "qemu+ftp://h/system"):
+    for uri in BAD_URIS[:-1]:
         rc, _, err = fslab("run", "vmconfigs/smoke.yaml", "--host", uri, "--dry-run")
         refused(rc, err, "--host:", "allowed: a QEMU libvirt URI")
+
+
+BAD_URIS = ("qemu:///system; rm -rf /", "qemu:///system;rm", "qemu+ssh://ro ot@h/system", "qemu://h/x",
+            "qemu+ssh://root@h:99999/system", "qemu+ftp://h/system", "qemu:///system\0")
+
+
+def test_host_uri_in_a_vmconfigs_hosts_list(tmp_path, crashless):
+    """A bad URI in the vmconfig's `hosts:` (a plain entry or an entry's `uri:`), not only in
+    --host: one line naming the file, the entry and the allowed URIs, from show-config and from
+    run --dry-run alike."""
+    for i, uri in enumerate(BAD_URIS):
+        for entry in (json.dumps(uri), f"{{uri: {json.dumps(uri)}, slots: 1}}"):
+            cfg = vmconfig(tmp_path, f"backend: libvirt\nhosts: [qemu:///system, {entry}]\n{DISKS}", f"h{i}.yaml")
+            for cmd in (["show-config", cfg], ["run", cfg, "--dry-run"]):
+                rc, _, err = fslab(*cmd)
+                line = refused(rc, err, f"h{i}.yaml: hosts[1]: ", "is not allowed", "allowed: a QEMU libvirt URI")
+                assert len(line) < 400 and "\0" not in line
+
+
+@pytest.mark.parametrize("value", ['"/var/tmp/a\\0b"', '"/x\\ty"', "5", "''", "null", f"'/{'d' * 4096}'"])
+@pytest.mark.parametrize("key", ["store", "scratch"])
+def test_host_store_or_scratch_bounded(tmp_path, crashless, key, value):
+    """A host entry's `store:` and `scratch:` reach the host's argv (ssh, mkdir, qemu-img): a NUL
+    or control character, a non-string, an empty or null value, a path over PATH_MAX are refused
+    in one line before anything is reached (they were accepted, and a NUL was an internal error)."""
+    cfg = vmconfig(tmp_path, f"backend: libvirt\nhosts: [{{uri: 'qemu+ssh://root@h/system', {key}: {value}}}]\n{DISKS}")
+    rc, _, err = fslab("show-config", cfg)
+    line = refused(rc, err, f"c.yaml: hosts[0]: {key}: ", "is not allowed", "allowed: a path on the host",
+                   f"leave {key} out for its default")
+    assert len(line) < 400
+
+
+def test_mount_options_with_a_nul_byte(tmp_path, crashless):
+    cfg = vmconfig(tmp_path, 'disks: [{size: 1GiB}]\nfilesystems: [{name: ext4, mount_options: "noatime\\0x"}]\n')
+    for cmd in (["show-config", cfg], ["run", cfg, "--dry-run"]):
+        rc, _, err = fslab(*cmd)
+        refused(rc, err, "c.yaml: filesystems[0].mount_options: 'noatime\\x00x' is not allowed",
+                "allowed: comma-separated options without spaces or control characters")
 
 
 def test_show_config_image_nosuch_9(tmp_path, crashless):
