@@ -27,6 +27,7 @@ from harness.plan import vm_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "tests" / "data" / "fio" / "examples"
+DURATIONS = ROOT / "tests" / "data" / "fio" / "durations"
 
 
 def fslab(*argv: str) -> tuple[int, str, str]:
@@ -685,3 +686,41 @@ def test_fit_estimate_of_fio_examples_within_3x():
         real = r["layout_seconds"] + r["fio_process_seconds"]  # fio's own time: its layout, then the jobs
         assert est is not None and real / 3 <= est <= 3 * real, f"{r['job']}: estimated {est} s, took {real:.0f} s"
         assert fiocost.case_timeout(cost, r["vmconfig"]["deadline_s"]) > r["case_seconds"], r["job"]
+
+
+def _recorded_vmconfig(tmp_path: Path, r: dict) -> Path:
+    """The vmconfig a recording (tests/data/fio/durations/*.json) ran on, as YAML."""
+    vm = r["vmconfig"]
+    disks = ", ".join(f"{{id: {d['id']}, size: {d['size_bytes']}, format: {d['format']}, preallocation: "
+                      f"{d['preallocation']}, cache: {d['cache']}, aio: {d['aio']}, bus: {d['bus']}}}"
+                      for d in vm["disks"])
+    return vmconfig(tmp_path, f"name: {vm['name']}\nvcpus: {vm['vcpus']}\nmemory: {vm['memory_mib']}MiB\n"
+                    f"accelerator: tcg\ndeadline: {vm['deadline_s']}\ndisks: [{disks}]\n"
+                    f"filesystems: [{{name: ext4, disk: {vm['disks'][0]['id']}}}]\n", f"{r['job']}.yaml")
+
+
+def test_strict_accepts_the_recorded_jobs_that_fit_and_refuses_what_cannot(sandbox):
+    """--strict refuses only what may not fit at the floor: each recorded example job, on the
+    vmconfig it really ran on within its deadline, passes --strict (aio-read.fio's old estimate,
+    1029 s for a job that took 200 s, would have been refused at its 20-minute deadline); on the
+    same VM fio-rand-read.fio (10 GiB of files) cannot fit and is refused, and one whose estimate exceeds the
+    deadline (but not its least time) is refused with --strict only."""
+    from harness.plan import fiocost
+
+    tmp_path, _ = sandbox
+    recorded = [json.loads(p.read_text()) for p in sorted(DURATIONS.glob("*.json"))]
+    for r in recorded:
+        deadline = r["vmconfig"]["deadline_s"]  # it did fit: its case within the time after boot, its VM within all
+        assert r["case_seconds"] < deadline - fiocost.VM_OVERHEAD_S and r.get("vm_seconds", 0) < deadline, r["job"]
+        cfg = _recorded_vmconfig(tmp_path, r)
+        rc, _, err = fslab("run", cfg, "--fio-job", EXAMPLES / r["job"], "--strict", "--dry-run")
+        assert rc == 0 and "WARNING: fit" not in err, f"{r['job']}: {err[-1500:]}"
+    cfg = _recorded_vmconfig(tmp_path, max(recorded, key=lambda r: r["vmconfig"]["deadline_s"]))
+    rc, _, err = fslab("run", cfg, "--fio-job", EXAMPLES / "fio-rand-read.fio", "--strict", "--dry-run")
+    refused(rc, err, "fio-rand-read.fio: cannot fit: needs 10.0 GiB on disk")
+    slow = tmp_path / "slow.fio"  # 2 million 4 KiB random reads of a 64 MiB file: ~40 minutes at the TCG floor
+    slow.write_text("[slow]\nrw=randread\nbs=4k\nsize=64m\nio_size=8g\n")
+    rc, _, err = fslab("run", cfg, "--fio-job", slow, "--dry-run")
+    assert rc == 0 and "WARNING: fit" in err, err[-1500:]
+    rc, _, err = fslab("run", cfg, "--fio-job", slow, "--strict", "--dry-run")
+    refused(rc, err, "slow.fio: may not fit (--strict): [slow] needs ~")
