@@ -149,7 +149,8 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
             if why is None:
                 raise
             discard = True  # nothing ran, so nothing is kept (as for a full results directory)
-            raise FslabError(f"scratch directory: cannot make the run's disks in {scratch}: {why}; allowed: a "
+            where = f"{host.label}:{getattr(vm, 'host_scratch', scratch)}" if host and host.remote else scratch
+            raise FslabError(f"scratch directory: cannot make the run's disks in {where}: {why}; allowed: a "
                              "directory fslab can create and write, with room for the run's disks; nothing was "
                              "left behind") from None
         write_manifest(run_dir, manifest)
