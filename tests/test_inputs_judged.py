@@ -718,8 +718,8 @@ def test_strict_accepts_the_recorded_jobs_that_fit_and_refuses_what_cannot(sandb
     """--strict refuses only what may not fit at the floor: each recorded example job, on the
     vmconfig it really ran on within its deadline, passes --strict (aio-read.fio's old estimate,
     1029 s for a job that took 200 s, would have been refused at its 20-minute deadline); on the
-    same VM fio-rand-read.fio (10 GiB of files) cannot fit and is refused, and one whose estimate exceeds the
-    deadline (but not its least time) is refused with --strict only."""
+    same VM fio-rand-read.fio (10 GiB of files) cannot fit and is refused, and a job whose
+    estimate exceeds the deadline (but not its least time) is refused with --strict only."""
     from harness.plan import fiocost
 
     tmp_path, _ = sandbox
