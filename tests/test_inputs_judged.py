@@ -677,6 +677,7 @@ def fit_table() -> list[tuple[str, float, float, float, str]]:
         r = json.loads(path.read_text())
         text = point_at_mount((EXAMPLES / r["job"]).read_text(), r["job"])
         est = fiocost.job_cost(parse(text, r["job"]), fiocost.TCG).est_s
+        assert est is not None, f"{path.stem}: no estimate"
         real = r["layout_seconds"] + r["fio_process_seconds"]
         rows.append((path.stem, est, real, est / real, r["host_load"].split(";")[0]))
     return rows
