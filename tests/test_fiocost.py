@@ -53,8 +53,8 @@ def test_reads_lay_their_files_out_first_at_the_floor():
 
 
 def test_size_bound_job_is_capped_by_its_runtime():
-    (s,) = cost("[j]\nrw=write\nbs=1m\nsize=4g\nruntime=30\n").sections
-    assert s.io_bytes == 4 * GiB and s.est_s == 30 and s.min_s == 0
+    (s,) = cost("[j]\nrw=write\nbs=1m\nsize=16g\nruntime=30\n").sections
+    assert s.io_bytes == 16 * GiB and s.est_s == 30 and s.min_s == 0
     (s,) = cost("[j]\nrw=write\nbs=1m\nsize=40m\n").sections
     assert s.est_s == pytest.approx(40 * MiB / TCG.bps + 40 / TCG.iops, abs=0.05)  # 40 I/Os of 1 MiB
     (s,) = cost("[j]\nrw=randwrite\nbs=4k\nsize=40m\n").sections  # many small I/Os: mostly the IOPS floor

@@ -115,6 +115,37 @@ def uri_problem(uri: str) -> str | None:
     return None
 
 
+MAX_PATH = 4095  # PATH_MAX less its NUL: the longest path a host's tools take
+
+
+def _shown(value: Any) -> str:
+    text = "null" if value is None else repr(value)
+    return text if len(text) <= 80 else f"{text[:60]}... ({len(text)} characters)"
+
+
+def path_problem(value: Any) -> str | None:
+    """What is wrong with a host's `store:` or `scratch:` (None if nothing): it reaches ssh's and
+    the host's argv (mkdir, qemu-img, virsh), so a string of 1 to MAX_PATH bytes, no NUL or other
+    control character.
+
+    >>> path_problem("/var/tmp/fslab"), path_problem("fslab/scratch"), path_problem("/a\\0b")
+    (None, None, 'it holds a NUL byte or another control character')
+    >>> path_problem(None), path_problem("")
+    ('null', 'it is empty')
+    """
+    if value is None:
+        return "null"
+    if not isinstance(value, str):
+        return f"not a string ({type(value).__name__})"
+    if not value:
+        return "it is empty"
+    if any(not c.isprintable() for c in value):
+        return "it holds a NUL byte or another control character"
+    if len(value.encode("utf-8", "surrogateescape")) > MAX_PATH:
+        return f"{len(value.encode('utf-8', 'surrogateescape'))} bytes"
+    return None
+
+
 def parse(value: Any) -> Host:
     """A host from a vmconfig entry or a --host value; ValueError says what is allowed."""
     if isinstance(value, str):
@@ -129,6 +160,14 @@ def parse(value: Any) -> Host:
     if problem:
         raise ValueError(f"{uri[:80]!r} is not allowed: {problem}; allowed: a QEMU libvirt URI such as "
                          "qemu:///system or qemu+ssh://root@host/system")
+    for key in ("store", "scratch"):
+        if key in value:
+            problem = path_problem(value[key])
+            if problem:
+                why = "" if value[key] is None else f": {problem}"
+                raise ValueError(f"{key}: {_shown(value[key])} is not allowed{why}; allowed: a path on the host "
+                                 f"(absolute, or under its user's home) of 1 to {MAX_PATH} bytes without control "
+                                 f"characters, or leave {key} out for its default")
     slots = value.get("slots", 1)
     if isinstance(slots, bool) or not isinstance(slots, int) or not 1 <= slots <= 64:
         raise ValueError(f"slots {slots!r} is not allowed; allowed: a whole number from 1 to 64")

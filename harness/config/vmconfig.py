@@ -165,10 +165,13 @@ def _hosts(v: Any) -> tuple[hosts_mod.Host, ...]:
         v = [v]
     if not isinstance(v, list) or not v:
         raise _Bad(f"{v!r} is not allowed; allowed: a list of libvirt URIs (or {{uri, store, scratch, slots}})")
-    try:
-        return tuple(hosts_mod.parse(x) for x in v)
-    except ValueError as e:
-        raise _Bad(str(e)) from None
+    out = []
+    for i, x in enumerate(v):
+        try:
+            out.append(hosts_mod.parse(x))
+        except ValueError as e:
+            raise _Bad(f"[{i}]: {e}") from None  # hosts[i]: ..., the entry named
+    return tuple(out)
 
 
 def _disk_list(v: Any) -> tuple[str, ...]:
@@ -252,8 +255,8 @@ def _fields(src: str, path: str, data: Any, table: dict) -> dict[str, Any]:
         else:
             try:
                 out[key] = parse(data[key])
-            except _Bad as e:
-                raise FslabError(f"{src}: {where}: {e}") from None
+            except _Bad as e:  # "[i]: ..." names the entry of a list
+                raise FslabError(f"{src}: {where}{'' if str(e).startswith('[') else ': '}{e}") from None
     return out
 
 

@@ -36,7 +36,7 @@ from harness.results.jsonl import write_jsonl
 from harness.results.records import records_for_run
 from harness.results.stream import read_stream, stream_format_of
 from harness.run import overhead
-from harness.vm import hosts, owner, timings
+from harness.vm import disks, hosts, owner, timings
 from harness.vm.argv import RunPaths
 from harness.vm.backend import Backend
 from harness.vm.console_watch import ConsoleWatch, GuestPanicked
@@ -131,16 +131,28 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
         raise FslabError(f"results directory: cannot write {run_dir / 'manifest.json'}: {e.strerror}; "
                          "allowed: a directory fslab can create and write; nothing was left behind") from None
     status, reason, host_failed = "failed", "did not start", False
+    discard = False  # the scratch filesystem refused the disks: no run to keep
     ending: unfinished.Ending | None = None  # how the VM ended early, for the cases without a result
     outcome_records: list[dict[str, Any]] = []
     t0: float | None = None  # QEMU's start
     qemu_s: float | None = None  # QEMU start -> exit
     progress: Progress | None = None
+    split: dict[str, Any] | None = None
     try:
         manifest.update(vm.provenance())
         manifest["git"] = provenance.git_revision()
         write_manifest(run_dir, manifest)
-        manifest["host_commands"], manifest["disks"] = vm.create()
+        try:
+            manifest["host_commands"], manifest["disks"] = vm.create()
+        except (FslabError, OSError) as e:
+            why = disks.scratch_fault(e)
+            if why is None:
+                raise
+            discard = True  # nothing ran, so nothing is kept (as for a full results directory)
+            where = f"{host.label}:{getattr(vm, 'host_scratch', scratch)}" if host and host.remote else scratch
+            raise FslabError(f"scratch directory: cannot make the run's disks in {where}: {why}; allowed: a "
+                             "directory fslab can create and write, with room for the run's disks; nothing was "
+                             "left behind") from None
         write_manifest(run_dir, manifest)
 
         log(f"fslab: booting {plan.vm.name} ({choice.used}, {len(plan.filesystems)} filesystems, "
@@ -203,22 +215,27 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
         e.fslab_run_dir = str(run_dir)  # type: ignore[attr-defined]  # where the CLI writes the crash file
         raise
     finally:
-        try:
-            vm.sync(final=True)
-        except HostLost as e:
-            if not host_failed:
-                status, reason, host_failed = "failed", str(e), True
-                log(f"fslab: {reason}")
-        outcome_records = collect(plan, run_dir, vm.local, choice.used, manifest, status, reason, log,
-                                  unfinished.no_result(vm.local.progress, ending) if ending else None)
-        qerr = scratch / "qemu.stderr"
-        if qerr.exists() and qerr.stat().st_size:
-            (run_dir / "qemu.stderr").write_bytes(qerr.read_bytes())
-        vm.cleanup(keep_scratch)
-        split = _overhead(begin, t0, qemu_s, progress, run_dir)
-        if split is not None:
-            manifest["overhead"] = split
-            write_manifest(run_dir, manifest)
+        if discard:  # raised on: nothing is collected or kept
+            vm.cleanup(False)
+            shutil.rmtree(run_dir, ignore_errors=True)
+            shutil.rmtree(scratch, ignore_errors=True)
+        else:
+            try:
+                vm.sync(final=True)
+            except HostLost as e:
+                if not host_failed:
+                    status, reason, host_failed = "failed", str(e), True
+                    log(f"fslab: {reason}")
+            outcome_records = collect(plan, run_dir, vm.local, choice.used, manifest, status, reason, log,
+                                      unfinished.no_result(vm.local.progress, ending) if ending else None)
+            qerr = scratch / "qemu.stderr"
+            if qerr.exists() and qerr.stat().st_size:
+                (run_dir / "qemu.stderr").write_bytes(qerr.read_bytes())
+            vm.cleanup(keep_scratch)
+            split = _overhead(begin, t0, qemu_s, progress, run_dir)
+            if split is not None:
+                manifest["overhead"] = split
+                write_manifest(run_dir, manifest)
     return Outcome(run_dir, manifest["status"], manifest["reason"], outcome_records, host_failed, split)
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
 
-from harness.errors import FslabError
+from harness.errors import CommandError, FslabError
 from harness.plan.disk import Disk
 from harness.proc import run
 from harness.units import format_size
@@ -40,6 +42,27 @@ def check_space(disks: tuple[Disk, ...] | list[Disk], scratch: Path, extra: int 
             f"not enough free space in {probe} for the run's disks: need {need / 1024**3:.1f} GiB "
             f"({sizes}, plus overlay), have {free / 1024**3:.1f} GiB",
             hint="free space, use --scratch-dir on a larger filesystem, or make the disks smaller")
+
+
+SCRATCH_FAULTS = (errno.ENOSPC, errno.EROFS, errno.EDQUOT)  # the scratch filesystem's, not the run's
+
+
+def scratch_fault(e: BaseException) -> str | None:
+    """Why making the run's disks, overlay or seed failed when the scratch filesystem is to blame
+    (full, read-only, over quota): its strerror, from an OSError or from qemu-img's own words;
+    None for any other failure.
+
+    >>> scratch_fault(OSError(errno.ENOSPC, "No space left on device")), scratch_fault(OSError(errno.EIO, "x"))
+    ('No space left on device', None)
+    >>> scratch_fault(CommandError(["qemu-img"], 1, "qemu-img: d0.raw: Could not preallocate new data: "
+    ...                                         "No space left on device"))
+    'No space left on device'
+    """
+    if isinstance(e, OSError):
+        return e.strerror if e.errno in SCRATCH_FAULTS else None
+    if isinstance(e, CommandError):
+        return next((os.strerror(n) for n in SCRATCH_FAULTS if os.strerror(n) in e.output), None)
+    return None
 
 
 def create_argv(disk: Disk, path: Path) -> list[str]:
