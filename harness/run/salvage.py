@@ -163,11 +163,21 @@ def _salvage(run_dir: Path, log: Log, force: bool) -> runner.Outcome | None:
                   f"{os.getpid()} at {runner.now()}")
         not_run = unfinished.not_run(unfinished.killed(_pid(m)))
         if (run_dir / "boots").is_dir():
-            from harness.run import boots
+            from harness.run import boots, resume
 
+            if m.get("resumed") is not None:  # a run resumed after a panic: boot 1 may not have moved yet
+                resume.move_boot_1(run_dir)
             for d in sorted((run_dir / "boots").iterdir()):
-                if is_stale(d) or (force and (_manifest(d) or {}).get("status") == "running"):
+                if not (is_stale(d) or (force and (_manifest(d) or {}).get("status") == "running")):
+                    continue
+                if (d / "boots").is_dir():  # a boot of --boots that was itself resumed
+                    _salvage(d, log, force)
+                else:
                     _salvage_vm(d, _manifest(d) or {}, reason, log)
+            if m.get("resumed") is not None:
+                resume.merge(run_dir, plan, resume.State.of_manifest(m), str(m.get("accel", "unknown")))
+                boots.finish_manifest(run_dir, "interrupted", reason)
+                return _log_salvaged(run_dir, who, log, _outcome(run_dir))
             # a run spread over hosts: each boot's records say the host its manifest names; a
             # shard (harness/run/shards.py) holds its own boots only, all run on its machine
             shard = m.get("shard") or {}
@@ -179,10 +189,14 @@ def _salvage(run_dir: Path, log: Log, force: bool) -> runner.Outcome | None:
             out = _outcome(run_dir)
         else:
             out = _salvage_vm(run_dir, m, reason, log, plan)
-        ok = sum(1 for r in out.records if r.get("ok"))
-        log(f"fslab: salvaged {run_dir}: {who} had ended without finishing it; {len(out.records)} records "
-            f"({ok} ok) written, the run is marked interrupted")
-        return out
+        return _log_salvaged(run_dir, who, log, out)
+
+
+def _log_salvaged(run_dir: Path, who: str, log: Log, out: runner.Outcome) -> runner.Outcome:
+    ok = sum(1 for r in out.records if r.get("ok"))
+    log(f"fslab: salvaged {run_dir}: {who} had ended without finishing it; {len(out.records)} records "
+        f"({ok} ok) written, the run is marked interrupted")
+    return out
 
 
 def _outcome(run_dir: Path) -> runner.Outcome:
