@@ -59,19 +59,22 @@ def test_metric_lines_reach_the_stream_while_their_step_runs_and_a_cut_stream_ke
 
 def test_a_resumed_boot_runs_only_what_earlier_boots_did_not(agent, tmp_path):  # noqa: F811
     plan = make_plan([steps_case([{"name": "s", "argv": ["true"]}], cid="c1"),
-                      steps_case([{"name": "s", "argv": ["true"]}], cid="c2")], fs_names=("a", "b"))
+                      steps_case([{"name": "s", "argv": ["true"]}], cid="c2")], fs_names=("a", "b", "c"))
     plan["repeat"] = {"n": 2, "cap": 2, "order": "sequential", "seed": 0, "redo": "mkfs", "boot": 1}
-    done = [["a", "c1", 0], ["a", "c2", 0], ["b", "c1", 0], ["a", "c1", 1], ["a", "c2", 1]]
+    done = [["a", "c1", 0], ["a", "c2", 0], ["b", "c1", 0], ["a", "c1", 1], ["a", "c2", 1], ["c", "c1", 0],
+            ["c", "c2", 0]]
     plan["resume"] = {"boot": 2, "skip": done, "values": []}
     rc, col, run_dir, events = run_agent(agent, tmp_path, plan)
-    assert rc == 0 and col.done["cases"] == 3
+    assert rc == 0 and col.done["cases"] == 5
     started = [(e["fs"], e["case"], e["rep"]) for e in events if e["event"] == "case-start"]
-    assert started == [("b", "c2", 0), ("b", "c1", 1), ("b", "c2", 1)]
+    assert started == [("b", "c2", 0), ("b", "c1", 1), ("c", "c1", 1), ("b", "c2", 1), ("c", "c2", 1)]
     assert not (run_dir / "raw/a/c1/case.json").exists() and (run_dir / "raw/b/c2/case.json").exists()
-    # round 1 has nothing left on a: it is not made again for it, b is
-    assert [(e["fs"], e["round"]) for e in events if e["event"] == "fs-start"] == [("a", None), ("b", None), ("b", 1)]
+    # round 1 has nothing left on a, and c is as fresh as its mkfs (no case ran on it): only b is made again
+    assert [(e["fs"], e["round"]) for e in events if e["event"] == "fs-start"] == [
+        ("a", None), ("b", None), ("c", None), ("b", 1)]
     recs = records_for_run(run_dir, typed(plan), "tcg")
-    assert sorted({(r["fs"], r["case"], r["rep"]) for r in recs}) == [("b", "c1", 1), ("b", "c2", 0), ("b", "c2", 1)]
+    assert sorted({(r["fs"], r["case"], r["rep"]) for r in recs}) == [
+        ("b", "c1", 1), ("b", "c2", 0), ("b", "c2", 1), ("c", "c1", 1), ("c", "c2", 1)]
 
 
 def test_the_adaptive_rule_of_a_resumed_boot_counts_what_earlier_boots_measured():

@@ -934,7 +934,8 @@ def run_rounds(plan: dict, names: list[str], run_one, remake, log) -> list[dict]
 
     A boot that resumes a run after a panic or a hang (the plan's `resume`, harness/run/resume.py)
     runs the same rounds but skips every repetition an earlier boot ran (`resume.skip`: [fs, case
-    id, rep]), and a filesystem with nothing left in a round is not made again for it; the
+    id, rep]), and a filesystem with nothing left in a round, or that no case used since it was
+    made, is not made again for it; the
     adaptive rule counts the headline values the earlier boots measured (`resume.values`: [fs,
     case index, value]) with its own.
     """
@@ -950,14 +951,16 @@ def run_rounds(plan: dict, names: list[str], run_one, remake, log) -> list[dict]
         values.setdefault((str(fs), int(i)), []).append(float(v))
     rounds: list[dict] = []
     first = True
+    used: set[str] = set()  # filesystems a case ran on since they were made
 
     def one_round(rnd: int, todo: list[tuple[int, dict]], rep_of) -> None:
         nonlocal first
         order = round_order(names, how, seed, rnd, boot)
         if redo == "mkfs" and not first:
             for name in order:
-                if any((name, c["id"], rep_of(c)) not in skip for _, c in todo):
+                if name in used and any((name, c["id"], rep_of(c)) not in skip for _, c in todo):
                     remake(name, rnd)
+                    used.discard(name)
         first = False
         rounds.append({"round": rnd, "order": order, "cases": [c["id"] for _, c in todo],
                        "adaptive": rnd >= n_min})
@@ -965,6 +968,7 @@ def run_rounds(plan: dict, names: list[str], run_one, remake, log) -> list[dict]
             for name in order:
                 if (name, case["id"], rep_of(case)) in skip:
                     continue
+                used.add(name)
                 value = run_one(name, case, rep_of(case), rnd)
                 if value is not None and rnd >= 0:
                     values.setdefault((name, i), []).append(value)

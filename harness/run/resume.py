@@ -232,6 +232,8 @@ def keep_boot_1_manifest(top: Path) -> None:
     b1.mkdir(parents=True, exist_ok=True)
     m = json.loads((top / "manifest.json").read_text())
     m["run_id"] = "b1"
+    if m.get("scratch") == str(top / "scratch"):  # kept (--keep-scratch): it moves with the rest
+        m["scratch"] = str(b1 / "scratch")
     runner.write_manifest(b1, m)
 
 
