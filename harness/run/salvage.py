@@ -15,8 +15,10 @@ run` into the same results directory, or `fslab recover RUN`. Salvaging a run di
 
 A --boots run salvages each boot that was running, then merges the boots as `fslab run --boots`
 does (boots that never started get failed records); a run spread over several hosts is one in
-boots too, each boot's records with the host its manifest names. A lock file keeps two fslab
-commands from salvaging one run at once.
+boots too, each boot's records with the host its manifest names. A run resumed after a panic
+(harness/run/resume.py: `resumed` in its manifest) gets boot 1's move into boots/b1 finished, its
+boot that ran salvaged (a resumed boot of --boots as a run of its own), and is merged as
+resume.merge does. A lock file keeps two fslab commands from salvaging one run at once.
 """
 
 from __future__ import annotations
