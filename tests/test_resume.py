@@ -207,7 +207,7 @@ def test_a_panic_on_one_filesystem_loses_only_that_filesystem(tmp_path, monkeypa
     plan = plans.plan("rp", disks=(plans.disk("d0"),), filesystems=tuple(plans.filesystem(x) for x in "abc"),
                       cases=(Case("c1", "steps", {}, steps=(step,)), Case("c2", "steps", {}, steps=(step,))),
                       repeat=Repeat(order="sequential"))
-    said: list[str] = []
+    said = []
     t0 = time.monotonic()
     out = resume.run(plan, make_image(tmp_path / "img"), accel.Choice("tcg", "tcg", "t"), tmp_path / "runs",
                      log=said.append)
@@ -270,3 +270,39 @@ def test_a_resumed_run_killed_in_its_second_boot_is_salvaged_with_every_boot(tmp
     assert got[("c", "c1")] == (2, f"not run: fslab (pid {pid}) ended before this case")
     assert got[("b", "c2")][1] == ("not run: b was left out after the guest's kernel panicked in its case c1 rep 0 "
                                    "(boot 1): sysrq triggered crash")
+
+
+# On filesystem b the step outlives its case's timeout: it ignores the agent's SIGTERM (the agent,
+# as if stuck in the kernel, does not get to its SIGKILL within the host's margin); it ends when
+# its agent is killed.
+DEAF = ("import os, signal, sys, time\n"
+        "if sys.argv[1] == 'b':\n"
+        "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "    agent = os.getppid()\n"
+        "    while os.getppid() == agent: time.sleep(0.2)\n")
+
+
+def test_a_hung_guest_loses_only_the_filesystem_whose_case_hung(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "vm_for", lambda plan, image, accel_, run_dir, scratch, host=None, name=None,
+                        place=True: FakeVM(plan, image, accel_, run_dir, scratch))
+    monkeypatch.setattr("harness.vm.hang_watch.CASE_MARGIN_S", 3)  # not 600: the agent's grace is 60 s
+    step = {"name": "s", "argv": [sys.executable, "-c", DEAF, "{name}"]}
+    plan = plans.plan("rh", disks=(plans.disk("d0"),), filesystems=tuple(plans.filesystem(x) for x in "ab"),
+                      cases=(Case("c1", "steps", {}, steps=(step,), timeout_s=1),
+                             Case("c2", "steps", {}, steps=(step,), timeout_s=1)),
+                      repeat=Repeat(order="sequential"))
+    t0 = time.monotonic()
+    out = resume.run(plan, make_image(tmp_path / "img"), accel.Choice("tcg", "tcg", "t"), tmp_path / "runs",
+                     log=lambda m: None)
+    assert time.monotonic() - t0 < 60  # not the agent's 60 s grace, nor the deadline
+    top = out.run_dir
+    m = manifest(top)
+    assert m["boots"][0]["reason"].startswith("the guest hung: case c1 rep 0 on b ran ")
+    assert m["boots"][0]["reason"].endswith(" s, past its limit of 4 s (its timeout 1 s + 3 s for the agent to "
+                                            "stop it); VM killed")
+    got = {(r["fs"], r["case"]): (r["vm_boot"], r["ok"], r.get("error", "")) for r in read_records(top)
+           if r["metric"] in ("real_s", "iops")}  # a failed case's one record has the suite's headline
+    assert got[("a", "c1")][:2] == (1, True) and got[("a", "c2")][:2] == (2, True)
+    assert got[("b", "c1")][2].startswith("the guest hung: case c1 rep 0 on b ran ")
+    assert got[("b", "c2")][2].startswith("not run: b was left out after the guest hung in its case c1 rep 0 "
+                                          "(boot 1): case c1 rep 0 on b ran ")
