@@ -32,6 +32,7 @@ def faked_agent(name: str, tmp_path: Path, monkeypatch, fstype: str):
     monkeypatch.setattr(mod, "drop_caches", lambda: None)
     monkeypatch.setattr(mod, "poweroff", lambda: None)
     monkeypatch.setattr(mod, "kmsg_mark", lambda: None)  # the host's kernel log is not the guest's
+    monkeypatch.setattr(mod, "tainted", lambda: 0)  # nor its taint flags
     monkeypatch.setattr(mod, "keep_resident", lambda tools: NOTHING_RESIDENT)  # maps nothing into pytest
     return mod
 

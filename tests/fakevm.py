@@ -85,6 +85,7 @@ def guest(plan_path: str, scratch: str, run_dir: str) -> int:
     agent.mount_line = lambda mnt: f"/dev/fake {mnt} fake rw 0 0"
     agent.drop_caches = lambda: None
     agent.kmsg_mark = lambda: None
+    agent.tainted = lambda: 0
     agent.main(["run", plan_path, "--results", str(Path(scratch) / "results.tar"),
                 "--progress", str(Path(run_dir) / "progress.jsonl"), "--no-poweroff"])
     return 0  # a guest that powers off: QEMU exits 0 whatever the cases did

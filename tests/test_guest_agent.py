@@ -80,6 +80,7 @@ def agent(tmp_path, monkeypatch):
     monkeypatch.setattr(mod, "drop_caches", lambda: None)
     monkeypatch.setattr(mod, "keep_resident", lambda tools: NOTHING_RESIDENT)  # maps nothing into pytest
     monkeypatch.setattr(mod, "poweroff", poweroff)
+    monkeypatch.setattr(mod, "tainted", lambda: 0)  # the host's kernel is not the guest's
     return mod
 
 

@@ -157,8 +157,9 @@ def plan_json() -> dict:
         {"name": "make", "argv": ["sh", "-c", "echo made > {out}/made.txt"], "collect": True, "timed": False},
         {"name": "absent", "argv": ["true"], "needs_paths": ["{mnt}/not-there"]},
         {"name": "drop", "argv": [], "builtin": "drop-caches"},
-        {"name": "work", "argv": [sys.executable, "-c", "print('{\"metric\": \"m\", \"value\": 1}')"],
-         "parse": "metrics"},
+        # parsed as metrics: its line goes out while it runs (<step>.stdout.live), then its whole stdout
+        {"name": "work", "argv": [sys.executable, "-c", "import time; print('{\"metric\": \"m\", \"value\": 1}', "
+                                  "flush=True); time.sleep(1.5)"], "parse": "metrics"},
     ]
     disk = {"id": "d0", "serial": "fslab-d0", "size_bytes": 1 << 30, "format": "raw", "preallocation": "off",
             "cache": "none", "aio": "threads", "bus": "virtio-blk"}

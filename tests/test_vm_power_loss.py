@@ -96,6 +96,13 @@ def test_power_loss_smoke_on_ext4_and_ext2(smoke):
             assert all(p["check"]["verdict"] in ("clean", "fixed by preen", "needs repair", "checker failed")
                        for p in points), (fs, case)
             assert points[0]["check"]["argv"][0] == "e2fsck"
+            # the points' lines reached the host while the program ran, through the results port
+            # (issue 24 item 9: a guest that panics mid-case keeps them), in order and once each; a
+            # point checked in the program's last second (a point takes over 2 s under TCG) may come
+            # only with its whole stdout
+            live = (run_dir / "raw" / fs / case / "run.stdout.live").read_text().splitlines()
+            whole = (run_dir / "raw" / fs / case / "run.stdout").read_text().splitlines()
+            assert whole[:len(live)] == live and sum('"point_s"' in x for x in live) >= len(points) - 1, (fs, case)
         # the full-state oracle: a model derived at every mounted point, the whole persisted tree checked;
         # it sees the data control's dropped write too (a content mismatch on the promise's path)
         for case, vals in (("maildir", wl), ("control", ctl)):

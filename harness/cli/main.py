@@ -33,7 +33,7 @@ from harness.image import store as images
 from harness.plan import filesystems, kernel_spec, vm_settings
 from harness.plan.document import Plan
 from harness.plan.fiocost import VM_OVERHEAD_S
-from harness.run import overhead, runner
+from harness.run import overhead, resume, runner
 from harness.vm import hosts
 
 DEFAULT_VMCONFIG = "vmconfigs/default.yaml"
@@ -256,7 +256,7 @@ def _run_kernels(args: argparse.Namespace, p: Plan, kernel_list: tuple[dict, ...
         for pk, img in runs:
             name = (pk.vm.kernel or kernel_spec.IMAGE)["name"]
             print(f"fslab: kernel {name} ({img.booted_kernel().get('version')})", file=sys.stderr)
-            out = runner.run(pk, img, choice, results_root, scratch_root=scratch_root, keep_scratch=args.keep_scratch)
+            out = resume.run(pk, img, choice, results_root, scratch_root=scratch_root, keep_scratch=args.keep_scratch)
             print(f"== kernel {name}")
             print(format_table(out.records))
             print(f"status: {out.status} ({out.reason})")
@@ -280,12 +280,13 @@ def _report(out: runner.Outcome) -> int:
 
 def _execute(p: Plan, image: images.Image, choice: accel.Choice, results_root: Path, boots: int,
              **kw) -> runner.Outcome:
-    """One VM, or `boots` VMs one after another pooled into one run directory (harness/run/boots.py)."""
+    """One VM, or `boots` VMs one after another pooled into one run directory (harness/run/boots.py);
+    a VM whose guest panics or hangs is followed by more without that filesystem (harness/run/resume.py)."""
     if boots == 1:
-        return runner.run(p, image, choice, results_root, **kw)
+        return resume.run(p, image, choice, results_root, **kw)
     from harness.run import boots as boots_mod
 
-    return boots_mod.run(p, image, choice, results_root, boots, **kw)
+    return boots_mod.run(p, image, choice, results_root, boots, run_boot=resume.run, **kw)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

@@ -38,6 +38,8 @@ import time
 import traceback
 
 from fslabguest.commands import SBIN_PATH, add_sbin_to_path, run_cmd
+from fslabguest.kernel import PANIC_ON_OOPS, panic_on_oops, read_int, taint_change, tainted
+from fslabguest.live import LiveLines
 from fslabguest.stream import AgentError, Reporter, TarWriter, utcnow
 
 RESULTS_PORT = "/dev/virtio-ports/org.fslab.results"
@@ -46,6 +48,7 @@ MNT_ROOT = "/mnt/fslab"
 DEVICE_WAIT_S = 60.0  # udev under TCG with 18 virtio-scsi disks at load 27 took over 10 s (a disk "not found")
 MKFS_TIMEOUT_S = 900
 KMSG = "/dev/kmsg"  # the kernel's log, read for the reason of a failed mkfs or mount
+KMSG_KEEP = 500  # a case's kernel messages read for the cause of a taint (fslabguest/kernel.py `taint_change`)
 # The results stream's format (harness/results/stream.py STREAM_FORMATS reads every one).
 STREAM_FORMAT = 2
 PROBE_SIZE = 512 * 1024**2  # above every filesystem's minimum (xfs 300 MiB)
@@ -235,7 +238,8 @@ def guest_info(plan: dict) -> dict:
             "cpu_model": models[0] if models else None, "cpu_count": os.cpu_count(),
             "mem_total_kib": int(mem.group(1)) if mem else None, "stream_format": STREAM_FORMAT,
             "fio": first_line(["fio", "--version"]), "mkfs": versions,
-            "cmdline": read("/proc/cmdline").strip(), "run_id": plan.get("run_id")}
+            "cmdline": read("/proc/cmdline").strip(), "run_id": plan.get("run_id"),
+            "panic_on_oops": read_int(PANIC_ON_OOPS)}  # 1: an oops panics (fslabguest/kernel.py)
 
 
 # Tools every case starts anew: the agent keeps their pages in memory across drop_caches (see
@@ -584,7 +588,7 @@ def run_fio(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter) -
 
 
 def run_timed(argv: list[str], cwd: str, env: dict, stdout, stderr, timeout: float | None,
-              grace: float = STEP_STOP_GRACE_S, silent_s: float = 0) -> dict:
+              grace: float = STEP_STOP_GRACE_S, silent_s: float = 0, live=None) -> dict:
     """Run one step and measure it like `/usr/bin/time`: real seconds from a monotonic clock,
     user and system CPU seconds of the step and all its children (os.wait4's rusage).
 
@@ -595,7 +599,8 @@ def run_timed(argv: list[str], cwd: str, env: dict, stdout, stderr, timeout: flo
     (`silent` in the result): a program that writes a line per unit of progress has hung.
     A process that outlives SIGKILL for KILL_WAIT_S is stuck in the kernel (D state: a hung
     mount, a kernel oops holding a lock): it is left, listed in `stuck` (pid, state, wchan,
-    kernel stack), and the step ends with rc None instead of waiting for it forever."""
+    kernel stack), and the step ends with rc None instead of waiting for it forever. `live`, when
+    given, is called while the step runs (fslabguest/live.py: its stdout's lines sent as it goes)."""
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=stdout,
                             stderr=stderr, start_new_session=True)
@@ -612,6 +617,8 @@ def run_timed(argv: list[str], cwd: str, env: dict, stdout, stderr, timeout: flo
             status, ru = st, r
             break
         now = time.monotonic()
+        if live is not None:
+            live()
         if out_fd is not None and not timed_out:
             n = os.fstat(out_fd).st_size
             if n != size:
@@ -755,10 +762,14 @@ def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter)
         before = disk_stats(ctx["devs"]) if res["timed"] else None
         first_io = first_io if first_io is not None else before
         try:
+            # metric lines (a crash point each) go to the host as they are written: a panic keeps them
+            live = LiveLines(os.path.join(work, "out"), f"{prefix}/{name}.stdout.live", out) \
+                if step.get("parse") == "metrics" else None
             with open(os.path.join(work, "out"), "wb") as so, open(os.path.join(work, "err"), "wb") as se:
                 try:
                     res.update(run_timed(argv, cwd, env, so, se, max(1.0, deadline - time.monotonic()),
-                                         silent_s=float(step.get("silent_s") or 0)))
+                                         silent_s=float(step.get("silent_s") or 0),
+                                         live=live.poll if live else None))
                 except OSError as e:
                     res.update(rc=127, error=f"{argv[0]}: {e.strerror}")
             if before is not None:  # no sync: the suites' steps follow one another as in the articles
@@ -834,6 +845,7 @@ def run_case(case: dict, fs: dict, ctx: dict, fs_error: str | None, out: TarWrit
     if fs_error is None:
         rep.event("case-start", fs=fs["name"], case=cid, rep=rnum)
         rep.log(f"{fs['name']}: case {cid} rep {rnum}")
+        before, mark = tainted(), kmsg_mark()
         try:
             runner = {"fio": run_fio, "steps": run_steps}.get(str(case.get("kind")))
             if runner is None:
@@ -842,6 +854,13 @@ def run_case(case: dict, fs: dict, ctx: dict, fs_error: str | None, out: TarWrit
         except Exception as e:  # noqa: BLE001 - one broken case must not stop the others
             res["error"] = str(e) if isinstance(e, AgentError) else f"{type(e).__name__}: {e}"
             rep.log(traceback.format_exc().rstrip())
+        taint = taint_change(before, tainted(), kmsg_since(mark, limit=KMSG_KEEP))
+        if taint is not None:  # said in its records; an oops (D) without panic_on_oops fails it
+            res["taint"] = taint
+            rep.log(f"  the kernel was tainted during this case: {taint['flags']} {' | '.join(taint['kernel'])}")
+            if taint["oops"] and res.get("error") is None:
+                res["error"] = "the kernel oopsed during this case (taint D): " + (
+                    " | ".join(taint["kernel"]) or "its log said nothing more")
     secs = round(time.monotonic() - t0, 3)
     ok = res["error"] is None
     out.add_json(f"{prefix}/case.json", {"case": cid, "fs": fs["name"], "rep": rnum, "round": case.get("round"),
@@ -912,27 +931,44 @@ def run_rounds(plan: dict, names: list[str], run_one, remake, log) -> list[dict]
 
     `run_one(name, case, rep, rnd)` -> its headline value or None. Pure: the simulation test of
     issue 30 drives it with synthetic measurements. Returns the rounds as run, for order.json.
+
+    A boot that resumes a run after a panic or a hang (the plan's `resume`, harness/run/resume.py)
+    runs the same rounds but skips every repetition an earlier boot ran (`resume.skip`: [fs, case
+    id, rep]), and a filesystem with nothing left in a round, or that no case used since it was
+    made, is not made again for it; the
+    adaptive rule counts the headline values the earlier boots measured (`resume.values`: [fs,
+    case index, value]) with its own.
     """
     n_min, warmup, cap, cv_max, offset = repetitions(plan)
     r = plan.get("repeat") or {}
     how, seed, redo = str(r.get("order", "sequential")), int(r.get("seed", 0)), str(r.get("redo", "remount"))
     boot = int(r.get("boot", 1))
     cases = plan["cases"]
+    resume = plan.get("resume") or {}
+    skip = {(str(fs), str(cid), int(rep)) for fs, cid, rep in resume.get("skip") or []}
     values: dict[tuple[str, int], list[float]] = {}
+    for fs, i, v in resume.get("values") or []:
+        values.setdefault((str(fs), int(i)), []).append(float(v))
     rounds: list[dict] = []
     first = True
+    used: set[str] = set()  # filesystems a case ran on since they were made
 
     def one_round(rnd: int, todo: list[tuple[int, dict]], rep_of) -> None:
         nonlocal first
         order = round_order(names, how, seed, rnd, boot)
         if redo == "mkfs" and not first:
             for name in order:
-                remake(name, rnd)
+                if name in used and any((name, c["id"], rep_of(c)) not in skip for _, c in todo):
+                    remake(name, rnd)
+                    used.discard(name)
         first = False
         rounds.append({"round": rnd, "order": order, "cases": [c["id"] for _, c in todo],
                        "adaptive": rnd >= n_min})
         for i, case in todo:
             for name in order:
+                if (name, case["id"], rep_of(case)) in skip:
+                    continue
+                used.add(name)
                 value = run_one(name, case, rep_of(case), rnd)
                 if value is not None and rnd >= 0:
                     values.setdefault((name, i), []).append(value)
@@ -1285,6 +1321,8 @@ def main(argv: list[str] | None = None) -> int:
     add_sbin_to_path()  # cloud-init's runcmd may lack the sbin directories where mkfs.*, mount and mdadm live
     if args.cmd == "probe":
         return probe(args.catalog, args.out)
+    if args.results == RESULTS_PORT:  # in a fslab VM only: a test on a host leaves its kernel alone
+        panic_on_oops()  # an oops stops the guest, the host boots again without it (fslabguest/kernel.py)
     # A SIGTERM (e.g. systemd stopping cloud-final) becomes SystemExit, so DONE.json is still written.
     old_handler = signal.signal(signal.SIGTERM, lambda *_: sys.exit("terminated by SIGTERM"))
     rc = 2

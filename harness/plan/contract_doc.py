@@ -27,6 +27,7 @@ _SECTIONS: tuple[tuple[str, Any, str], ...] = (
     ("cases[]", plan.Case, "what runs on every filesystem"),
     ("cases[].steps[]", plan.Step, "a `steps` case's steps; keys at their default are left out"),
     ("inputs[]", plan.Input, "a suite file's inputs, carried on the seed (only when there are any)"),
+    ("resume", plan.Resume, "only in a boot that resumes a run after a panic or a hang (harness/run/resume.py)"),
 )
 
 

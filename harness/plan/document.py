@@ -400,6 +400,28 @@ def _input(d: dict[str, Any], src: str) -> Input:
 
 
 @dataclass(frozen=True)
+class Resume:
+    """A boot that resumes a run after an earlier boot's guest panicked or hung
+    (harness/run/resume.py): it runs the plan's rounds, skipping every repetition an earlier boot
+    ran (`skip`: [fs, case id, rep]; the filesystem that panicked or hung is not in this boot's
+    plan at all), and its adaptive rule counts the headline values the earlier boots measured
+    (`values`: [fs, index in `cases`, value]). `boot`: which boot of the run this is (2, 3, ...)."""
+
+    boot: int
+    skip: tuple[tuple[str, str, int], ...] = ()
+    values: tuple[tuple[str, int, float], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"boot": self.boot, "skip": [list(k) for k in self.skip], "values": [list(v) for v in self.values]}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any], src: str) -> Resume:
+        _check_keys(d, _names(cls), f"{src}: resume")
+        return cls(boot=int(d["boot"]), skip=tuple((str(f), str(c), int(r)) for f, c, r in d.get("skip") or ()),
+                   values=tuple((str(f), int(i), float(v)) for f, i, v in d.get("values") or ()))
+
+
+@dataclass(frozen=True)
 class Plan:
     run_id: str
     vm: VM
@@ -413,6 +435,7 @@ class Plan:
     # The suites after `suite` when one boot runs several (`fslab run --suite a,b,c`): each case
     # names its own in `Case.suite` (one of these); empty for a plan of one suite.
     more_suites: tuple[SuiteRef, ...] = ()
+    resume: Resume | None = None  # only in a boot that resumes a run (harness/run/resume.py)
 
     def __post_init__(self) -> None:
         names = [s.name for s in self.suites()]
@@ -439,8 +462,8 @@ class Plan:
         return next((s for s in self.more_suites if s.name == case.suite), self.suite)
 
     def to_json(self) -> dict[str, Any]:
-        """plan.json, the wire format (docs/contracts.md); `inputs` and `more_suites` only when there
-        are any."""
+        """plan.json, the wire format (docs/contracts.md); `inputs`, `more_suites` and `resume` only
+        when there are any."""
         return {
             "fslab_plan": PLAN_VERSION,
             "run_id": self.run_id,
@@ -453,6 +476,7 @@ class Plan:
             "cases": [c.to_json() for c in self.cases],
             **({"inputs": [asdict(i) for i in self.inputs]} if self.inputs else {}),
             **({"more_suites": [s.to_json() for s in self.more_suites]} if self.more_suites else {}),
+            **({"resume": self.resume.to_json()} if self.resume else {}),
         }
 
     @classmethod
@@ -465,7 +489,7 @@ class Plan:
                              hint="use the fslab revision recorded in the run's manifest (git)")
         try:
             _check_keys(d, ["fslab_plan", "run_id", "vm", "image", "disks", "filesystems", "suite", "repeat",
-                            "cases", "inputs", "more_suites"], src)
+                            "cases", "inputs", "more_suites", "resume"], src)
             vm = dict(d["vm"])
             vm.setdefault("source", vm.get("name", ""))  # plans before vm.source
             _check_keys(vm, _names(VM), f"{src}: vm")
@@ -480,7 +504,8 @@ class Plan:
                        more_suites=tuple(_suite_ref(x) for x in d.get("more_suites") or ()),
                        repeat=Repeat.from_json(d.get("repeat")),
                        cases=tuple(Case.from_json(c) for c in d["cases"]),
-                       inputs=tuple(_input(i, src) for i in d.get("inputs") or ()))
+                       inputs=tuple(_input(i, src) for i in d.get("inputs") or ()),
+                       resume=Resume.from_json(d["resume"], src) if d.get("resume") else None)
         except (KeyError, TypeError, ValueError) as e:
             raise FslabError(f"{src}: not a valid plan: {type(e).__name__}: {e}") from None
 

@@ -42,11 +42,28 @@ def interrupted(how: str, at: float) -> Ending:
                   f"not run: the run was interrupted ({how}) before this case", at)
 
 
-def panicked(at: float) -> Ending:
-    """The guest's kernel panicked (its console said so): the host ended the VM at once."""
-    return Ending("the guest's kernel panicked after {s} s of this case (console.log)",
-                  "the guest's kernel panicked while it ran (started {start}; console.log)",
+def _braces(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")
+
+
+def panicked(words: str, at: float) -> Ending:
+    """The guest's kernel panicked (its console said so, `words`): the host ended the VM at once.
+
+    >>> panicked("sysrq triggered crash", 100.0).running.format(s=3, start="")
+    "the guest's kernel panicked after 3 s of this case: sysrq triggered crash (console.log)"
+    """
+    w = _braces(words)
+    return Ending(f"the guest's kernel panicked after {{s}} s of this case: {w} (console.log)",
+                  f"the guest's kernel panicked while it ran (started {{start}}): {w} (console.log)",
                   "not run: the guest's kernel panicked before this case (console.log)", at)
+
+
+def hung(reason: str, at: float) -> Ending:
+    """The guest hung (harness/vm/hang_watch.py said why, `reason`): the host killed the VM."""
+    r = _braces(reason)
+    return Ending(f"the guest hung: {r}; the VM was killed after {{s}} s of this case",
+                  f"the guest hung while it ran (started {{start}}): {r}; the VM was killed",
+                  "not run: the guest hung before this case", at)
 
 
 def vm_ended(reason: str, at: float) -> Ending:
@@ -56,7 +73,7 @@ def vm_ended(reason: str, at: float) -> Ending:
     >>> vm_ended("qemu exited with code -9", 100.0).running.format(s=12, start="")
     'the VM ended (qemu exited with code -9) after 12 s of this case'
     """
-    r = reason.replace("{", "{{").replace("}", "}}")
+    r = _braces(reason)
     return Ending(f"the VM ended ({r}) after {{s}} s of this case",
                   f"the VM ended ({r}) while it ran (started {{start}})",
                   f"not run: the VM ended ({r}) before this case", at)

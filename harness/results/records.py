@@ -19,6 +19,7 @@ from harness.results import amplification
 from harness.results.fio import finished_groups, fio_records, load_fio_json, record_sets
 from harness.results.missing_reasons import NoResult
 from harness.results.steps import steps_records
+from harness.results.stream import APPENDED
 
 NO_RESULT = "no result returned (guest stopped before this case)"
 
@@ -106,6 +107,16 @@ def _fio_records(raw: Path, base: dict, case_plan: Case, case: dict) -> list[dic
     return out
 
 
+def taint_text(taint: dict) -> str:
+    """A record's `kernel_tainted`: the new taint flags and the kernel's first words for them.
+
+    >>> taint_text({"flags": "W", "kernel": ["WARNING: CPU: 1 PID: 7 at fs/x.c:9 f+0x2"]})
+    'W: WARNING: CPU: 1 PID: 7 at fs/x.c:9 f+0x2'
+    """
+    lines = taint.get("kernel") or []
+    return f"{taint.get('flags')}: {lines[0]}" if lines else str(taint.get("flags"))
+
+
 def _case_records(raw: Path, base: dict, case_plan: Case, missing: str = NO_RESULT) -> list[dict]:
     """Records of one case directory, or raise ValueError with the reason it failed (`missing`
     when the guest sent nothing for it)."""
@@ -113,6 +124,8 @@ def _case_records(raw: Path, base: dict, case_plan: Case, missing: str = NO_RESU
     if not (raw / "case.json").is_file():
         raise ValueError(missing)
     case = json.loads((raw / "case.json").read_text())
+    if case.get("taint"):  # the kernel was tainted during the case (a warning, a lockup): said on each record
+        base = {**base, "kernel_tainted": taint_text(case["taint"])}
     stopped = kind == "fio" and case.get("stopped") and (raw / "fio.json").is_file()
     if not case.get("ok") and not stopped:
         raise ValueError(case.get("error") or "case failed (no error given)")
@@ -143,18 +156,22 @@ def records_for_run(run_dir: str | Path, plan: Plan, accel: str, error: str | No
     flattened into fields (nested dicts as "a.b"); they never overwrite the fixed fields.
     `error` (e.g. a results stream this host cannot read) fails every repetition with it.
     `no_result` says why a repetition the guest sent nothing for has no result (how the VM ended,
-    harness/results/missing_reasons.py); by default NO_RESULT.
+    harness/results/missing_reasons.py); by default NO_RESULT. A boot that resumes a run
+    (`plan.resume`, harness/run/resume.py) has no record of a repetition an earlier boot ran.
     """
     run_dir = Path(run_dir)
     out: list[dict] = []
     by_id: dict[str, list[Case]] = {}
     for case in plan.cases:  # a suite may list one case id once per repetition
         by_id.setdefault(case.id, []).append(case)
+    skip = set(plan.resume.skip) if plan.resume else set()
     for fs in plan.filesystems:
         for cid, entries in by_id.items():
             found = set() if error else reps_on_disk(run_dir / "raw" / fs.name, cid)
             expected = {r for c in entries for r in plan.repeat.expected(c.rep)}
             for rep in sorted(expected | found):  # warm-ups first, then every rep that ran
+                if (fs.name, cid, rep) in skip and rep not in found:
+                    continue
                 out.extend(_rep_records(run_dir, plan, fs.name, entries[0], rep, accel, error, no_result))
     return out
 
@@ -186,14 +203,20 @@ def _partial_metrics(raw: Path, base: dict, case_plan: Case, err: str) -> list[d
     """The metric lines a failed `steps` case's programs wrote before it failed (fslab-powerloss
     writes one per crash point as it checks it), kept as records with ok false, the case's error
     and `partial`: what a hung or killed case had measured is not lost, and no statistic takes it
-    for a finished case's."""
-    if case_plan.kind != "steps" or not (raw / "steps.json").is_file():
+    for a finished case's. A case the guest never finished (its kernel panicked, the VM was
+    killed) has no steps.json: its lines are those the agent sent while the step ran
+    (`<step>.stdout.live`, harness/guest/fslabguest/live.py)."""
+    if case_plan.kind != "steps":
         return []
     parsed = {p.name for p in case_plan.steps if p.parse == "metrics"}
     try:  # only what the programs said: not the real and CPU seconds of the steps that had finished
-        steps = [{**st, "timed": False} for st in json.loads((raw / "steps.json").read_text())
-                 if st.get("name") in parsed and not st.get("reason")]
-        recs = steps_records(steps, case_plan.steps, raw, base)
+        if (raw / "steps.json").is_file():
+            steps = [{**st, "timed": False} for st in json.loads((raw / "steps.json").read_text())
+                     if st.get("name") in parsed and not st.get("reason")]
+            recs = steps_records(steps, case_plan.steps, raw, base)
+        else:
+            steps = [{"name": p.name, "timed": False, "rc": None} for p in case_plan.steps if p.name in parsed]
+            recs = steps_records(steps, case_plan.steps, raw, base, stdout=APPENDED)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return []
     return [{**r, "ok": False, "error": err, "partial": True} for r in recs]

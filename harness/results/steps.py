@@ -9,7 +9,8 @@ from harness.plan.document import Step
 from harness.results.extract import extract_records
 
 
-def steps_records(steps: list[dict], plan_steps: tuple[Step, ...], raw: Path, base: dict) -> list[dict]:
+def steps_records(steps: list[dict], plan_steps: tuple[Step, ...], raw: Path, base: dict,
+                  stdout: str = ".stdout") -> list[dict]:
     """Records of a `steps` case: for every timed step, its real and CPU seconds
     (`real_s`, `cpu_s` = user + sys, `user_s`, `sys_s`, each with the field `step`); and for a step
     whose plan entry says `"parse": "metrics"`, every line of its stdout that is a JSON object
@@ -34,6 +35,9 @@ def steps_records(steps: list[dict], plan_steps: tuple[Step, ...], raw: Path, ba
     `setup_from_rep`: the repetition whose set-up this one used (its own when it ran the set-up,
     an earlier one's on the same mkfs when it skipped it): with a fresh mkfs each round, always
     its own.
+
+    `stdout`: the suffix of the file a step's metric lines are read from: its whole stdout, or
+    ".stdout.live", the lines it sent while it ran (a case the guest never finished).
     """
     parse = {p.name: p.parse for p in plan_steps}
     once = [st["once_from_rep"] for st in steps if "once_from_rep" in st]
@@ -56,8 +60,8 @@ def steps_records(steps: list[dict], plan_steps: tuple[Step, ...], raw: Path, ba
             if isinstance(b.get("file_bytes"), int | float) and st["real_s"] > 0:
                 out.append({**b, "metric": "mib_per_s", "value": round(b["file_bytes"] / 2**20 / st["real_s"], 4),
                             "unit": "MiB/s", "derived": "file_bytes / 2**20 / real_s"})
-        if parse.get(st["name"]) == "metrics" and (raw / f"{st['name']}.stdout").is_file():
-            for line in (raw / f"{st['name']}.stdout").read_text(errors="replace").splitlines():
+        if parse.get(st["name"]) == "metrics" and (raw / f"{st['name']}{stdout}").is_file():
+            for line in (raw / f"{st['name']}{stdout}").read_text(errors="replace").splitlines():
                 line = line.strip()
                 if not line.startswith("{"):
                     continue

@@ -5,6 +5,10 @@ lands in a plain file. A guest killed at its deadline leaves that stream cut any
 `read_stream` parses it by hand rather than with tarfile's extraction: every member completed
 before the cut is kept, a partial last member is dropped and noted, and nothing in it can write
 outside the run directory.
+
+Most members come once and are written whole. A member whose name ends in APPENDED (a step's
+metric lines sent while it runs, harness/guest/fslabguest/live.py) comes once per batch: the
+host appends each to the one file, in stream order.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ BLOCK = tarfile.BLOCKSIZE
 # anywhere); 2: guest/info.json and DONE.json carry "stream_format". The agent of an image writes
 # one format; a run recorded with an old image (`fslab reproduce`) is read with today's code.
 STREAM_FORMATS = (1, 2)
+# members that come in parts, appended in order (harness/guest/stream_schema.json: "appends")
+APPENDED = ".stdout.live"
 
 
 @dataclass
@@ -68,6 +74,7 @@ def read_stream(tar_path: str | Path, dest_dir: str | Path) -> Collected:
     """
     dest = Path(dest_dir).resolve()
     col = Collected(done=None, truncated=True)
+    grown: set[str] = set()  # appended members seen in this stream (a second read starts them anew)
     pax: dict[str, str] = {}
     with open(tar_path, "rb") as f:
         while True:
@@ -105,6 +112,12 @@ def read_stream(tar_path: str | Path, dest_dir: str | Path) -> Collected:
                 col.notes.append(f"refused member {name!r}: leaves {dest}")
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
+            if safe.endswith(APPENDED):
+                if safe in grown:
+                    with open(target, "ab") as out:
+                        out.write(data)
+                    continue
+                grown.add(safe)
             target.write_bytes(data)
             col.members.append(safe)
             if safe == "DONE.json":

@@ -44,8 +44,10 @@ def boot_plan(plan: Plan, k: int) -> Plan:
 
 def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root: Path, boots: int,
         scratch_root: Path | None = None, keep_scratch: bool = False, log: Log = runner._stderr,
-        host: Any = None) -> runner.Outcome:
-    """K boots of `plan`; returns the outcome of the whole (ok only if every boot was)."""
+        host: Any = None, run_boot: Callable[..., runner.Outcome] = runner.run) -> runner.Outcome:
+    """K boots of `plan`; returns the outcome of the whole (ok only if every boot was). `run_boot`
+    runs one boot (runner.run's arguments): the CLI's resumes a boot whose guest panicked or hung
+    without its filesystem (harness/run/resume.py, which merges its boots with merge() below)."""
     if boots < 1:
         raise FslabError(f"--boots: {boots} is not allowed; allowed: 1 or more")
     plan = plan.with_repeat(boots=boots)
@@ -60,7 +62,7 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
     try:
         for k in range(1, boots + 1):
             log(f"fslab: boot {k} of {boots}")
-            outcomes.append(runner.run(boot_plan(plan, k), image, choice, top / "boots",
+            outcomes.append(run_boot(boot_plan(plan, k), image, choice, top / "boots",
                                        scratch_root=scratch_root / plan.run_id if scratch_root else None,
                                        keep_scratch=keep_scratch, log=log, host=host,
                                        name=f"fslab-{plan.run_id}-b{k}", history_dir=results_root))
@@ -87,7 +89,9 @@ def _not_run(why: str) -> NoResult:
 
 def merge(top: Path, plan: Plan, boots: int, not_run: NoResult | None = None, accel: str = "unknown",
           hosts: dict[int, str | None] | None = None,
-          host_errors: dict[int, str] | None = None, only: list[int] | None = None) -> list[dict[str, Any]]:
+          host_errors: dict[int, str] | None = None, only: list[int] | None = None,
+          field: str = "boot", final: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
+          ) -> list[dict[str, Any]]:
     """Make `top` a run directory of everything under top/boots/; returns the merged records.
 
     A boot that never started has no records, unless `not_run` says why: then each of its cases
@@ -96,7 +100,9 @@ def merge(top: Path, plan: Plan, boots: int, not_run: NoResult | None = None, ac
     (a boot it leaves out: the libvirt URI its manifest names); each record and each boot's entry
     then says its `host`, and a failed record of a boot whose host failed (`host_errors`) gets
     that host's error. A shard (harness/run/shards.py) passes `only`: the boots it holds; the
-    others are another shard's."""
+    others are another shard's. A run resumed after a panic (harness/run/resume.py) numbers its
+    records' boots in `field` ("vm_boot": they are not a level of the design, as --boots are) and
+    passes `final`, which makes the merged records the run's (a later boot's replace an earlier's)."""
     records: list[dict[str, Any]] = []
     summary: list[dict[str, Any]] = []
     manifest: dict[str, Any] | None = None
@@ -105,7 +111,7 @@ def merge(top: Path, plan: Plan, boots: int, not_run: NoResult | None = None, ac
         if not (d / "manifest.json").is_file():
             if not_run is not None:
                 missing = records_for_run(d, boot_plan(plan, k), accel, no_result=not_run)
-                records += [{**r, "boot": k, **({"host": None} if hosts is not None else {})} for r in missing]
+                records += [{**r, field: k, **({"host": None} if hosts is not None else {})} for r in missing]
             continue
         m = json.loads((d / "manifest.json").read_text())
         manifest = manifest or m
@@ -115,14 +121,16 @@ def merge(top: Path, plan: Plan, boots: int, not_run: NoResult | None = None, ac
                         "qemu_argv": (m.get("qemu") or {}).get("argv")})
         if (d / "results.jsonl").is_file():
             error = (host_errors or {}).get(k)
-            records += [{**r, "boot": k, **where, **({"error": error} if error and not r.get("ok") else {})}
+            records += [{**r, field: k, **where, **({"error": error} if error and not r.get("ok") else {})}
                         for r in read_jsonl(d / "results.jsonl")]
         link_tree(d / "raw", top / "raw", warmups=False)
+    if final is not None:
+        records = final(records)
     write_jsonl(top / "results.jsonl", records)
     before = top / "manifest.json"
     was = json.loads(before.read_text()) if before.is_file() else {}
     out = dict(manifest or was or {"fslab_run": RUN_FORMAT})
-    for key in ("spread", "shard", "host_facts"):  # a spread run or a shard stays one (salvage, merge read it)
+    for key in ("spread", "shard", "host_facts", "resumed"):  # a spread run, a shard, a resumed run stay one
         if key in was:
             out[key] = was[key]
     out.update(run_id=plan.run_id, plan=plan.to_json(), boots=summary, records=len(records),

@@ -9,6 +9,9 @@ step around it is shared.
 
 Whatever happens after the boot — success, a guest that powers off without its success marker, a
 deadline, Ctrl-C — the results that came back are collected and the manifest says what happened.
+A guest whose kernel panicked (vm/console_watch.py) or that hung (vm/hang_watch.py) is killed at
+once; the outcome's `cut` says so, and harness/run/resume.py boots again without the filesystem
+whose case it was.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from harness.vm import disks, hosts, owner, timings
 from harness.vm.argv import RunPaths
 from harness.vm.backend import Backend
 from harness.vm.console_watch import ConsoleWatch, GuestPanicked
+from harness.vm.hang_watch import GuestHung, HangWatch
 from harness.vm.libvirt import HostLost
 from harness.vm.live import Board
 from harness.vm.progress import Progress
@@ -70,6 +74,7 @@ class Outcome:
     records: list[dict[str, Any]] = field(default_factory=list)
     host_failed: bool = False  # the VM's host failed (unreachable, lost), not the guest
     overhead: dict[str, Any] | None = None  # where the wall time went (harness/run/overhead.py)
+    cut: dict[str, str] | None = None  # {"how": "panic"|"hang", "words"}: the guest was cut short (run/resume.py)
 
 
 def vm_for(plan: Plan, image: images.Image, accel: str, run_dir: Path, scratch: Path,
@@ -133,6 +138,7 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
     status, reason, host_failed = "failed", "did not start", False
     discard = False  # the scratch filesystem refused the disks: no run to keep
     ending: unfinished.Ending | None = None  # how the VM ended early, for the cases without a result
+    cut: dict[str, str] | None = None  # a panic or a hang: the manifest's "cut", for run/resume.py
     outcome_records: list[dict[str, Any]] = []
     t0: float | None = None  # QEMU's start
     qemu_s: float | None = None  # QEMU start -> exit
@@ -163,6 +169,7 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
         progress = Progress(vm.local.progress, plan, started, history=history, board=board, key=plan.run_id,
                             host=host.label if host is not None else "")
         console = ConsoleWatch(vm.local.console)
+        hangs = HangWatch(vm.local.progress, plan)
 
         def tick() -> None:
             if stop is not None and stop.is_set():
@@ -170,6 +177,7 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
             vm.sync()
             progress()
             console.check()  # a panicked guest ends the run now, not at its deadline
+            hangs.check()  # so does a hung one, once its case is well past its timeout
 
         try:
             with vm.machine() as m:
@@ -199,8 +207,12 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
         status, reason, host_failed = "failed", str(e), True
         log(f"fslab: {reason}")
     except GuestPanicked as e:
-        status, reason = "failed", f"the guest's kernel panicked: {e.reason} (console.log); VM killed"
-        ending = unfinished.panicked(time.time())
+        status, reason = "failed", f"the guest's kernel panicked: {e.words} (console.log); VM killed"
+        ending, cut = unfinished.panicked(e.words, time.time()), {"how": "panic", "words": e.words}
+        log(f"fslab: {reason}")
+    except GuestHung as e:
+        status, reason = "failed", f"the guest hung: {e.reason}; VM killed"
+        ending, cut = unfinished.hung(e.reason, time.time()), {"how": "hang", "words": e.reason}
         log(f"fslab: {reason}")
     except KeyboardInterrupt as e:
         how = interruption(e)
@@ -226,6 +238,8 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
                 if not host_failed:
                     status, reason, host_failed = "failed", str(e), True
                     log(f"fslab: {reason}")
+            if cut is not None:
+                manifest["cut"] = cut
             outcome_records = collect(plan, run_dir, vm.local, choice.used, manifest, status, reason, log,
                                       unfinished.no_result(vm.local.progress, ending) if ending else None)
             qerr = scratch / "qemu.stderr"
@@ -236,7 +250,7 @@ def run(plan: Plan, image: images.Image, choice: accel_mod.Choice, results_root:
             if split is not None:
                 manifest["overhead"] = split
                 write_manifest(run_dir, manifest)
-    return Outcome(run_dir, manifest["status"], manifest["reason"], outcome_records, host_failed, split)
+    return Outcome(run_dir, manifest["status"], manifest["reason"], outcome_records, host_failed, split, cut)
 
 
 def _overhead(begin: float, qemu_start: float | None, qemu_s: float | None,

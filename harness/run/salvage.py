@@ -15,8 +15,10 @@ run` into the same results directory, or `fslab recover RUN`. Salvaging a run di
 
 A --boots run salvages each boot that was running, then merges the boots as `fslab run --boots`
 does (boots that never started get failed records); a run spread over several hosts is one in
-boots too, each boot's records with the host its manifest names. A lock file keeps two fslab
-commands from salvaging one run at once.
+boots too, each boot's records with the host its manifest names. A run resumed after a panic
+(harness/run/resume.py: `resumed` in its manifest) gets boot 1's move into boots/b1 finished, its
+boot that ran salvaged (a resumed boot of --boots as a run of its own), and is merged as
+resume.merge does. A lock file keeps two fslab commands from salvaging one run at once.
 """
 
 from __future__ import annotations
@@ -163,11 +165,21 @@ def _salvage(run_dir: Path, log: Log, force: bool) -> runner.Outcome | None:
                   f"{os.getpid()} at {runner.now()}")
         not_run = unfinished.not_run(unfinished.killed(_pid(m)))
         if (run_dir / "boots").is_dir():
-            from harness.run import boots
+            from harness.run import boots, resume
 
+            if m.get("resumed") is not None:  # a run resumed after a panic: boot 1 may not have moved yet
+                resume.move_boot_1(run_dir)
             for d in sorted((run_dir / "boots").iterdir()):
-                if is_stale(d) or (force and (_manifest(d) or {}).get("status") == "running"):
+                if not (is_stale(d) or (force and (_manifest(d) or {}).get("status") == "running")):
+                    continue
+                if (d / "boots").is_dir():  # a boot of --boots that was itself resumed
+                    _salvage(d, log, force)
+                else:
                     _salvage_vm(d, _manifest(d) or {}, reason, log)
+            if m.get("resumed") is not None:
+                resume.merge(run_dir, plan, resume.State.of_manifest(m), str(m.get("accel", "unknown")))
+                boots.finish_manifest(run_dir, "interrupted", reason)
+                return _log_salvaged(run_dir, who, log, _outcome(run_dir))
             # a run spread over hosts: each boot's records say the host its manifest names; a
             # shard (harness/run/shards.py) holds its own boots only, all run on its machine
             shard = m.get("shard") or {}
@@ -179,10 +191,14 @@ def _salvage(run_dir: Path, log: Log, force: bool) -> runner.Outcome | None:
             out = _outcome(run_dir)
         else:
             out = _salvage_vm(run_dir, m, reason, log, plan)
-        ok = sum(1 for r in out.records if r.get("ok"))
-        log(f"fslab: salvaged {run_dir}: {who} had ended without finishing it; {len(out.records)} records "
-            f"({ok} ok) written, the run is marked interrupted")
-        return out
+        return _log_salvaged(run_dir, who, log, out)
+
+
+def _log_salvaged(run_dir: Path, who: str, log: Log, out: runner.Outcome) -> runner.Outcome:
+    ok = sum(1 for r in out.records if r.get("ok"))
+    log(f"fslab: salvaged {run_dir}: {who} had ended without finishing it; {len(out.records)} records "
+        f"({ok} ok) written, the run is marked interrupted")
+    return out
 
 
 def _outcome(run_dir: Path) -> runner.Outcome:

@@ -37,7 +37,7 @@ from harness.hostinfo import facts as provenance
 from harness.image import store as images
 from harness.plan.document import Plan
 from harness.run import boots as boots_mod
-from harness.run import over_hosts, runner
+from harness.run import over_hosts, resume, runner
 from harness.run.boots import link_tree
 from harness.vm import owner
 
@@ -111,7 +111,7 @@ def run(plan: Plan, image: images.Image, choice: accel.Choice, results_root: Pat
     try:
         for b in mine:
             log(f"fslab: shard {index}/{count}: boot {b} of {k}")
-            outcomes.append(runner.run(plans[b - 1], image, choice, top / "boots", log=log,
+            outcomes.append(resume.run(plans[b - 1], image, choice, top / "boots", log=log,
                                        name=f"fslab-{plan.run_id}-b{b}", history_dir=results_root))
     except KeyboardInterrupt as e:
         how = interruption(e)

@@ -90,7 +90,9 @@ Timeouts: a case may take TIMEOUT_BASE_S plus SECONDS_PER_POINT for every point 
 (paper: the points its ops can make, POINTS_PER_OP each). At the timeout, or when the program
 has written nothing for SILENT_S (it writes a line per crash point), the agent sends SIGTERM and
 the program undoes its mount, dm targets and loop devices before it exits; a process stuck in
-the kernel then loses only its filesystem (the agent's run_timed).
+the kernel then loses only its filesystem (the agent's run_timed). A kernel oops (made a panic by
+the agent) or a hung guest loses only the variant whose case it was: the host boots again without
+it (harness/run/resume.py), and the points its case had checked, sent while it ran, are kept.
 Cost of a crash point under TCG (each point's `point_s` record, split into replay, snapshot,
 mount, umount, checker, other; the report's durability section and the manifest's crash_point_s
 sum them up): ext4 maildir, 12 points each, main's program and this one in one boot on a host at

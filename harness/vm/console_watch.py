@@ -6,6 +6,10 @@ TCG on a loaded host: "Kernel panic - not syncing: IO-APIC + timer doesn't work!
 the boot, while the run waited for its 72 h deadline. The console is a file in the run directory
 (synced from a remote host by the backend), so one check serves both backends; it reads only
 what was added since the last look.
+
+The panic line of an oops says only "Fatal exception" (the guest agent makes every oops a panic:
+harness/guest/fslabguest/kernel.py); the kernel's own first line of the oops, printed before it
+(e.g. "BUG: kernel NULL pointer dereference, address: 0000000000000008"), is kept with it.
 """
 
 from __future__ import annotations
@@ -14,15 +18,30 @@ import re
 from pathlib import Path
 
 PANIC = re.compile(rb"Kernel panic - not syncing: ([^\r\n]*)")
+OOPS = re.compile(rb"(?:BUG: |Oops: |kernel BUG at |general protection fault|Unable to handle kernel )[^\r\n]*")
 TAIL = 4096  # a panic line cut by a read boundary is found by the next read, which re-reads this much
 
 
-class GuestPanicked(Exception):
-    """The guest's kernel panicked: `reason` is its own words."""
+def _text(b: bytes) -> str:
+    return b.decode("utf-8", "replace").strip().rstrip("]- ").strip()
 
-    def __init__(self, reason: str):
+
+class GuestPanicked(Exception):
+    """The guest's kernel panicked: `reason` is its own words, `oops` the first line of the oops
+    before it ("" when none was printed)."""
+
+    def __init__(self, reason: str, oops: str = ""):
         super().__init__(reason)
-        self.reason = reason
+        self.reason, self.oops = reason, oops
+
+    @property
+    def words(self) -> str:
+        """The panic's words, with the oops that led to it.
+
+        >>> GuestPanicked("Fatal exception", "BUG: kernel NULL pointer dereference, address: 0000000000000008").words
+        'Fatal exception (after BUG: kernel NULL pointer dereference, address: 0000000000000008)'
+        """
+        return f"{self.reason} (after {self.oops})" if self.oops else self.reason
 
 
 class ConsoleWatch:
@@ -46,6 +65,7 @@ class ConsoleWatch:
     def __init__(self, console: Path):
         self.console = console
         self.offset = 0
+        self.oops = ""  # the first oops line seen
 
     def check(self) -> None:
         try:
@@ -58,5 +78,8 @@ class ConsoleWatch:
         complete = data[: data.rfind(b"\n") + 1]  # only whole lines: the reason must not be cut
         self.offset = start + len(complete)
         m = PANIC.search(complete)
+        before = complete[: m.start()] if m else complete
+        if not self.oops and (o := OOPS.search(before)):
+            self.oops = _text(o.group(0))
         if m:
-            raise GuestPanicked(m.group(1).decode("utf-8", "replace").strip().rstrip("]- ").strip())
+            raise GuestPanicked(_text(m.group(1)), self.oops)

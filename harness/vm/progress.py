@@ -35,6 +35,26 @@ from harness.vm.live import Board
 from harness.vm.timings import History, case_key
 
 
+def new_events(path: Path, offset: int) -> tuple[list[dict[str, Any]], int]:
+    """The complete JSON lines of a progress file after byte `offset`, and the offset after them
+    (a half-written last line waits for the next call)."""
+    if not path.exists():
+        return [], offset
+    with open(path, "rb") as f:
+        f.seek(offset)
+        chunk = f.read()
+    end = chunk.rfind(b"\n")
+    if end < 0:
+        return [], offset
+    out = []
+    for line in chunk[: end + 1].splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out, offset + end + 1
+
+
 def _fmt(seconds: float | None) -> str:
     if seconds is None:
         return "?"
@@ -74,14 +94,21 @@ class Progress:
         # the agent's order: every filesystem made, then rounds across the filesystems (each after
         # the first made again when repeat.redo is mkfs), per case every filesystem in the round's order
         self.grouped = r.order == "grouped"
+        skip = set(plan.resume.skip) if plan.resume else set()  # a resumed boot skips what earlier boots ran
+
+        def todo(fs: str, rnd: int, i: int) -> bool:
+            return (fs, self.cases[i].id, rnd if rnd < 0 else self.rep_offset + self.cases[i].rep + rnd) not in skip
+
         self.items: list[tuple] = [("boot",)]
         for group in ([[fs] for fs in self.fss] if self.grouped else [self.fss]):
             self.items += [("setup", fs) for fs in group]
             for k, rnd in enumerate(rounds):
                 order = r.round_order(group, rnd)
                 if k and r.redo == "mkfs":
-                    self.items += [("remake", fs, rnd) for fs in order]
-                self.items += [("case", fs, rnd, i) for i in range(len(self.cases)) for fs in order]
+                    self.items += [("remake", fs, rnd) for fs in order
+                                   if any(todo(fs, rnd, i) for i in range(len(self.cases)))]
+                self.items += [("case", fs, rnd, i) for i in range(len(self.cases)) for fs in order
+                               if todo(fs, rnd, i)]
         self.items.append(("tail",))
         self.index = {it: k for k, it in enumerate(self.items)}
         self.pos, self.item_start, self.extra = 0, 0.0, False  # extra: a round beyond the plan
@@ -105,21 +132,7 @@ class Progress:
 
     def events(self) -> list[dict[str, Any]]:
         """New complete lines of the progress file since the last call."""
-        if not self.path.exists():
-            return []
-        with open(self.path, "rb") as f:
-            f.seek(self.offset)
-            chunk = f.read()
-        end = chunk.rfind(b"\n")
-        if end < 0:
-            return []
-        self.offset += end + 1
-        out = []
-        for line in chunk[: end + 1].splitlines():
-            try:
-                out.append(json.loads(line))
-            except ValueError:
-                continue
+        out, self.offset = new_events(self.path, self.offset)
         return out
 
     # --- estimates -------------------------------------------------------------------------------
