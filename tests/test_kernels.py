@@ -67,7 +67,7 @@ def test_the_vmconfig_kernel_is_a_measured_vm_setting_and_paths_are_the_files(tm
     ("kernels: [image]\n", "k.yaml: kernels: ['image'] is not allowed; allowed: a list of two or more kernels"),
     ("kernels: [image, image]\n", "k.yaml: kernels: the name 'image' is used twice"),
     ("kernels: [image, {deb: a.deb}]\nkernel: image\n", "k.yaml: kernels: give either kernel (one) or kernels"),
-    ("kernels: [image, {deb: a.deb, name: 'a b'}]\n", "k.yaml: kernels: [1]: name: 'a b' is not allowed"),
+    ("kernels: [image, {deb: a.deb, name: 'a b'}]\n", "k.yaml: kernels[1]: name: 'a b' is not allowed"),
 ])
 def test_a_bad_kernel_is_one_line_naming_the_key(tmp_path, extra, error):
     with pytest.raises(FslabError) as e:

@@ -7,6 +7,7 @@ naming the file, the key path and what is allowed; nothing is guessed or silentl
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -26,6 +27,8 @@ from harness.plan.disk import Disk
 from harness.plan.disk import choice as _choice
 from harness.plan.document import VM
 from harness.units import format_size
+
+_ENTRY = re.compile(r"\[\d+\]: ")  # a list's entry named by a parser: hosts[1]: ...
 
 # mount(2) takes its options in one page; the kernel refuses more (EINVAL) after the boot
 MAX_MOUNT_OPTIONS = 4095
@@ -255,8 +258,8 @@ def _fields(src: str, path: str, data: Any, table: dict) -> dict[str, Any]:
         else:
             try:
                 out[key] = parse(data[key])
-            except _Bad as e:  # "[i]: ..." names the entry of a list
-                raise FslabError(f"{src}: {where}{'' if str(e).startswith('[') else ': '}{e}") from None
+            except _Bad as e:  # "[i]: ..." names the entry of a list (a value's repr may start with '[' too)
+                raise FslabError(f"{src}: {where}{'' if _ENTRY.match(str(e)) else ': '}{e}") from None
     return out
 
 
