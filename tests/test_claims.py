@@ -134,8 +134,8 @@ def test_every_study_suite_has_the_issues_claims():
         assert set(names) <= ids, set(names) - ids
         assert all(c.suite == suite for c in ALL if c.id in names)
     assert len(ids) == len(ALL)  # ids are unique
-    for c in ALL:
-        assert c.text and c.paper and re.match(r"seed 00[0-4]", c.source), c.id
+    for c in ALL:  # a seed's claim names its seed; a web page's, its page (tests/test_claims_web.py)
+        assert c.text and c.paper and (re.match(r"seed 00[0-4]", c.source) or c.web_source is not None), c.id
         assert re.search(r"\d", c.paper) or "no numbers" in c.paper or "bar chart" in c.paper, c.id
 
 
@@ -798,8 +798,10 @@ def test_every_finding_is_a_claim_or_not_measurable(capsys):
     assert not neither_or_both, "a finding needs claims or a reason, not both: " + repr(neither_or_both)
     unknown = sorted({c for f in FINDINGS for c in f.claims} - ids)
     assert not unknown, f"findings name claims that do not exist: {unknown}"
-    uncited = sorted(ids - {c for f in FINDINGS for c in f.claims})
+    seed_ids = {c.id for c in ALL if not c.web}  # a web page's claims check its words (tests/test_claims_web.py)
+    uncited = sorted(seed_ids - {c for f in FINDINGS for c in f.claims})
     assert not uncited, f"claims that check no finding of the inventory: {uncited}"
+    assert not {c for f in FINDINGS for c in f.claims} - seed_ids, "a seed's finding names a web page's claim"
     assert all(f.says and f.where and f.quote for f in FINDINGS)
     assert len({(f.seed, " ".join(f.quote.split())) for f in FINDINGS}) == len(FINDINGS), "a finding listed twice"
     assert {f.seed for f in FINDINGS} == {"000", "001", "002", "003", "004"}
@@ -842,7 +844,8 @@ def test_quotes_are_the_seeds_words():
 
     assert SEEDS is not None
     text = {p.name[:3]: " ".join(p.read_text().split()) for p in SEEDS.glob("*.txt")}
-    wrong = [(c.id, c.quote) for c in ALL if " ".join(c.quote.split()) not in text[c.seed]]
+    assert {c.seed for c in ALL if not c.web} <= set(text), "a seed's claim whose seed is not in ../shared/seeds"
+    wrong = [(c.id, c.quote) for c in ALL if not c.web and " ".join(c.quote.split()) not in text[c.seed]]
     wrong += [(f.seed, f.quote) for f in FINDINGS if " ".join(f.quote.split()) not in text[f.seed]]
     assert not wrong
 

@@ -11,7 +11,11 @@ carries the finding in one line, the seed's own words (`quote`, verbatim in the 
 `says`, in English), the paper's number(s) with units, where they come from (seed and
 table/figure), and the comparison it implies over the run's records. The inventory of the
 seeds' findings (harness/suites/seed_findings.py) maps each finding to the claims that check it,
-or says why it is not measurable here; every claim checks some finding.
+or says why it is not measurable here; every seed's claim checks some finding. The application
+suites' claims (sqlite, pgbench) come from published web pages instead: each names its page
+(`web`), whose URL, date, setup and the words read from it are in harness/suites/web_sources.py,
+its `quote` a part of those words, its `note` what differs from fslab's runs; they are judged by
+the same rules.
 
   direction  sides (A, B): A is better than B; or pairs (A1, B1, A2, B2, ...): each A better
              than its B, all must hold (seed 004's "at every distance": one pair an operation)

@@ -173,9 +173,11 @@ def _wrap(text: str, indent: str = "    ") -> list[str]:
 
 
 def _source(c: cl.Claim) -> str:
+    """The source with its words: a seed's (and its language), or a web page's (and its URL)."""
     lang = SEED_LANGUAGES.get(c.seed, "")
     quote = f' "{c.quote}"' + (f" ({lang})" if lang else "") if c.quote else ""
-    return f"{c.source}{quote}"
+    web = c.web_source
+    return f"{c.source}{quote}" + (f" <{web.url}>" if web else "")
 
 
 def format_table(rows: list[cl.ClaimRow]) -> str:
@@ -373,14 +375,17 @@ def _tcg_line(c: cl.Claim) -> str:
 
 
 def format_list(claims: list[cl.Claim], findings: tuple = (), show_all: bool = False) -> str:
-    """Every claim (`fslab claims --list`): id, kind, suite, source with the seed's words, paper,
-    the band and its reason, and how TCG judges it (the TCG rule once, at the top). `show_all`
+    """Every claim (`fslab claims --list`): id, kind, suite, source with the seed's or web page's
+    words (a web page's URL, date and setup too), paper, the band and its reason, how TCG judges it
+    and the note (what differs from fslab's runs) (the TCG rule once, at the top). `show_all`
     (`--list --all`): then the inventory of the seeds' findings (harness/suites/seed_findings.py):
     each checked one with its claims, each other with why it is not measurable, and the counts."""
     out = _wrap(TCG_RULE, "  ") + [""]
     for c in claims:
         out += _wrap(f"{c.id} ({c.kind}, {c.suite}): {c.text}", "    ")
         out += _wrap(f"  source: {_source(c)}", "    ")
+        if c.web_source is not None:
+            out += _wrap(f"  page dated {c.web_source.date}; their setup: {c.web_source.setup}", "    ")
         if c.says:
             out += _wrap(f"  says: {c.says}", "    ")
         out += _wrap(f"  paper: {paper_text(c)}", "    ")

@@ -487,7 +487,8 @@ def parser() -> argparse.ArgumentParser:
                    help="compare runs that differ in image, accelerator, vmconfig or suite (with a warning)")
     p.set_defaults(func=cmd_compare)
 
-    p = sub.add_parser("claims", help="the studies' published findings checked against runs (paper vs this run)")
+    p = sub.add_parser("claims", help="published findings (the studies', the application suites') checked against runs "
+                       "(paper vs this run)")
     p.add_argument("run_dirs", nargs="*", metavar="RUN_DIR", help="run directories")
     p.add_argument("--test", choices=("welch", "mann-whitney"), default="welch",
                    help="significance test (default: welch)")

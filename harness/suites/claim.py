@@ -2,6 +2,11 @@
 Claim) and the registry of every suite's claims. Data only: the verdict rules that judge a claim
 against a run, and what each field means for them, are in harness/analysis/claims.py.
 
+A claim cites either a seed (the studies' documents, ../shared/seeds: `source` "seed 001, table
+119", its `quote` the seed's words) or a published web page (`web`, the key of a WebSource in
+harness/suites/web_sources.py, which keeps the page's URL, date, setup and the words read from it
+in one place; the claim's `quote` is some of those words).
+
     >>> Claim("x", "A beats B", "seed 000, fig. 1", "2x", "fio-matrix", "direction",
     ...       (Fs("a"), Fs("b")), measure=Measure("iops")).compared[0].fs.label
     'a'
@@ -13,6 +18,8 @@ import importlib
 import math
 import pkgutil
 from dataclasses import dataclass, field
+
+from harness.suites.web_sources import SOURCES, WebSource
 
 KINDS = ("direction", "ratio", "extreme", "order", "equal", "absolute")
 COMBINE = ("pool", "geomean", "sum")
@@ -183,7 +190,7 @@ class Claim:
 
     id: str
     text: str
-    source: str  # "seed 001, table 119"
+    source: str  # "seed 001, table 119", or a web page's title, date and page (with `web`)
     paper: str  # the paper's number(s), with units
     suite: str
     kind: str
@@ -199,9 +206,10 @@ class Claim:
     higher_is_better: bool | None = None
     note: str = ""
     pending: str = ""  # the suite it names is not in this tree yet: why, and what checks it later
-    quote: str = ""  # the seed's own words (verbatim, in its language: SEED_LANGUAGES) behind the claim
+    quote: str = ""  # the seed's (or web page's) own words, verbatim (a seed's in its language: SEED_LANGUAGES)
     says: str = ""  # the quote in English, when the claim's `text` is not its translation
     tolerance: Tolerance | None = None  # a ratio claim: where ratio and band come from (they are computed)
+    web: str = ""  # a claim from a web page: its WebSource's key (harness/suites/web_sources.py), else a seed's
 
     compared: tuple[Side, ...] = field(init=False, repr=False, compare=False)  # `sides`, each a Side
 
@@ -218,8 +226,13 @@ class Claim:
 
     @property
     def seed(self) -> str:
-        """'001' of source 'seed 001, table 119'."""
-        return self.source.split(",")[0].split()[1] if self.source.startswith("seed ") else ""
+        """'001' of source 'seed 001, table 119'; '' for a web claim."""
+        return self.source.split(",")[0].split()[1] if self.source.startswith("seed ") and not self.web else ""
+
+    @property
+    def web_source(self) -> WebSource | None:
+        """The WebSource a web claim cites (None for a seed's claim)."""
+        return SOURCES[self.web] if self.web else None
 
     def side_measure(self, side: Side) -> Measure:
         m = side.measure or self.measure
@@ -261,6 +274,11 @@ def _problems(c: Claim) -> list[str]:
         out.append("an extreme claim's top is 1 or more, below its number of sides")
     if c.kind == "extreme" and c.extreme not in ("best", "worst"):
         out.append("an extreme claim says extreme='best' or 'worst'")
+    if c.web:
+        if c.web not in SOURCES:
+            out.append(f"web source {c.web!r} is not in harness/suites/web_sources.py; known: {', '.join(SOURCES)}")
+        if not c.quote or c.source.startswith("seed "):
+            out.append("a web claim quotes its page (quote) and names it in source, not a seed")
     return out
 
 

@@ -24,9 +24,15 @@ Set-up once per mkfs, and what that means here: the harness makes every filesyst
 each round (issue 30), so `make-repo` runs in every repetition (each record's `setup_from_rep` is
 its own rep); with one mkfs for the boot only the first repetition would make it.
 
-Claims: none. The Phoronix Test Suite has a `git` test (a scripted series of git commands on the
-GTK repository), run across filesystems in Phoronix's articles; a short search found no published
-comparison stating a finding for these operations, so none is declared.
+Claims: none, because no published comparison of filesystems for these git operations could be
+read. The Phoronix Test Suite has a `git` test (a scripted series of git commands on the GTK
+repository), but no page whose words state a finding between filesystems for it was found; a
+search of stored public pages (2026-11-27: Phoronix, openbenchmarking.org, blogs on git status
+and checkout speed) found git benchmarks of one filesystem, of operating systems, of parallel
+checkout or of network filesystems, and one forum post timing `tree .git` of a git-annex on an
+ext4 disk against a btrfs one on another drive (not these operations, not the same disk); none
+compares ext4, xfs and btrfs at git's work. A claim needs a page's own words
+(harness/suites/web_sources.py), so none is declared.
 """
 
 from __future__ import annotations

@@ -18,13 +18,16 @@ database, and `init` runs in every repetition (each record's `setup_from_rep` is
 Only where a run keeps one mkfs for the boot would later repetitions reuse the database that
 earlier ones aged (pgbench appends to pgbench_history and updates the accounts).
 
-Claims: none declared yet. Published comparisons exist, with other settings: Tomas Vondra,
-"PostgreSQL performance on EXT4 and XFS" (blog, 2015): pgbench read-write, data 2x RAM, 16 clients
-on 4 cores, SSD, write barriers off: ext4 about 10 % above XFS (about 4700 against 4100 tps);
-and his "Postgres vs. File Systems: A Performance Comparison" (EDB, 2022: ext4, XFS, btrfs, ZFS on
-SATA and NVMe SSDs, tuned PostgreSQL). Their settings (barriers off, data larger than RAM, tuned
-shared_buffers and WAL) are not this suite's profiles; declaring them as claims
-(harness/suites/claim.py, with their own words) is not done.
+Claims (harness/suites/pgbench_claims.py, each citing a web page recorded with its words in
+harness/suites/web_sources.py; `fslab claims --list` shows them): ilsistemista.net's 2012 pgbench
+on Fedora 17 (ext4 by far first, btrfs second, xfs the slowest; scale 100, barriers on, a 7200 rpm
+disk), its 2010 sysbench OLTP test of PostgreSQL on Fedora 14 (btrfs below a quarter of ext4 and
+of xfs: two ratios, judged on their direction only under TCG) and Phoronix's 2009 PostgreSQL test
+(ext4 far ahead of btrfs and xfs, which did not finish in an hour). Not declared, because no
+result of theirs could be read (only their setup): Tomas Vondra's "PostgreSQL on EXT3/4, XFS,
+BTRFS and ZFS" (pgconf.eu 2015) and "Postgres vs. File Systems: A Performance Comparison" (EDB,
+2022); a figure once cited here from the 2015 talk (ext4 about 10 % above XFS) was not found in
+any text read, so it is not a claim.
 """
 
 from __future__ import annotations

@@ -23,12 +23,13 @@ fsyncs per transaction: the issue asks for it; what is counted is the device's f
 fsync calls themselves (counting those needs strace or a preload library the image does not
 have).
 
-Claims: none declared yet. Published comparisons exist, with other settings: Phoronix, "EXT4,
-Btrfs, NILFS2 Performance Benchmarks" (2009, Linux 2.6.30, one SATA disk): the Phoronix Test
-Suite's SQLite test (12,500 insertions) took 20 s on ext3, 34 s on NILFS2, 870 s on ext4, 1312 s
-on XFS and 1472 s on Btrfs (ext3's lead is its barriers being off by default then). Declaring
-them needs their own words and a mapping of that test onto a case here (harness/suites/claim.py);
-not done.
+Claims (harness/suites/sqlite_claims.py, each citing a web page recorded with its words in
+harness/suites/web_sources.py; `fslab claims --list` shows them): Phoronix's 2009 SQLite
+insertions (ext4 870 s, xfs 1312 s, btrfs 1472 s: the order ext4, xfs, btrfs), Phoronix's 2019
+Linux 5.0 comparison (btrfs by far the slowest; xfs ahead of ext4 on SATA and USB SSDs), and a
+2020 blog's SQLite on btrfs (WAL about 3x DELETE: a ratio of two workloads, so not judged under
+TCG). The pages do not say the test's journal mode, synchronous setting or transaction size;
+SQLite's defaults (DELETE, FULL) are case delete-full, whose insert step the claims read.
 """
 
 from __future__ import annotations
