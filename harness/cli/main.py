@@ -447,7 +447,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-scratch", action="store_true", help="keep disks and overlay after the run")
     p.add_argument("--image-dir", help="use this built image directory instead of the current build")
     p.add_argument("--kernel", metavar="DEB", help="a kernel .deb you built (make bindeb-pkg): every filesystem "
-                   "runs on the image's kernel and on this one, one boot each (as `kernels: [image, {deb: DEB}]`)")
+                   "runs on the image's kernel and on this one, one boot each, or with --boots K K boots each, "
+                   "alternating (as `kernels: [image, {deb: DEB}]`)")
     p.add_argument("--host", action="append", metavar="URI",
                    help="libvirt host to run on (repeatable; implies --backend libvirt): qemu:///system, "
                    "qemu+ssh://root@host/system; with several, whole boots (every filesystem) are spread over them")
