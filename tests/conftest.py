@@ -6,13 +6,14 @@ import pytest
 
 # The VM test files that take longest, longest first (CI under TCG, two VMs at a time: the smoke
 # runs, live view, deadline and registry tests; the catalog and fio-matrix boots; the kernel-tree
-# smoke; three kernels; the two libvirt hosts; the application suites' one boot; then the rest).
+# smoke; three kernels; two kernels in four alternating boots; the two libvirt hosts; the
+# application suites' one boot; then the rest).
 # They are collected first, so that `just test`'s two workers (-n 2 --dist loadfile
 # --no-loadscope-reorder: files handed out in collection order, not by their number of tests) each
 # start on a long one and share the short ones at the end, instead of one worker running the last
 # long one alone.
 LONGEST_FIRST = ("test_vm_run.py", "test_vm_catalog.py", "test_vm_kernel_tree.py", "test_vm_kernels.py",
-                 "test_vm_libvirt.py", "test_vm_apps.py", "test_vm_power_loss.py")
+                 "test_vm_kernel_boots.py", "test_vm_libvirt.py", "test_vm_apps.py", "test_vm_power_loss.py")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -379,3 +379,116 @@ def test_a_guest_kernel_panic_ends_the_run_at_once_with_its_words(tmp_path, monk
     assert out.status == "failed"
     assert out.reason == "the guest's kernel panicked: IO-APIC + timer doesn't work! (console.log); VM killed"
     assert {r["error"] for r in out.records} == {"not run: the guest's kernel panicked before this case (console.log)"}
+
+
+# --- kernels: with --boots: the kernels' boots alternate (run/alternate.py) -------------------------
+
+KERNEL_MODULES = ["ext4", "xfs", "virtio_blk", "virtio_pci", "virtio_console", "virtio_scsi", "sd_mod"]
+
+
+def two_kernels(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """tests/vmconfigs/kernels.yaml on two kernels, the image's and a .deb "you built"
+    whose boot files fslab has built already (their cache entry, in the environment's cache), and
+    that environment."""
+    from harness.image import kernels
+
+    img = tmp_path / "img"
+    image = make_image(img)
+    deb = tmp_path / "linux-image-6.99.0_amd64.deb"
+    deb.write_bytes(b"a kernel package")
+    key, parts = kernels.cache_key("deb", deb, {}, image)
+    built = tmp_path / "cache" / "fslab" / "kernels" / key[:16]
+    built.mkdir(parents=True)
+    for name in kernels.BOOT_FILES:
+        (built / name).write_bytes(b"boot file")
+    (built / kernels.KERNEL_JSON).write_text(json.dumps({"version": "6.99.0", "modules": KERNEL_MODULES, "builtin": [],
+                                                         "source_sha256": parts["source"], "key": key}))
+    config = tmp_path / "kernels.yaml"
+    text = (ROOT / "tests" / "vmconfigs" / "kernels.yaml").read_text()  # ext4 and xfs on like disks
+    config.write_text(text[:text.index("\nkernels:")] + f"\nkernels:\n  - image\n  - {{name: new, deb: {deb}}}"
+                      + text[text.index("\ndisks:"):])
+    return config, {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+
+
+def start_kernels(tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
+    config, env = two_kernels(tmp_path)
+    job = tmp_path / "hold.fio"
+    job.write_text(JOB)
+    return subprocess.Popen([sys.executable, FAKEVM, "fslab", "run", str(config), "--image-dir", str(tmp_path / "img"),
+                             "--accel", "tcg", "--fio-job", str(job), "--results-dir", str(tmp_path / "runs"),
+                             "--order", "sequential", *extra],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def test_sigkill_in_an_alternated_kernels_run_then_recover(tmp_path):
+    """kernels: [image, new] with --boots 2 (--order sequential: image, new, image, new), fslab
+    killed in the third boot (image's second, in its xfs case): `fslab recover` salvages both
+    kernels' runs as --boots runs, each keeping the order and the boots that started; compare
+    then says the boots alternated and that one never started."""
+    proc = start_kernels(tmp_path, "--boots", "2")
+    b2 = None
+    end = time.monotonic() + 120
+    while b2 is None and time.monotonic() < end:
+        found = list((tmp_path / "runs").glob("*/boots/b2"))  # the first boot 2 to start is the image's
+        if found and any(e["event"] == "case-start" and e["fs"] == "xfs" for e in events(found[0])):
+            b2 = found[0]
+        time.sleep(0.2)
+    assert b2 is not None, proc.stderr.read() if proc.poll() is not None else "no boot 2"
+    time.sleep(1.0)
+    proc.kill()
+    proc.communicate(timeout=30)
+    image = b2.parent.parent
+    (new,) = [d for d in (tmp_path / "runs").iterdir() if d.is_dir() and d != image]
+    assert all(manifest(d)["status"] == "running" and salvage.is_stale(d) for d in (image, new))
+    cp = fslab("recover", str(tmp_path / "runs"))
+    assert cp.returncode == 0 and sorted(cp.stdout.split()) == sorted([str(image), str(new)]), cp.stderr
+    for d, kernel in ((image, "image"), (new, "new")):
+        m = manifest(d)
+        assert m["status"] == "interrupted" and m["kernel"]["name"] == kernel
+        assert [(b["kernel"], b["boot"], b["started"] is not None) for b in m["alternation"]["boots"]] == [
+            ("image", 1, True), ("new", 1, True), ("image", 2, True), ("new", 2, False)]
+    heads = {d.name: [(r["boot"], r["fs"], r["ok"]) for r in read_records(d) if r["metric"] == "iops"]
+             for d in (image, new)}
+    assert heads[image.name] == [(1, "ext4", True), (1, "xfs", True), (2, "ext4", True), (2, "xfs", False)]
+    assert heads[new.name] == [(1, "ext4", True), (1, "xfs", True), (2, "ext4", False), (2, "xfs", False)]
+    assert {r["error"] for r in read_records(new) if r["boot"] == 2} == {
+        f"not run: fslab (pid {proc.pid}) ended before this case"}
+    assert not any(p.name == "scratch" for p in (tmp_path / "runs").rglob("scratch"))
+    cp = fslab("compare", str(image), str(new))
+    assert cp.returncode == 0, cp.stderr
+    assert "the kernels' boots alternated: A B A (A = image, B = new); 1 boot never started" in cp.stdout
+
+
+def test_an_alternated_kernels_run_to_its_end_through_the_cli(tmp_path):
+    """The whole of `fslab run` with kernels: and --boots 2 (--dry-run first: the order it will
+    boot in), each kernel's table and status, its run directory, and the report of both."""
+    config, env = two_kernels(tmp_path)
+    job = tmp_path / "quick.fio"
+    job.write_text(JOB.replace("runtime=3", "runtime=1"))
+    common = [sys.executable, FAKEVM, "fslab", "run", str(config), "--image-dir", str(tmp_path / "img"), "--accel",
+              "tcg", "--fio-job", str(job), "--results-dir", str(tmp_path / "runs"), "--boots", "2", "--seed", "11"]
+    dry = subprocess.run([*common, "--dry-run"], cwd=ROOT, capture_output=True, text=True, env=env, timeout=120)
+    assert dry.returncode == 0, dry.stderr
+    (said,) = [ln for ln in dry.stdout.splitlines() if ln.startswith("# 2 boots per kernel")]
+    cp = subprocess.run(common, cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
+    assert cp.returncode == 0, cp.stderr[-3000:]
+    dirs = [Path(x) for x in cp.stdout.strip().splitlines()[-2:]]
+    assert [ln for ln in cp.stdout.splitlines() if ln.startswith(("== kernel", "status:"))] == [
+        "== kernel image", "status: ok (2 boots, all ok)", "== kernel new", "status: ok (2 boots, all ok)"]
+    ran = [(b["kernel"], b["boot"]) for b in manifest(dirs[0])["alternation"]["boots"]]
+    assert said == "# 2 boots per kernel, in this order: " + " ".join(k for k, _ in ran)
+    assert "fslab: boot 4 of 4: kernel " in cp.stderr
+    cp = fslab("report", *map(str, dirs), "--out", str(tmp_path / "report"))
+    assert cp.returncode == 0, cp.stderr
+    assert "the kernels' boots alternated: " in (tmp_path / "report" / "summary.md").read_text()
+
+
+def test_kernels_with_aa_or_hosts_stay_one_line_refusals(tmp_path):
+    config, env = two_kernels(tmp_path)
+    for extra in (["--aa"], ["--host", "qemu+ssh://a/system", "--host", "qemu+ssh://b/system"]):
+        cp = subprocess.run([sys.executable, FAKEVM, "fslab", "run", str(config), "--image-dir", str(tmp_path / "img"),
+                             "--accel", "tcg", "--boots", "2", "--dry-run", *extra], cwd=ROOT, capture_output=True,
+                            text=True, env=env, timeout=120)
+        assert cp.returncode == 2 and cp.stderr.strip().splitlines() == [
+            f"fslab: error: {config}: kernels: runs its VMs on this machine; --aa and hosts are not combined with it "
+            "yet (hint: use `kernel:` for one kernel with those)"], (extra, cp.stderr)

@@ -25,7 +25,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.analysis import fairness, stats
+from harness.analysis import fairness, kernel_order, stats
 from harness.analysis.runs import Key, Run, Sample, load_run, plan_suites, samples
 from harness.errors import FslabError
 from harness.plan import vm_settings
@@ -327,8 +327,9 @@ def compare_paths(run_a: str, run_b: str | None = None, baseline: str | None = N
         rows = compare_runs(a, b, metrics, test)
         header = f"A = {a.run_id} ({a.accel}), B = {b.run_id} ({b.accel})"
         kernels = kernel_difference(a.manifest, b.manifest)
-        if kernels:
-            header += f"\n{'these runs differ in' if diffs else 'these runs differ only in'} {kernels}"
+        if kernels:  # and whether time stood between the kernels (their boots alternated or not)
+            header += (f"\n{'these runs differ in' if diffs else 'these runs differ only in'} {kernels}"
+                       f"\n{kernel_order.note([a.manifest, b.manifest])}")
         warnings += [f"run {r.run_id} ended {r.manifest.get('status')}: {r.manifest.get('reason')}"
                      for r in (a, b) if r.manifest.get("status", "ok") != "ok"]
     tcg = list(dict.fromkeys(r.run_id for r in ((a,) if run_b is None else (a, b)) if r.accel == "tcg"))

@@ -6,7 +6,7 @@ Read from the plan's `repeat` and the guest's guest/order.json (the manifest's `
 
 from __future__ import annotations
 
-from harness.analysis import stats
+from harness.analysis import kernel_order, stats
 from harness.analysis.runs import Run, samples
 
 SHOWN_ROUNDS = 8  # rounds whose order is written out; the rest are in guest/order.json
@@ -112,6 +112,9 @@ def design_lines(run: Run) -> list[str]:
                    "(Kalibera & Jones 2013: the level that varies); intervals and tests are boot to boot.")
     else:
         out.append("n counts repetitions (one boot): they are treated as independent.")
+    kernels = kernel_order.design_line(run.manifest)
+    if kernels:
+        out.append(kernels)
     out.append(f"Verdicts: Welch's t-test at alpha {stats.ALPHA:g}, Holm-adjusted over each quantity's comparisons; "
                "they assume independent repetitions of identically made filesystems whose order is not "
                "confounded with time.")

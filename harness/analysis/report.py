@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from harness.analysis import compare, figures, ranking, stats
+from harness.analysis import compare, figures, kernel_order, ranking, stats
 from harness.analysis import report_warnings as warn
 from harness.analysis.design import design_lines, design_summary
 from harness.analysis.records_csv import write_csv
@@ -67,7 +67,9 @@ def _deltas(runs: list[Run]) -> list[Delta]:
     if len(runs) < 2:
         return []
     metrics = [*runs[0].headline_metrics(), ranking.RATE]
-    return [Delta(runs[0].label, r.label, compare.compare_runs(runs[0], r, metrics)) for r in runs[1:]]
+    return [Delta(runs[0].label, r.label, compare.compare_runs(runs[0], r, metrics),
+                  kernel_order.note([runs[0].manifest, r.manifest])
+                  if compare.kernel_difference(runs[0].manifest, r.manifest) else "") for r in runs[1:]]
 
 
 # A section made from the runs once they are read (None: nothing to say for these runs).

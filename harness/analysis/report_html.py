@@ -119,7 +119,7 @@ def render_html(rep: Report) -> str:
 
     if rep.deltas:
         h.append('<section id="runs-compared"><h2>Run against run</h2>')
-        h += [answer.delta_html(d.a, d.b, d.rows) for d in rep.deltas]
+        h += [answer.delta_html(d.a, d.b, d.rows, d.note) for d in rep.deltas]
         h.append("</section>")
 
     h.append('<section id="more-warnings"><h2>Warnings</h2>')

@@ -23,7 +23,7 @@ def render_markdown(rep: Report) -> str:
     for s in rep.sections:
         lines += ["", f"## {s.title}", "", s.markdown.rstrip()]
     for d in rep.deltas:
-        lines += ["", f"## Run {d.b} against run {d.a}", ""]
+        lines += ["", f"## Run {d.b} against run {d.a}", ""] + ([answer._md(d.note), ""] if d.note else [])
         lines += answer.md_table(*answer.delta_table(d.rows)) + ["", answer.verdict_counts(d.rows)]
     lines += ["", "## Warnings", ""]
     for f in folds:

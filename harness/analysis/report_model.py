@@ -72,6 +72,7 @@ class Delta:
     a: str
     b: str
     rows: list[compare.Row]
+    note: str = ""  # runs of two kernels: whether their boots alternated (analysis/kernel_order.py)
 
 
 @dataclass

@@ -201,9 +201,10 @@ def score_html(scores: list[ranking.Score]) -> str:
     return "".join(h)
 
 
-def delta_html(delta_a: str, delta_b: str, rows: list[compare.Row]) -> str:
+def delta_html(delta_a: str, delta_b: str, rows: list[compare.Row], note: str = "") -> str:
     head, cells = delta_table(rows)
     h = [f"<h3>Run {escape(delta_b)} against run {escape(delta_a)}</h3>",
+         *([f'<p class="method">{escape(note)}</p>'] if note else []),
          f"<p>change = 100 × (mean {escape(delta_b)} / mean {escape(delta_a)} − 1), 95 % CI by Fieller; "
          "p by Welch; a verdict only at alpha 0.05, in the metric's direction.</p>",
          '<table class="delta"><thead><tr>', *(f"<th>{escape(c)}</th>" for c in head), "</tr></thead><tbody>"]

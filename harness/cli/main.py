@@ -33,7 +33,7 @@ from harness.image import store as images
 from harness.plan import filesystems, kernel_spec, vm_settings
 from harness.plan.document import Plan
 from harness.plan.fiocost import VM_OVERHEAD_S
-from harness.run import overhead, resume, runner
+from harness.run import alternate, overhead, resume, runner
 from harness.vm import hosts
 
 DEFAULT_VMCONFIG = "vmconfigs/default.yaml"
@@ -74,8 +74,8 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
                    "accelerator's slowest plausible rate (by default only when it cannot possibly fit)")
     p.add_argument("--boots", type=int, metavar="K",
                    help="repeat the whole run in K VM boots (default 1; with several hosts, one per host; with "
-                   "--shard I/N, N), one after another or spread over the hosts or shards; the statistics count boots "
-                   "(hosts, with several), not "
+                   "--shard I/N, N), one after another or spread over the hosts or shards; with `kernels:`, K boots "
+                   "per kernel, the kernels alternating; the statistics count boots (hosts, with several), not "
                    "repetitions; each boot's own run directory is kept under boots/")
 
 
@@ -163,17 +163,20 @@ def cmd_run(args: argparse.Namespace) -> int:
         before_boot.user_job(args.fio_job)
     before_boot.suite_inputs(p)
     before_boot.refuse_impossible(p, args.fio_job)
+    kernel_list = _kernels_asked(args, p)
+    if kernel_list and args.shard:
+        raise FslabError(f"{args.vmconfig}: kernels: --shard is not combined with several kernels yet")
+    if kernel_list and (host_list or args.aa):  # before any host is asked
+        raise FslabError(f"{args.vmconfig}: kernels: runs its VMs on this machine; --aa and hosts are not combined "
+                         "with it yet", hint="use `kernel:` for one kernel with those")
     where: list[hosts.Host | None] = [*host_list] or [None]  # None: this machine
     for h in where:
         before_boot.host_can_give(p, h)
-    kernel_list = _kernels_asked(args, p)
     image = _image_for(p, args.image_dir)
     if args.fio_job:
         before_boot.fio_says(p, image.manifest, args.fio_job)
-    if kernel_list and args.shard:
-        raise FslabError(f"{args.vmconfig}: kernels: --shard is not combined with several kernels yet")
     if kernel_list:
-        return _run_kernels(args, p, kernel_list, image, results_root, scratch_root, host_list)
+        return _run_kernels(args, p, kernel_list, image, results_root, scratch_root)
     if args.shard:
         return _report(cli_shards.run(args, p, host_list, image, results_root))
     if len(host_list) > 1:
@@ -225,26 +228,28 @@ def _kernels_asked(args: argparse.Namespace, p: Plan) -> tuple[dict, ...]:
 
 
 def _run_kernels(args: argparse.Namespace, p: Plan, kernel_list: tuple[dict, ...], image: images.Image,
-                 results_root: Path, scratch_root: Path | None, host_list: list[hosts.Host]) -> int:
-    """`kernels:`: every filesystem on every kernel, one boot per kernel, one after another; each
-    boot is a run of its own (its plan's vm.kernel says which), and `fslab report` of them ranks the
-    filesystems per kernel and sets each kernel against the first, per filesystem. Every kernel is
-    built and checked (its modules against the plan) before the first boot."""
-    if (args.boots or 1) != 1 or host_list or args.aa:
-        raise FslabError(f"{args.vmconfig}: kernels: runs one VM per kernel on this machine; --boots, --aa and "
-                         "hosts are not combined with it yet", hint="use `kernel:` for one kernel with those")
+                 results_root: Path, scratch_root: Path | None) -> int:
+    """`kernels:`: every filesystem on every kernel, each kernel a run of its own (its plan's
+    vm.kernel says which): one boot per kernel, one after another, or with --boots K, K boots per
+    kernel alternating between the kernels (harness/run/alternate.py). `fslab report` of the runs
+    ranks the filesystems per kernel and sets each kernel against the first, per filesystem. Every
+    kernel is built and checked (its modules against the plan) before the first boot."""
+    boots = args.boots or 1
     runs = []
     for spec in kernel_list:
         pk = replace(p, run_id=resolve.new_run_id(p.vm.name),
                      vm=replace(p.vm, kernel=None if kernel_spec.is_image(spec) else spec))
-        runs.append((pk, boot_kernel(pk, image)))
+        runs.append(((pk.vm.kernel or kernel_spec.IMAGE)["name"], pk, boot_kernel(pk, image)))
     choice = accel.choose(p.vm.accelerator, image.kernel)
     if args.show_command or args.dry_run:
         before_boot.fit(p, choice.used, args.strict, args.fio_job)
-        for pk, img in runs:
+        if boots > 1:
+            print(f"# {boots} boots per kernel, in this order: "
+                  + " ".join(name for name, _ in alternate.order(p.repeat, [n for n, _, _ in runs], boots)))
+        for name, pk, img in runs:
             run_dir = results_root / pk.run_id
             scratch = scratch_root / pk.run_id if scratch_root else run_dir / "scratch"
-            print(f"# kernel {(pk.vm.kernel or kernel_spec.IMAGE)['name']}")
+            print(f"# kernel {name}")
             print(runner.vm_for(pk, img, choice.used, run_dir, scratch, None, place=False).command_text())
         return 0
     if choice.warning:
@@ -253,14 +258,17 @@ def _run_kernels(args: argparse.Namespace, p: Plan, kernel_list: tuple[dict, ...
     before_boot.salvage_stale(results_root)
     outs = []
     with before_boot.sharing_said(f"{args.prog} {args.vmconfig}"):
-        for pk, img in runs:
-            name = (pk.vm.kernel or kernel_spec.IMAGE)["name"]
+        if boots > 1:
+            outs = alternate.run(runs, choice, results_root, boots, scratch_root=scratch_root,
+                                 keep_scratch=args.keep_scratch, run_boot=resume.run)
+        for name, pk, img in runs if boots == 1 else ():
             print(f"fslab: kernel {name} ({img.booted_kernel().get('version')})", file=sys.stderr)
-            out = resume.run(pk, img, choice, results_root, scratch_root=scratch_root, keep_scratch=args.keep_scratch)
-            print(f"== kernel {name}")
-            print(format_table(out.records))
-            print(f"status: {out.status} ({out.reason})")
-            outs.append(out)
+            outs.append(resume.run(pk, img, choice, results_root, scratch_root=scratch_root,
+                                   keep_scratch=args.keep_scratch))
+    for (name, _, _), out in zip(runs, outs, strict=True):
+        print(f"== kernel {name}")
+        print(format_table(out.records))
+        print(f"status: {out.status} ({out.reason})")
     for out in outs:
         print(out.run_dir)
     fslab = args.prog.rsplit(" ", 1)[0]  # "fslab run" -> "fslab"
@@ -439,7 +447,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--keep-scratch", action="store_true", help="keep disks and overlay after the run")
     p.add_argument("--image-dir", help="use this built image directory instead of the current build")
     p.add_argument("--kernel", metavar="DEB", help="a kernel .deb you built (make bindeb-pkg): every filesystem "
-                   "runs on the image's kernel and on this one, one boot each (as `kernels: [image, {deb: DEB}]`)")
+                   "runs on the image's kernel and on this one, one boot each, or with --boots K K boots each, "
+                   "alternating (as `kernels: [image, {deb: DEB}]`)")
     p.add_argument("--host", action="append", metavar="URI",
                    help="libvirt host to run on (repeatable; implies --backend libvirt): qemu:///system, "
                    "qemu+ssh://root@host/system; with several, whole boots (every filesystem) are spread over them")

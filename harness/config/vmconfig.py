@@ -84,7 +84,7 @@ class VMConfig:
     source: str
     hosts: tuple[hosts_mod.Host, ...] = ()
     suite_file: str | None = None  # resolved against the vmconfig's directory
-    kernels: tuple[dict[str, Any], ...] = ()  # `kernels:`: one boot per kernel (run/kernels.py)
+    kernels: tuple[dict[str, Any], ...] = ()  # `kernels:`: a run per kernel (cli/main.py, run/alternate.py)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -200,7 +200,7 @@ VM_KEYS: dict[str, tuple[Callable[[Any], Any] | None, Any, str]] = {
     **_VM_ROWS,
     "hosts": (_hosts, (), "libvirt hosts the VMs run on (backend libvirt; default qemu:///system)"),
     "kernels": (_kernels, (), "two or more kernels, each as `kernel:`: every filesystem runs on each, one boot per "
-                "kernel, in one run"),
+                "kernel, or with --boots K K boots each, the kernels alternating"),
     "image": (_name, "debian-12", "image definition under images/"),
     "suite": (_suites, "fio-basic", "workload suite, or a list of suites run in one boot"),
     "profile": (_name, "default", "profile of the suite"),

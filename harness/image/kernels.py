@@ -130,16 +130,23 @@ def _tree_digest(root: Path) -> str:
     return h.hexdigest()
 
 
-def prepare(spec: dict[str, Any], image: images.Image, log: Any = None) -> Kernel:
-    """The built boot files of `spec` for `image` (built now unless cached)."""
-    kind, src = _source(spec, image)
+def cache_key(kind: str, src: Path, spec: dict[str, Any], image: images.Image) -> tuple[str, dict[str, Any]]:
+    """The key of a kernel's boot files (their directory: kernels_dir() / key[:16]) and what it is
+    the sha256 of: the kernel's bytes (`src`: the .deb, or the bzImage with its modules tree and
+    config), the image's initramfs and the builder's version."""
     parts: dict[str, Any] = {"builder": BUILDER, "source": _sha256(src),
                              "image_initrd": image.manifest["files"]["initrd.img"]["sha256"]}
     if kind == "bzimage":
         parts["modules"] = _tree_digest(Path(spec["modules"]))
         if spec.get("config"):
             parts["config"] = _sha256(Path(spec["config"]))
-    key = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest(), parts
+
+
+def prepare(spec: dict[str, Any], image: images.Image, log: Any = None) -> Kernel:
+    """The built boot files of `spec` for `image` (built now unless cached)."""
+    kind, src = _source(spec, image)
+    key, parts = cache_key(kind, src, spec, image)
     out = kernels_dir() / key[:16]
     if (out / KERNEL_JSON).is_file() and all((out / f).is_file() for f in BOOT_FILES):
         return _asked(out, spec)
