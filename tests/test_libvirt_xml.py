@@ -86,3 +86,31 @@ def test_nvme_goes_to_qemu_verbatim():
     assert args == drive.qemu_args(p.disks[0], "/s/d0.raw")  # the qemu backend's very arguments
     assert args[-1] == "nvme,drive=disk-d0,serial=fslab-d0"
     assert [d.findtext("serial") for d in dom.iter("disk")] == ["fslab-root", "fslab-seed"]
+
+
+def test_a_late_event_of_a_destroyed_domain_does_not_reach_the_next_one_of_its_name():
+    """test_vm_libvirt's one-login test made two domains of one name one after the other; at load 7
+    the first one's "stopped destroyed" came after the second had registered and stopped it
+    (`dom.running` False at once). Events go to the domain of that name and UUID."""
+    from harness.vm import libvirt as lv
+
+    class Dom:  # what libvirt's event callback is handed: the domain's name and UUID
+        def __init__(self, name: str, uuid: str):
+            self._name, self._uuid = name, uuid
+
+        def name(self) -> str:
+            return self._name
+
+        def UUIDString(self) -> str:  # noqa: N802 - libvirt's name
+            return self._uuid
+
+    link = lv.Link("qemu:///system", None)
+    seen: list[tuple[int, int]] = []
+    first, _ = lv.with_uuid("<domain><name>fslab-x</name></domain>")
+    second, xml = lv.with_uuid("<domain><name>fslab-x</name></domain>")
+    assert first != second and f"<uuid>{second}</uuid>" in xml
+    link.domains["fslab-x"] = (second, lambda e, d: seen.append((e, d)))
+    link.on_event(None, Dom("fslab-x", first), 5, 1, None)  # the first one's late STOPPED
+    assert seen == []
+    link.on_event(None, Dom("fslab-x", second), 2, 0, None)
+    assert seen == [(2, 0)]

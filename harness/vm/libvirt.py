@@ -35,6 +35,7 @@ import os
 import re
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -202,18 +203,20 @@ class Link:
     """The connection to one URI that every call of this process shares (see the module's docstring).
 
     Its lifecycle events come to one callback (libvirt takes one per event kind and connection),
-    which hands each to the Domain of that name; its end, to every Domain listening."""
+    which hands each to the Domain of that name and UUID (a domain destroyed and one made again
+    under its name share the name: the first one's late "stopped" must not stop the second); its
+    end, to every Domain listening."""
 
     def __init__(self, uri: str, conn: Any):
         self.uri, self.conn = uri, conn
         self.lost: str | None = None  # why the connection ended, once it has (close reason)
         self.listeners: dict[int, Callable[[str], None]] = {}  # told, in the event loop's thread
-        self.domains: dict[str, Callable[[int, int], None]] = {}  # domain name -> its events
+        self.domains: dict[str, tuple[str, Callable[[int, int], None]]] = {}  # name -> (UUID, its events)
 
     def on_event(self, _conn: Any, dom: Any, event: int, detail: int, _opaque: Any) -> None:
-        tell = self.domains.get(dom.name())
-        if tell is not None:
-            tell(event, detail)
+        mine = self.domains.get(dom.name())
+        if mine is not None and dom.UUIDString() == mine[0]:
+            mine[1](event, detail)
 
     def on_close(self, _conn: Any, reason: int, _opaque: Any) -> None:
         lv = binding()
@@ -350,10 +353,27 @@ def _event_words(lv: Any, event: int, detail: int) -> str:
     return f"{kind} {details.get(detail, detail)}"
 
 
+def with_uuid(xml: str) -> tuple[str, str]:
+    """The domain's UUID and its XML: the XML's own <uuid>, or a new one written after <name>.
+
+    >>> u, x = with_uuid("<domain type='qemu'><name>a</name></domain>")
+    >>> x == f"<domain type='qemu'><name>a</name><uuid>{u}</uuid></domain>" and len(u) == 36
+    True
+    >>> with_uuid("<domain><name>a</name><uuid>0b6e4c3a-9d1e-4c5e-8f7a-2b3c4d5e6f70</uuid></domain>")[0]
+    '0b6e4c3a-9d1e-4c5e-8f7a-2b3c4d5e6f70'
+    """
+    m = re.search(r"<uuid>\s*([0-9a-fA-F-]{32,36})\s*</uuid>", xml)
+    if m:
+        return str(uuid.UUID(m.group(1))), xml  # as libvirt's UUIDString() gives it
+    u = str(uuid.uuid4())
+    return u, xml.replace("</name>", f"</name><uuid>{u}</uuid>", 1)
+
+
 class Domain:
     """A transient libvirt domain for one run; leaving the `with` block always ends it."""
 
     def __init__(self, uri: str, xml: str, name: str, workdir: Path):
+        self.uuid, xml = with_uuid(xml)
         self.uri, self.xml, self.name, self.workdir = uri, xml, name, workdir
         self.label = uri.split("?", 1)[0]
         self.xml_path = workdir / "domain.xml"
@@ -376,7 +396,7 @@ class Domain:
         self.conn = self.link.conn
         self.link.listeners[id(self)] = self._on_close
         try:
-            if self.link.domains.setdefault(self.name, self._on_event) != self._on_event:
+            if self.link.domains.setdefault(self.name, (self.uuid, self._on_event)) != (self.uuid, self._on_event):
                 raise explain(self.uri, Failure(lv.VIR_ERR_DOM_EXIST, lv.VIR_FROM_DOM, 0, ""), self.name)
             _bounded(self.uri, f"create {self.name}", self._create, START_TIMEOUT, self.name)
         except BaseException:
@@ -484,5 +504,5 @@ class Domain:
         self._shut = True
         if self.link is not None:
             self.link.listeners.pop(id(self), None)
-            if self.link.domains.get(self.name) == self._on_event:
+            if self.link.domains.get(self.name) == (self.uuid, self._on_event):
                 del self.link.domains[self.name]
