@@ -157,8 +157,9 @@ def test_token_auth(tmp_path, built, monkeypatch):
         cp = fslab("image", "push", str(built.dir), ref, env=right)
         assert cp.returncode == 0 and "(6 layer(s) sent, 0 already there)" in cp.stdout, cp.stdout + cp.stderr
         # the registry names the actions in either order (CI saw "push,pull"): compare them as a set
-        assert ("lab", "repository:fslab/debian-12", {"pull", "push"}) in [
-            (user, scope.rpartition(":")[0], set(scope.rpartition(":")[2].split(","))) for user, scope in tokens.requests]
+        asked = [(user, scope.rpartition(":")[0], set(scope.rpartition(":")[2].split(",")))
+                 for user, scope in tokens.requests]
+        assert ("lab", "repository:fslab/debian-12", {"pull", "push"}) in asked, asked
         assert store_state() == ["(no store)"]
         cp = fslab("image", "pull", "debian-12", ref, env=right)
         assert cp.returncode == 0 and "added to the store" in cp.stdout, cp.stdout + cp.stderr

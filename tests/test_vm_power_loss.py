@@ -1,7 +1,7 @@
 """VM tests of suite power-loss: the real fslab-powerloss with the real dm-log-writes, dm-snapshot,
 mounts and checkers in a guest.
 
-One boot (tests/vmconfigs/power-loss-smoke.yaml: ext4, ext2 and ext4-tiny-log; CI) for both:
+One boot (tests/vmconfigs/power-loss-smoke.yaml: ext4, ext2, ext4-tiny-log, xfs, btrfs; CI) for all three:
 1. The reorder profile (smoke, and up to 4 reordered states at each crash point at a flush) on
    ext4 and ext2, two workers (one per vCPU): crash
    points were checked on both; the data control broke the promise whose write it dropped,
@@ -12,7 +12,9 @@ One boot (tests/vmconfigs/power-loss-smoke.yaml: ext4, ext2 and ext4-tiny-log; C
    code and verdict recorded); reordered states were checked, each a subset of the writes in
    flight before its flush (reorder.jsonl), ext4 kept every promise in them; the report has the
    durability section and says what the reordered states found.
-2. A log disk too small (ext4-tiny-log): that filesystem's cases fail with one clear line, the
+2. xfs (two workers, crash images mounted with nouuid) and btrfs (one worker): every crash image
+   mounts; none is refused as a second copy of a mounted filesystem.
+3. A log disk too small (ext4-tiny-log): that filesystem's cases fail with one clear line, the
    other filesystems are recorded as if nothing happened.
 """
 
@@ -153,6 +155,28 @@ def test_power_loss_smoke_on_ext4_and_ext2(smoke):
     assert 'id="claims"' in html and "pl-ext2-needs-fsck" in html  # the report's claims section
     check_claims(run_dir, "power-loss", report=False)  # the power-loss claims: every row with a verdict
     print(f"\npower-loss smoke: {wall:.0f} s wall; {json.dumps(summary)}")
+
+
+def test_every_xfs_and_btrfs_crash_image_mounts_though_workers_copy_the_filesystem(smoke):
+    """Each worker mounts its own copy of one filesystem. The quick run of 2026-11-27 counted 22.5 %
+    of xfs's and 36 % of btrfs's crash points unmountable because the kernel refused a second copy
+    (duplicate UUID, duplicate device): now xfs's crash images mount with nouuid (two workers) and
+    btrfs has one worker, saying why; every point mounts, and both keep their fsynced promises."""
+    _, run_dir, all_recs, _ = smoke
+    recs = [r for r in all_recs if r["fs"] in ("xfs", "btrfs")]
+    assert recs and all(r["ok"] for r in recs), [r.get("error") for r in recs if not r["ok"]][:3]
+    for fs, workers in (("xfs", 2), ("btrfs", 1)):
+        for case in ("maildir", "control"):
+            vals = _values(recs, fs, case)
+            assert vals[("workers", None)] == workers, (fs, case)
+            assert vals[("points_checked", None)] > 0 and vals[("points_unmountable", None)] == 0, (fs, case)
+            points = points_of(run_dir, fs, case)
+            assert all(p["mounted"] for p in points), [p["mount"] for p in points if not p["mounted"]][:2]
+            assert not any("duplicate" in line for p in points for line in p["mount"]["kernel"]), (fs, case)
+    note = [r for r in recs if r["fs"] == "btrfs" and r["metric"] == "workers"][0].get("note", "")
+    assert "refuses to mount a second copy" in note, note
+    assert _values(recs, "xfs", "maildir")[("promises_broken", None)] == 0  # xfs keeps its fsynced promises
+    assert _values(recs, "btrfs", "maildir")[("promises_broken", None)] == 0
 
 
 def test_a_log_disk_too_small_fails_its_cases_in_one_line_and_the_run_goes_on(smoke):

@@ -180,7 +180,7 @@ def build_into(name: str, files: dict[str, str], params: dict[str, str], sources
         return _build_in(work, src, name, digest, files, params, accelerator, log)
     except BaseException:
         _keep_logs(work, store / ".failed" / f"{name}-{digest[:16]}")
-        shutil.rmtree(work, ignore_errors=True)
+        proc.remove_tree(work)  # what the chroot still had mounted is detached, never descended into
         raise
 
 
@@ -349,7 +349,7 @@ def write_manifest(directory: Path, manifest: dict) -> None:
 def _run_logged(argv: list[str], logfile: Path, **kw) -> None:
     """Run a build step, keeping its whole output in `logfile` whatever happens."""
     try:
-        cp = proc.run(argv, **kw)
+        cp = proc.run(argv, group=True, **kw)
     except CommandError as e:
         logfile.write_text(f"$ {' '.join(argv)}\n{e.output}\n")
         hint = f"whole log: {logfile.name} in {store_dir() / '.failed'}/"

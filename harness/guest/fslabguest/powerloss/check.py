@@ -7,6 +7,7 @@ import argparse
 import fcntl
 import json
 import os
+import re
 import shutil
 import stat
 import time
@@ -34,6 +35,34 @@ def _lines(text: str, n: int = 20) -> list[str]:
     return [ln.rstrip() for ln in text.splitlines() if ln.strip()][:n]
 
 
+# what the kernel says when it refuses a second mounted copy of one filesystem (xfs: one UUID;
+# btrfs: one fsid): the harness's doing, never the crash image's
+_SECOND_COPY = re.compile(r"duplicate UUID|duplicate device")
+
+
+def crash_mount_options(cfg: argparse.Namespace) -> str:
+    """A crash image's mount options: the filesystem's, and for xfs `nouuid`, since workers mount
+    copies of one filesystem at once (workers.py) and xfs refuses a UUID it has mounted.
+
+    >>> crash_mount_options(argparse.Namespace(fstype="xfs", mount_options=""))
+    'nouuid'
+    >>> crash_mount_options(argparse.Namespace(fstype="ext4", mount_options="data=journal"))
+    'data=journal'
+    """
+    if cfg.fstype != "xfs" or "nouuid" in cfg.mount_options.split(","):
+        return cfg.mount_options
+    return ",".join(o for o in (cfg.mount_options, "nouuid") if o)
+
+
+def _not_a_second_copy(point: Point, kernel: list[str]) -> None:
+    """A mount refused because another copy of the filesystem is mounted stops the case in one
+    line: counting it as an unmountable crash image would blame the filesystem for the harness."""
+    for line in kernel:
+        if _SECOND_COPY.search(line):
+            raise PowerlossError(f"crash point {point.index}: the kernel refused the crash image as a second copy "
+                                 f"of a mounted filesystem ({line.strip()}): a harness fault, not a finding")
+
+
 def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str, sectors: int,
                 kmsg: dm.Kmsg, fsck: bool = True, same_check: tuple[dict, str] | None = None,
                 prepare: Callable[[str], None] | None = None) -> tuple[dict, str, dict[str, bytes]]:
@@ -56,9 +85,11 @@ def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str,
             prepare(snap)
         if cfg.fstype == "btrfs":  # btrfs refuses a device older than one it saw (the recording's)
             dm.run_cmd(["btrfs", "device", "scan", "--forget"], 60)
-        rc, text = dm.mount_fs(cfg.fstype, cfg.mount_options, snap, cfg.mnt)
+        rc, text = dm.mount_fs(cfg.fstype, crash_mount_options(cfg), snap, cfg.mnt)
         rec["mount"] = {"rc": rc, "output": _lines(text), "kernel": kmsg.take()}
         rec["mounted"] = rc == 0
+        if rc != 0:
+            _not_a_second_copy(point, rec["mount"]["kernel"])
         if rc == 0:
             try:
                 res = verify(cfg.mnt, acks.ops, acks.promises, point.due, point.final)
@@ -188,7 +219,7 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
     fault = None
     st = os.statvfs(cfg.cow_dir)
     n, why = workers.how_many(getattr(cfg, "workers", 1), touched_bytes(log), cfg.replay_target, mem_available(),
-                              st.f_bavail * st.f_frsize)
+                              st.f_bavail * st.f_frsize, cfg.fstype)
     emit("workers", min(n, len(chosen)) or 1, **({"note": why} if why else {}))
     fsck_at = sampling.checker_points(chosen, cfg.check_every)
     tot: dict = {"points": 0, "sampled_out": 0, "same_state": 0, "same_state_unmounted": 0,
@@ -349,7 +380,7 @@ def _metadata_control(cfg: argparse.Namespace, log: Log, dev_fd: int, dropped: s
     def sectors_of_files(snap: str) -> set[bytes]:
         if cfg.fstype == "btrfs":  # as check_point: btrfs refuses a device older than one it saw
             dm.run_cmd(["btrfs", "device", "scan", "--forget"], 60)
-        rc, _ = dm.mount_fs(cfg.fstype, cfg.mount_options, snap, cfg.mnt)
+        rc, _ = dm.mount_fs(cfg.fstype, crash_mount_options(cfg), snap, cfg.mnt)
         if rc != 0:
             return set()
         try:

@@ -261,19 +261,27 @@ def _stop(pids: list[int], grace_s: float = 20) -> None:
             pass
 
 
-def how_many(want: int, touched: int, target_want: str, available: int, free: int) -> tuple[int, str]:
+def how_many(want: int, touched: int, target_want: str, available: int, free: int,
+             fstype: str = "") -> tuple[int, str]:
     """Workers to run: `want`, or fewer where their RAM targets would not fit (target.py's rule for
-    one, times the workers); one on the data disk (there is one disk).
+    one, times the workers); one on the data disk (there is one disk); one for btrfs, which will
+    not mount a second copy of a filesystem while the first is mounted (one fsid: "duplicate
+    device", EEXIST; each worker mounts its own copy of the same filesystem).
 
     >>> how_many(2, 40 << 20, "auto", 800 << 20, 500 << 20)
     (2, '')
     >>> how_many(2, 300 << 20, "auto", 800 << 20, 5 << 30)[0], how_many(2, 1, "disk", 1 << 30, 1 << 30)[0]
     (1, 1)
+    >>> how_many(2, 40 << 20, "auto", 800 << 20, 500 << 20, "btrfs")[0]
+    1
     """
     from fslabguest.powerloss.target import HEADROOM, RAM_SHARE
 
     if want <= 1:
         return 1, ""
+    if fstype == "btrfs":
+        return 1, ("one worker: btrfs refuses to mount a second copy of a mounted filesystem (same fsid), and "
+                   "each worker mounts its own copy")
     if target_want == "disk":
         return 1, "one worker: the crash states are rebuilt on the data disk (--replay-target disk)"
     for n in range(want, 1, -1):
