@@ -246,8 +246,8 @@ def test_a_kernel_without_the_power_loss_suites_modules_is_refused_before_the_bo
     assert {m: need[m] for m in ("dm_log_writes", "dm_snapshot", "loop")} == {
         "dm_log_writes": "layout log-writes of ext4", "dm_snapshot": "suite power-loss", "loop": "suite power-loss"}
     assert "dm_snapshot" not in kernels.needed_modules(fss, buses, "fio-basic")  # only the suite that loads it
-    base = ["fs/ext4/ext4", "drivers/block/virtio_blk", "drivers/char/virtio_console", "drivers/virtio/virtio_pci",
-            "drivers/md/dm-log-writes"]
+    base = ["fs/ext4/ext4", "fs/xfs/xfs", "fs/btrfs/btrfs", "drivers/block/virtio_blk", "drivers/char/virtio_console",
+            "drivers/virtio/virtio_pci", "drivers/md/dm-log-writes"]
     (tmp_path / "full").mkdir()
     (tmp_path / "lacking").mkdir()
     full = _kernel(tmp_path / "full", [*base, "drivers/md/dm-snapshot", "drivers/block/loop"],

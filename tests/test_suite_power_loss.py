@@ -84,9 +84,10 @@ def test_the_full_vmconfig_has_every_variant_on_two_disks():
     assert len({d.size_bytes for d in plan.disks if d.id.startswith("d-")}) == 1  # every variant the same disk
 
 
-def test_the_smoke_vmconfig_is_three_filesystems_in_one_boot():
+def test_the_smoke_vmconfig_is_five_filesystems_in_one_boot():
     plan = resolve.resolve(config.load(ROOT / "tests" / "vmconfigs" / "power-loss-smoke.yaml"))
-    assert [f.name for f in plan.filesystems] == ["ext4", "ext2", "ext4-tiny-log"] and plan.suite.profile == "reorder"
+    assert [f.name for f in plan.filesystems] == ["ext4", "ext2", "ext4-tiny-log", "xfs", "btrfs"]
+    assert plan.suite.profile == "reorder"
     assert [c.id for c in plan.cases] == ["maildir", "control"] and all(not f.prepare for f in plan.filesystems)
     assert plan.to_json()["filesystems"][0]["prepare"] is False
     assert all(c.timeout_s < plan.vm.deadline_s for c in plan.cases)
