@@ -43,7 +43,11 @@ def say(line: str) -> None:
 
 def output_dir(value: str, option: str) -> Path:
     """`value` of `option` (--results-dir, --scratch-dir) as an absolute path that fslab can
-    create and write, or one FslabError line; whatever this check made, it removes again."""
+    create and write, or one FslabError line. A refused path leaves nothing this check made; an
+    accepted one keeps the directories it made until the command ends, and a command refused
+    later removes those still empty (remove_made, called on every one-line error). Removing them
+    at once let one fslab's check pull the directories from under another's when several check one
+    shared path together (shards started by a Slurm array)."""
     path = Path(value).expanduser().absolute()
     missing: list[Path] = []
     probe = path
@@ -57,7 +61,12 @@ def output_dir(value: str, option: str) -> Path:
     made: list[Path] = []
     try:
         for d in reversed(missing):
-            d.mkdir()
+            try:
+                d.mkdir()
+            except FileExistsError:
+                if not d.is_dir():
+                    raise
+                continue  # another fslab made it meanwhile: not this check's to remove
             made.append(d)
         fd, name = tempfile.mkstemp(dir=path, prefix=".fslab-write-check-")
         try:  # a few blocks, as the first files fslab writes there: a full filesystem shows now
@@ -69,15 +78,29 @@ def output_dir(value: str, option: str) -> Path:
     except OSError as e:
         what = "create" if len(made) < len(missing) else "write in"
         hint = "it is on a read-only filesystem" if e.strerror and "Read-only" in e.strerror else None
-        raise FslabError(f"{option} {value}: cannot {what} {e.filename or path}: {e.strerror}; {ALLOWED_DIR}",
-                         hint=hint) from None
-    finally:
         for d in reversed(made):
             try:
                 d.rmdir()
             except OSError:
                 pass
-    return path.resolve() if path.exists() else path
+        raise FslabError(f"{option} {value}: cannot {what} {e.filename or path}: {e.strerror}; {ALLOWED_DIR}",
+                         hint=hint) from None
+    _MADE.extend(made)
+    return path.resolve()
+
+
+_MADE: list[Path] = []  # directories output_dir made for this command, outermost first
+
+
+def remove_made() -> None:
+    """The directories output_dir made for a command that is now refused, those still empty
+    (another fslab's, or this one's files in them, keep them)."""
+    for d in reversed(_MADE):
+        try:
+            d.rmdir()
+        except OSError:
+            pass
+    _MADE.clear()
 
 
 @contextmanager

@@ -195,6 +195,9 @@ def _run(argv: Sequence[str], parse: Callable[[Sequence[str]], argparse.Namespac
         sys.stdout.flush()  # a full or closed stdout shows here, not in Python's exit handler
         return rc
     except FslabError as e:
+        from harness.cli import before_boot  # late: before_boot imports much of fslab
+
+        before_boot.remove_made()  # a refused command leaves none of the output directories it made
         _say(str(e) if isinstance(e, UsageError) else f"fslab: error: {e}")
         return EXIT_USER
     except KeyboardInterrupt as e:
