@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -103,13 +104,16 @@ def stop_group(p: subprocess.Popen, grace: float = STOP_GRACE_S) -> None:
     p.wait()
 
 
+_OCTAL = re.compile(r"\\([0-7]{3})")  # mountinfo's escapes of space, tab, newline and backslash
+
+
 def mounts_below(path: Path) -> list[str]:
     """Mount points at or under `path` (from /proc/self/mountinfo), deepest first."""
     root = os.path.realpath(path)
     found = []
     with open("/proc/self/mountinfo") as f:
         for line in f:
-            point = line.split()[4].encode().decode("unicode_escape")  # octal escapes: \040 a space
+            point = _OCTAL.sub(lambda m: chr(int(m.group(1), 8)), line.split()[4])  # \040 is a space
             if point == root or point.startswith(root.rstrip("/") + "/"):
                 found.append(point)
     return sorted(set(found), key=lambda m: (-m.count("/"), m))
