@@ -68,7 +68,7 @@ def test_remove_tree_detaches_mounts_and_never_touches_what_they_hold(tmp_path):
     precious.mkdir()
     (precious / "null-like").write_text("not the build's")
     work = tmp_path / ".build-debian-12-x"
-    for d in ("base/root/dev", "base/root/pro c", "base/root/dev/shm"):  # a space: mountinfo writes \\040
+    for d in ("base/root/dev", "base/root/pro c", "base/root/dev/shm"):  # a space: mountinfo writes \040
         (work / d).mkdir(parents=True, exist_ok=True)
     subprocess.run(["mount", "--bind", str(precious), str(work / "base/root/dev")], check=True)
     subprocess.run(["mount", "-t", "proc", "proc", str(work / "base/root/pro c")], check=True)
