@@ -86,3 +86,7 @@ lint:
 # the fault tests with real guests too (tests/test_vm_faults.py: a host's libvirtd killed mid-case)
 test-faults *args="":
     FSLAB_FAULT_TESTS=1 {{pytest}} tests/test_vm_faults.py -s {{args}}
+
+# VM tests left out of `just test` for CI's time budget: two kernels in four alternating boots
+test-slow *args="":
+    FSLAB_SLOW_TESTS=1 {{pytest}} tests/test_vm_kernel_boots.py -s {{args}}
