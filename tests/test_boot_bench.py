@@ -128,6 +128,12 @@ def test_summary_counts_only_boots_and_bare_boots_that_worked():
     assert "bare kernel + initramfs (to exit)" in text.splitlines()[-1]
 
 
+def test_the_ratio_comes_from_unrounded_times():
+    # CI: agent 22.335 s over a bare boot of 2.3705 s is 9.42; the times rounded first gave 9.41
+    s = bootbench.summarize([boot(22.335)], [{"ok": True, "seconds": 2.3705}])
+    assert s["ratio"]["median"] == round(22.335 / 2.3705, 2) == 9.42
+
+
 def test_no_bare_boot_no_ratio():
     s = bootbench.summarize([boot(23.7)], [{"ok": False, "seconds": None, "why": "x"}])
     assert s["ratio"] == {"min": None, "median": None}
