@@ -45,6 +45,8 @@ def _add_plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--suite", help="workload suite, or several comma-separated (a,b,c: one boot runs them all; "
                    "default: the vmconfig's)")
     p.add_argument("--profile", help="profile of the suite (default: the vmconfig's)")
+    p.add_argument("--cases", metavar="ID,ID", help="run only these of the suite's cases (`fslab show-config` lists "
+                   "them; default: every case of the profile); the plan lists what ran")
     p.add_argument("--fio-job", metavar="FILE", help="run this fio job file instead of the suite's cases")
     p.add_argument("--suite-file", metavar="FILE", help="run the suite written in this YAML file "
                    "(docs/contracts.md, 'Suite files') instead of a built-in suite")
@@ -92,7 +94,7 @@ def _resolve(args: argparse.Namespace) -> Plan:
                         deadline=deadline, accelerator=args.accel, backend=args.backend, reps=args.reps,
                         warmup=args.warmup,
                         cv_threshold=args.cv / 100.0, max_reps=args.max_reps, order=args.order, seed=args.seed,
-                        aa=args.aa)
+                        aa=args.aa, only=getattr(args, "cases", None))
 
 
 def _image_for(p: Plan, image_dir: str | None) -> images.Image:

@@ -100,6 +100,7 @@ def resolve(
     order: str | None = None,
     seed: int | None = None,
     aa: bool = False,
+    only: str | None = None,
 ) -> Plan:
     """The fully resolved plan for one VM boot. Command-line choices override the vmconfig.
 
@@ -111,6 +112,9 @@ def resolve(
 
     `suite_file` (or the vmconfig's `suite_file:`): a suite written in YAML (harness/config/suite_file.py)
     instead of a built-in suite; its inputs and claims go into the plan.
+
+    `only` (`--cases a,b`): run only these of the suite's cases, in the suite's order; the plan
+    lists the cases that run, so a report, `fslab reproduce` and `fslab merge` see the subset.
     """
     if deadline is not None:
         cfg = replace(cfg, deadline=deadline)
@@ -125,11 +129,11 @@ def resolve(
     where = "--suite" if suite else f"{cfg.source}: suite"
     if len(names) > 1:
         return _several(cfg, names, where, profile, run_id=run_id, accelerator=accelerator, backend=backend,
-                        reps=reps, warmup=warmup, cv_threshold=cv_threshold, max_reps=max_reps, order=order,
-                        seed=seed)
+                        only=only, reps=reps, warmup=warmup, cv_threshold=cv_threshold, max_reps=max_reps,
+                        order=order, seed=seed)
     s = fio_job_suite.SUITE if fio_job else sf.suite if sf else suites.get(names[0], src=where)
     prof = _profile(s, profile, cfg)
-    cases = _cases(cfg, s, prof, fio_job)
+    cases = chosen_cases(_cases(cfg, s, prof, fio_job), only)
     run_id = run_id or new_run_id(cfg.name)
     repeat = _repeat(s, prof, run_id, reps=reps, warmup=warmup, cv_threshold=cv_threshold, max_reps=max_reps,
                      order=order, seed=seed)
@@ -170,8 +174,30 @@ def _repeat(s: suites.Suite, prof: str, run_id: str, *, reps: int | None, warmup
                        s.interleave_why if order is None else "asked for (--order grouped)")
 
 
+def chosen_cases(cases: list[Case], only: str | None) -> list[Case]:
+    """The cases `--cases a,b` keeps, in the suite's order; an id the suite does not have is one
+    line naming the allowed ones.
+
+    >>> [c.id for c in chosen_cases([Case(id="a", kind="fio", params={}), Case(id="b", kind="fio", params={})], "b")]
+    ['b']
+    >>> chosen_cases([Case(id="a", kind="fio", params={})], "a,zz")
+    Traceback (most recent call last):
+    ...
+    harness.errors.FslabError: --cases: 'zz' is not a case of this run; allowed: a
+    """
+    if only is None:
+        return cases
+    wanted = [w.strip() for w in only.split(",")]
+    ids = [c.id for c in cases]
+    for w in wanted:
+        if w not in ids or wanted.count(w) > 1:
+            why = "twice" if w in ids else "is not a case of this run"
+            raise FslabError(f"--cases: '{w}' {why}; allowed: {', '.join(ids)}")
+    return [c for c in cases if c.id in wanted]
+
+
 def _several(cfg: VMConfig, names: list[str], where: str, profile: str | None, *, run_id: str | None,
-             accelerator: str | None, backend: str | None, **rep: Any) -> Plan:
+             accelerator: str | None, backend: str | None, only: str | None = None, **rep: Any) -> Plan:
     """One boot for several suites (`--suite a,b,c`): every suite's cases in one plan, each case
     naming its suite (`Case.suite`), the first suite the plan's `suite`, the others `more_suites`.
     Their records, rankings and IO amplification are each suite's own, as in a run of one suite.
@@ -206,6 +232,7 @@ def _several(cfg: VMConfig, names: list[str], where: str, profile: str | None, *
                 raise FslabError(f"{where}: suites {seen[c.id]} and {s.name} both have a case '{c.id}'; allowed: "
                                  "suites whose case ids differ, else one run each")
             cases.append(replace(c, suite=s.name) if i else c)
+    cases = chosen_cases(cases, only)
     refs = [SuiteRef(name=s.name, profile=p, version=s.version, headline=s.headline) for s, p in zip(chosen, profs,
                                                                                                       strict=True)]
     plan = Plan(run_id=run_id, vm=plan_vm(cfg, accelerator=accelerator, backend=backend), image=cfg.image,

@@ -24,7 +24,8 @@ _SECTIONS: tuple[tuple[str, Any, str], ...] = (
     ("more_suites[]", plan.SuiteRef, "the suites after `suite` when one boot runs several (`fslab run --suite a,b,c`; "
      "only then): the same keys; each of their cases names its suite in `cases[].suite`"),
     ("repeat", plan.Repeat, "repetitions, in rounds across the filesystems (see \"Repetitions\" below)"),
-    ("cases[]", plan.Case, "what runs on every filesystem"),
+    ("cases[]", plan.Case, "what runs on every filesystem (every case of the profile, or those "
+                           "`fslab run --cases` chose, in the suite's order)"),
     ("cases[].steps[]", plan.Step, "a `steps` case's steps; keys at their default are left out"),
     ("inputs[]", plan.Input, "a suite file's inputs, carried on the seed (only when there are any)"),
     ("resume", plan.Resume, "only in a boot that resumes a run after a panic or a hang (harness/run/resume.py)"),
