@@ -42,11 +42,17 @@ def test_a_timeout_ends_the_whole_group_after_its_cleanup(tmp_path):
 
 def test_an_interrupt_ends_the_whole_group_and_is_raised(tmp_path):
     marker = "987.25"
-    # Ctrl-C: a real SIGINT to this process (fslab turns SIGTERM into the same exception)
-    threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+    # Ctrl-C: a real SIGINT (fslab turns SIGTERM into the same exception), to the main thread: a
+    # process-wide kill() from the timer's thread may be taken by that thread, and the main thread's
+    # wait would then not wake before its timeout (seen once under load, with pytest-xdist)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    threading.Timer(1.0, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT)).start()
     t0 = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        proc.run(_script(tmp_path, marker), timeout=60, group=True)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            proc.run(_script(tmp_path, marker), timeout=60, group=True)
+    finally:
+        signal.signal(signal.SIGINT, before)
     assert time.monotonic() - t0 < 15 and not _alive(f"sleep {marker}")
     assert (tmp_path / "cleaned").exists()
 
