@@ -119,7 +119,9 @@ counted as unsynced present or lost.
 Positive control: --fault drop-flushed-write leaves out one write a promise depends on: going
 through the promises in order, the first stating file content of at least 2 sectors whose first
 64 bytes a write logged before the promise's mark holds at a sector boundary (the file's first
-data block); the first such write is dropped. That promise must then break where its mark falls;
+data block); the first such write is dropped. Where no flush followed the file's writes (jfs,
+ext4 barrier=0), dm-log-writes logged them after every mark: then the first such write logged
+after mkfs. That promise must then break where its mark falls;
 the run fails with one line if no such write exists (e.g. every file inline in metadata). The
 metrics fault_replayed (was the dropped write in any crash state checked? not when no flush or
 FUA followed it, e.g. barrier=0) and fault_promise_broken (did its promise break?) say whether

@@ -68,8 +68,11 @@ Choices, and why:
   suite's check refuses zfs in one line.
 - Under this crash model a filesystem mounted without barriers (ext4 `barrier=0`) issues no
   flush after mkfs, so nothing it wrote is ever stable: it keeps nothing, the upper bound of its
-  loss (a real disk's cache writes back within milliseconds to seconds). Its control has no
-  crash point after the dropped write and says so (`fault_replayed` 0).
+  loss (a real disk's cache writes back within milliseconds to seconds); jfs, whose fsync never
+  flushes, likewise. Their data control has no crash point after the dropped write and says so
+  (`fault_replayed` 0: "not run"); until 2026-11-27 it failed the case instead (dm-log-writes
+  logs unflushed writes after every mark, where the control did not look), and the metadata
+  control of those two was lost with it.
 
 Profiles (ops = durability points the workload makes; points = crash points checked per case):
   paper   ops 50 (control 5); every crash point, every workload, every variant; the checker at

@@ -8,7 +8,7 @@ import os
 from collections.abc import Iterable
 
 from fslabguest.powerloss import PowerlossError
-from fslabguest.powerloss.log import DISCARD, FUA, MARK, Entry, Log
+from fslabguest.powerloss.log import DISCARD, FUA, MARK, MKFS_MARK, Entry, Log
 from fslabguest.powerloss.points import Point
 from fslabguest.powerloss.promises import HEAD
 
@@ -152,23 +152,38 @@ class Replayer:
 
 
 def find_fault(log: Log, log_fd: int, promises: list[dict], marks: list[int]) -> dict:
-    """The write --fault drop-flushed-write leaves out (fslab_powerloss.py: "Positive control")."""
-    ss = log.sectorsize
-    for pr, mark_at in zip(promises, marks, strict=True):
-        for eff in pr["effects"]:
-            st = eff["state"]
-            if st["type"] not in ("file", "prefix") or st["size"] < 2 * ss or len(st.get("head", "")) < 2 * HEAD:
-                continue
-            head = bytes.fromhex(st["head"])
-            for e in log.entries[:mark_at]:
-                if not e.writes:
+    """The write --fault drop-flushed-write leaves out (fslab_powerloss.py: "Positive control"):
+    the first logged before its promise's mark; else, where no flush followed the file's writes,
+    the first logged anywhere after mkfs. dm-log-writes logs a plain write only once a later flush
+    completes (or when the target is removed): a filesystem that never flushes (jfs, ext4
+    barrier=0) has every workload write after every mark, in no crash state (fault_replayed 0)."""
+    start = log.marks().get(MKFS_MARK, -1) + 1
+    for late in (False, True):
+        for pr, mark_at in zip(promises, marks, strict=True):
+            for eff in pr["effects"]:
+                st = eff["state"]
+                if st["type"] not in ("file", "prefix") or st["size"] < 2 * log.sectorsize \
+                        or len(st.get("head", "")) < 2 * HEAD:
                     continue
-                data = os.pread(log_fd, e.length, e.data_at)
-                at = data.find(head)
-                while at >= 0 and at % ss:
-                    at = data.find(head, at + 1)
-                if at >= 0:
+                found = _holding(log, log_fd, bytes.fromhex(st["head"]),
+                                 log.entries[start:] if late else log.entries[:mark_at])
+                if found is not None:
+                    e, at = found
                     return {"entry": e.index, "offset": e.offset, "bytes": e.length, "promise": pr["id"],
-                            "path": eff["path"], "file_block_at": e.offset + at}
+                            "path": eff["path"], "file_block_at": e.offset + at, "after_mark": late}
     raise PowerlossError("fault drop-flushed-write: no logged write holds the first block of any promised "
                          "file (files inline in metadata, or a workload without file content)")
+
+
+def _holding(log: Log, log_fd: int, head: bytes, entries: Iterable[Entry]) -> tuple[Entry, int] | None:
+    """The first write of `entries` that holds `head` at a sector boundary, and where."""
+    for e in entries:
+        if not e.writes:
+            continue
+        data = os.pread(log_fd, e.length, e.data_at)
+        at = data.find(head)
+        while at >= 0 and at % log.sectorsize:
+            at = data.find(head, at + 1)
+        if at >= 0:
+            return e, at
+    return None
