@@ -391,7 +391,9 @@ def _metadata_control(cfg: argparse.Namespace, log: Log, dev_fd: int, dropped: s
     data = _on_snapshot(cfg, cow_dev, sectors, sectors_of_files)
     assert isinstance(data, set)
     journal, journal_note = controls.journal_ranges(cfg.fstype, cfg.data, dm.run_cmd)
-    cands = controls.candidates(log, lambda off, n: os.pread(dev_fd, n, off), data, dropped, skip=journal)
+    supers = controls.superblock_ranges(cfg.fstype)
+    cands = controls.candidates(log, lambda off, n: os.pread(dev_fd, n, off), data, dropped, skip=journal + supers,
+                                recent_first=cfg.fstype in controls.COPY_ON_WRITE)
 
     def run_check(offset: int) -> tuple[list[str], int, str]:
         def corrupt_and_check(snap: str) -> tuple[list[str], int, str]:
@@ -408,7 +410,7 @@ def _metadata_control(cfg: argparse.Namespace, log: Log, dev_fd: int, dropped: s
         return res
 
     return {**controls.metadata_control(cands, baseline, run_check), "candidates": cands, "baseline": baseline,
-            "journal": {"ranges": journal, "note": journal_note}}
+            "journal": {"ranges": journal, "note": journal_note}, "superblocks_left_out": supers}
 
 
 def _write_json(path: str, obj: object) -> None:

@@ -9,7 +9,10 @@ touched after mkfs and that holds no file data, chosen in this order: written wi
 log's METADATA flag), then written most often (bitmaps, inode tables, directories, journal
 superblocks are rewritten at every sync; a file's data once), then the lowest offset; never the
 device's first block (the primary superblock: a checker that cannot open the filesystem at all
-proves nothing). A block holds file data when one of its 512-byte sectors equals a sector of a
+proves nothing), nor a superblock elsewhere (`superblock_ranges`: btrfs's and reiserfs's at
+64 KiB, jfs's at 32 KiB; btrfs's copies, which btrfs check never reads). On btrfs the most
+recently written come first (`candidates`: copy-on-write leaves old tree blocks as free space).
+A block holds file data when one of its 512-byte sectors equals a sector of a
 file in the mounted final state, or when it looks like the workloads' data (SHAKE-256 bytes: few
 zero bytes). Up to TRIES candidates are tried, each on a fresh snapshot, until the checker flags
 one; the result says how many were tried. Flagged means the checker's verdict (checkers.py) is
@@ -19,8 +22,10 @@ The filesystem's own journal is never a candidate (`journal_ranges`): it is writ
 and rewritten at every sync, so the order above picks it first, yet an inverted journal block
 tests log recovery, or nothing at all (a block past the log's tail is never read): xfs_repair -n
 passed three inverted log blocks of a clean xfs, and on another kernel refused one with "cannot
-find log head/tail", a "flagged" that says nothing about the checker. Where the journal is not
-located (another filesystem, an external log), the result says so.
+find log head/tail", a "flagged" that says nothing about the checker. Located: ext3/ext4's
+journal inode (dumpe2fs, debugfs), xfs's internal log (xfs_db), reiserfs's journal
+(debugreiserfs) and jfs's inline log (jfs_debugfs); btrfs, f2fs, nilfs2 and ext2 have no
+journal region. Where it is not located (an external log, a tool that failed), the result says so.
 """
 
 from __future__ import annotations
@@ -95,27 +100,89 @@ def journal_ranges(fstype: str, dev: str, run: Run) -> tuple[list[tuple[int, int
             else:
                 ranges.append((b * bs, (b + 1) * bs))
         return ranges, f"{fstype}'s journal (inode {ino.group(1)}) left out"
+    if fstype == "reiserfs":
+        return _reiserfs_journal(dev, run)
+    if fstype == "jfs":
+        return _jfs_log(dev, run)
+    if fstype in NO_JOURNAL:
+        return [], f"{fstype} has no journal region: {NO_JOURNAL[fstype]}"
     return [], f"the journal of {fstype} is not located by fslab: its blocks may be tried"
 
 
+# Filesystems with no fixed journal region to leave out, and why.
+NO_JOURNAL = {"btrfs": "copy-on-write, its fsync log tree lives in ordinary metadata blocks",
+              "f2fs": "log-structured, its checkpoints and node logs are ordinary metadata",
+              "nilfs2": "log-structured, the whole device is its log",
+              "ext2": "ext2 has none"}
+
+
+def _reiserfs_journal(dev: str, run: Run) -> tuple[list[tuple[int, int]], str]:
+    """debugreiserfs prints the journal's first block and size (its header block included)."""
+    rc, out = run(["debugreiserfs", dev], 60)
+    where = re.search(r"Size (\d+) blocks \(including 1 for journal header\) \(first block (\d+)\)", out)
+    bs = re.search(r"^Blocksize: (\d+)$", out, re.M)
+    device = re.search(r"^\s*Device \[0x([0-9a-f]+)\]$", out, re.M)
+    if rc != 0 or not where or not bs or not device:
+        return [], f"reiserfs's journal not located (debugreiserfs exit {rc}): its blocks may be tried"
+    if int(device.group(1), 16):
+        return [], "reiserfs's journal is on another device: nothing to leave out"
+    size, first, b = int(where.group(1)), int(where.group(2)), int(bs.group(1))
+    return [(first * b, (first + size) * b)], "reiserfs's journal left out"
+
+
+def _jfs_log(dev: str, run: Run) -> tuple[list[tuple[int, int]], str]:
+    """jfs_debugfs's superblock display (`su`): the inline log's extent (s_logpxd), in blocks."""
+    rc, out = run(["sh", "-c", 'printf "su\\nx\\nq\\n" | jfs_debugfs "$1"', "sh", dev], 60)
+    fields = dict(re.findall(r"(s_bsize|s_logdev|s_logpxd\.len|s_logpxd\.address):\s+(\w+)", out))
+    if rc != 0 or len(fields) != 4 or "'JFS1'" not in out or not int(fields["s_logpxd.len"]):
+        return [], f"jfs's log not located (jfs_debugfs exit {rc}): its blocks may be tried"
+    if int(fields["s_logdev"], 16):
+        return [], "jfs's log is on another device: nothing to leave out"
+    b, start, n = int(fields["s_bsize"]), int(fields["s_logpxd.address"]), int(fields["s_logpxd.len"])
+    return [(start * b, (start + n) * b)], "jfs's inline log left out"
+
+
+def superblock_ranges(fstype: str) -> list[tuple[int, int]]:
+    """Superblocks beyond the device's first block (which is never a candidate): the primary one
+    the checker must open first (corrupt, it cannot open the filesystem: "checker failed", which
+    proves nothing) and the copies it does not read (btrfs check reads the primary only).
+
+    >>> superblock_ranges("btrfs")[:2], superblock_ranges("ext4")
+    ([(65536, 69632), (67108864, 67112960)], [])
+    """
+    return [(at, at + BLOCK) for at in SUPERBLOCKS.get(fstype, ())]
+
+
+COPY_ON_WRITE = ("btrfs",)  # candidates: the most recently written first
+SUPERBLOCKS = {"btrfs": (64 << 10, 64 << 20, 256 << 30), "reiserfs": (64 << 10,), "jfs": (32 << 10, 60 << 10),
+               "f2fs": (4 << 10,)}
+
+
 def candidates(log: Log, read: Callable[[int, int], bytes], data_sectors: set[bytes], dropped: set[int],
-               limit: int = TRIES, skip: Sequence[tuple[int, int]] = ()) -> list[dict]:
+               limit: int = TRIES, skip: Sequence[tuple[int, int]] = (), recent_first: bool = False) -> list[dict]:
     """The blocks to corrupt, best first (the module's docstring), at most `limit`; none that
-    overlaps a byte range of `skip` (the journal).
+    overlaps a byte range of `skip` (the journal, superblocks). recent_first (copy-on-write:
+    btrfs): the most recently written first, not the most often: each commit writes its tree
+    blocks to new places, so the last commit's are live and the older copies are free space
+    that no checker reads (the quick run's btrfs control tried two superblock copies and one
+    such old block, none flagged).
 
     read(offset, length): the final state's bytes."""
     start = log.marks().get(MKFS_MARK, -1)
     count: dict[int, int] = {}
+    last: dict[int, int] = {}
     meta: set[int] = set()
     for e in log.entries[start + 1:]:
         if not e.writes or e.index in dropped:
             continue
         for b in range(e.offset // BLOCK, (e.offset + e.length - 1) // BLOCK + 1):
             count[b] = count.get(b, 0) + 1
+            last[b] = e.index
             if e.has(METADATA):
                 meta.add(b)
     out = []
-    for b in sorted(count, key=lambda b: (b not in meta, -count[b], b)):
+    order = (lambda b: (b not in meta, -last[b], b)) if recent_first else (lambda b: (b not in meta, -count[b], b))
+    for b in sorted(count, key=order):
         if b == 0 or any(lo < (b + 1) * BLOCK and b * BLOCK < hi for lo, hi in skip):
             continue
         data = read(b * BLOCK, BLOCK)
