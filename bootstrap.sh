@@ -15,7 +15,7 @@ APT_PACKAGES=(
   openssh-server                  # the two-host test reaches this machine as qemu+ssh://root@127.0.0.1
   e2fsprogs                       # mkfs.ext4 -d makes the root filesystem image
   xfsprogs                        # tests find xfs's log with xfs_db, as the power-loss guest program does
-  reiserfsprogs jfsutils          # ... and reiserfs's journal (debugreiserfs), jfs's inline log (jfs_debugfs)
+  reiserfsprogs jfsutils btrfs-progs  # ... reiserfs's journal, jfs's inline log, btrfs's FS tree and mirrors
   zstd                            # image bundles (fslab image export/import); the image initramfs a `kernel:` reuses
   kmod gpgv debian-archive-keyring dpkg  # `kernel:`: depmod indexes its modules, the archive index is checked, .deb unpacked
   docker-registry                 # tests start a real OCI registry on 127.0.0.1 (fslab image/results push|pull)

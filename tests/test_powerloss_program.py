@@ -1051,30 +1051,65 @@ def test_reiserfs_journal_and_jfs_inline_log_are_located_by_their_own_tools(tmp_
                                                               "fsync log tree lives in ordinary metadata blocks")
 
 
-def test_btrfs_candidates_skip_its_superblocks_and_come_most_recent_first(tmp_path):
+def test_btrfs_candidates_skip_its_superblocks_come_most_recent_first_with_their_copies(tmp_path):
     """The quick run's btrfs control tried its primary superblock (64 KiB: the checker could not
     open the filesystem), a copy (64 MiB: never read) and an old tree block (free space after
-    copy-on-write): none flagged. Superblocks are left out; on btrfs the last written come first."""
+    copy-on-write): none flagged. Superblocks are left out; on btrfs the last flush epoch's
+    blocks come first, lowest offset first, each with the identical block written in the same
+    epoch (metadata DUP: btrfs check reads the other copy when one fails its checksum)."""
     ctl = pl.controls
-    meta = bytes([0xAB] * 40) + bytes(4056)
+
+    def meta(tag: int) -> bytes:
+        return bytes([tag] * 40) + bytes(4056)
     b = LogBuilder()
     b.mark("mkfs")
-    for _ in range(3):
-        b.add(pl.log.METADATA, (64 << 10) // 512, meta)  # the superblock, every commit
-    b.add(pl.log.METADATA, (64 << 20) // 512, meta)  # its first copy
-    b.add(pl.log.METADATA, 1 << 12, meta)  # an old tree block (2 MiB), then the live ones
-    b.add(pl.log.METADATA, 2 << 12, meta)
-    b.add(pl.log.METADATA, 3 << 12, meta)
+    b.add(pl.log.METADATA, (64 << 10) // 512, meta(1))  # the superblock, at every commit
+    b.add(pl.log.METADATA, (64 << 20) // 512, meta(1))  # its first copy
+    b.add(pl.log.METADATA, (2 << 20) // 512, meta(2))  # an old tree block and its DUP copy
+    b.add(pl.log.METADATA, (34 << 20) // 512, meta(2))
+    b.flush()
+    b.add(pl.log.METADATA, (64 << 10) // 512, meta(1))
+    b.add(pl.log.METADATA, (36 << 20) // 512, meta(3))  # the last commit's, its copy first in the log
+    b.add(pl.log.METADATA, (4 << 20) // 512, meta(3))
+    b.add(pl.log.METADATA, (5 << 20) // 512, meta(4))
+    b.flush()
     b.mark("dm-log-writes-end")
     raw = b.build()
     log = pl.log.parse_log(open(_file(tmp_path, raw), "rb"), len(raw))
-    image = {o: meta for o in (64 << 10, 64 << 20, 2 << 20, 4 << 20, 6 << 20)}
+    image = {o << 20: meta(t) for o, t in ((2, 2), (34, 2), (36, 3), (4, 3), (5, 4), (64, 1))} | {64 << 10: meta(1)}
 
-    def offsets(**kw):
-        return [c["offset"] for c in ctl.candidates(log, lambda off, n: image[off][:n], set(), set(), **kw)]
-    assert offsets() == [64 << 10, 2 << 20, 4 << 20]  # before: the most written, then the lowest
-    assert offsets(skip=ctl.superblock_ranges("btrfs"), recent_first=True) == [6 << 20, 4 << 20, 2 << 20]
+    def cands(**kw):
+        return [(c["offset"] >> 20, [o >> 20 for o in c.get("copies", [])])
+                for c in ctl.candidates(log, lambda off, n: image[off][:n], set(), set(), **kw)]
+    assert [o for o, _ in cands()][0] == 0  # before: the superblock (64 KiB), the most written
+    assert cands(skip=ctl.superblock_ranges("btrfs"), recent_first=True) == [(4, [36]), (5, []), (2, [34])]
     assert ctl.COPY_ON_WRITE == ("btrfs",) and ctl.superblock_ranges("xfs") == []
+
+
+@pytest.mark.skipif(not all(shutil.which(t) for t in ("mkfs.btrfs", "btrfs", "btrfs-map-logical")),
+                    reason="btrfs-progs is needed (bootstrap.sh installs it)")
+def test_btrfs_fs_tree_blocks_located_with_every_mirror_and_flagged_when_all_are_inverted(tmp_path):
+    """Real mkfs.btrfs (metadata DUP): the FS tree's leaf is found with both mirrors; one mirror
+    inverted, btrfs check reads the other and says clean (exit 0: what the quick run's control
+    met); both inverted, it cannot open the filesystem for a corrupt tree block: needs repair."""
+    ctl, run, checkers = pl.controls, pl.devmapper.run_cmd, pl.checkers
+    img = tmp_path / "btrfs.img"
+    with open(img, "wb") as f:
+        f.truncate(512 << 20)
+    subprocess.run(["mkfs.btrfs", "-q", "-m", "dup", str(img)], check=True, capture_output=True)
+    (cand,), note = ctl.btrfs_fs_tree(str(img), run)
+    assert note.startswith("btrfs's FS tree: 1 block(s)") and len(cand["copies"]) == 1
+    argv = ["btrfs", "check", "--readonly", str(img)]
+    for inverted, verdict in (([cand["offset"]], "clean"), ([cand["offset"], *cand["copies"]], "needs repair")):
+        work = tmp_path / "work.img"
+        shutil.copyfile(img, work)
+        fd = os.open(work, os.O_RDWR)
+        for off in inverted:
+            ctl.invert(fd, off)
+        os.close(fd)
+        cp = subprocess.run([*argv[:-1], str(work)], capture_output=True, text=True)
+        assert checkers.classify(argv, cp.returncode, cp.stdout + cp.stderr)[0] == verdict, cp.stdout + cp.stderr
+    assert ctl.btrfs_fs_tree(str(tmp_path / "nothing.img"), run)[0] == []
 
 
 def test_the_metadata_control_tries_blocks_until_the_checker_flags_one_and_says_when_it_cannot():

@@ -394,12 +394,17 @@ def _metadata_control(cfg: argparse.Namespace, log: Log, dev_fd: int, dropped: s
     supers = controls.superblock_ranges(cfg.fstype)
     cands = controls.candidates(log, lambda off, n: os.pread(dev_fd, n, off), data, dropped, skip=journal + supers,
                                 recent_first=cfg.fstype in controls.COPY_ON_WRITE)
+    located = ""
+    if cfg.fstype == "btrfs":  # its FS tree first, then the log's candidates
+        tree, located = controls.btrfs_fs_tree(cfg.data, dm.run_cmd)
+        cands = (tree + [c for c in cands if c["offset"] not in {t["offset"] for t in tree}])[:controls.TRIES]
 
-    def run_check(offset: int) -> tuple[list[str], int, str]:
+    def run_check(offsets: list[int]) -> tuple[list[str], int, str]:
         def corrupt_and_check(snap: str) -> tuple[list[str], int, str]:
             fd = os.open(snap, os.O_RDWR)
             try:
-                controls.invert(fd, offset)
+                for offset in offsets:
+                    controls.invert(fd, offset)
             finally:
                 os.close(fd)
             argv = substitute(cfg.check, snap, cfg.mnt, cfg.fs_name, "check")
@@ -410,7 +415,8 @@ def _metadata_control(cfg: argparse.Namespace, log: Log, dev_fd: int, dropped: s
         return res
 
     return {**controls.metadata_control(cands, baseline, run_check), "candidates": cands, "baseline": baseline,
-            "journal": {"ranges": journal, "note": journal_note}, "superblocks_left_out": supers}
+            "journal": {"ranges": journal, "note": journal_note}, "superblocks_left_out": supers,
+            **({"located": located} if located else {})}
 
 
 def _write_json(path: str, obj: object) -> None:

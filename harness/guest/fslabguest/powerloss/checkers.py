@@ -23,7 +23,10 @@ The documented exit codes (the tools' man pages):
   does nothing; the mount replays the log).
 - btrfs-check(8): "btrfs check returns a zero exit status if it succeeds. Non zero is returned in
   case of failure": 1 both for errors found and for a filesystem it could not open, told apart by
-  its output ("cannot open", "No valid Btrfs found"). No preen (fsck.btrfs does nothing).
+  its output ("cannot open", "No valid Btrfs found"). A filesystem it could not open because a
+  tree block failed its checksum or address check ("bad tree block", "checksum verify failed")
+  is damage it found, not a failure of the checker: needs repair. No preen (fsck.btrfs does
+  nothing).
 - fsck.f2fs (f2fs-tools since 1.14, lib/fsck.h): the fsck(8) codes, FSCK_ERRORS_LEFT_UNCORRECTED 4,
   FSCK_OPERATIONAL_ERROR 8; older versions -1 (255) on any failure. Its -a/-p only checks when the
   kernel flagged a bug: no preen that tells safe repairs apart.
@@ -71,6 +74,7 @@ TOOLS["fsck.reiserfs"] = TOOLS["reiserfsck"]
 for _ext in ("fsck.ext2", "fsck.ext3", "fsck.ext4"):
     TOOLS[_ext] = TOOLS["e2fsck"]
 BTRFS_NOT_OPENED = ("cannot open", "no valid btrfs found", "could not open")
+BTRFS_BAD_TREE = ("bad tree block", "checksum verify failed")  # what it found, by address
 
 
 def tool_of(argv: list[str]) -> str:
@@ -88,6 +92,9 @@ def classify(argv: list[str], rc: int, output: str = "") -> tuple[str, str]:
     ('checker failed', ('checker failed', 'xfs_repair exit 124: timed out'))
     >>> classify(["btrfs", "check", "--readonly", "d"], 1, "ERROR: cannot open file system")[0]
     'checker failed'
+    >>> classify(["btrfs", "check", "--readonly", "d"], 1, "bad tree block 30982144, bytenr mismatch; "
+    ...          "ERROR: cannot open file system")[0]
+    'needs repair'
     """
     tool = tool_of(argv)
     if rc == 0:
@@ -98,6 +105,8 @@ def classify(argv: list[str], rc: int, output: str = "") -> tuple[str, str]:
         return FAILED, f"{tool} exit {rc}: " + ("not found" if rc == NOT_FOUND_RC else "killed by a signal")
     codes, _ = TOOLS.get(tool, ({}, None))
     if tool == "btrfs" and rc == 1 and any(s in output.lower() for s in BTRFS_NOT_OPENED):
+        if any(s in output.lower() for s in BTRFS_BAD_TREE):
+            return REPAIR, "btrfs exit 1: the filesystem could not be opened: a tree block is corrupt"
         return FAILED, "btrfs exit 1: the filesystem could not be opened"
     if rc in codes:
         verdict, what = codes[rc]

@@ -36,7 +36,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from fslabguest.powerloss import checkers
-from fslabguest.powerloss.log import METADATA, MKFS_MARK, Log
+from fslabguest.powerloss.log import FLUSH, FUA, METADATA, MKFS_MARK, Log
 
 BLOCK = 4096
 TRIES = 3
@@ -170,20 +170,24 @@ def candidates(log: Log, read: Callable[[int, int], bytes], data_sectors: set[by
     read(offset, length): the final state's bytes."""
     start = log.marks().get(MKFS_MARK, -1)
     count: dict[int, int] = {}
-    last: dict[int, int] = {}
+    last: dict[int, int] = {}  # the flush epoch a block was last written in
     meta: set[int] = set()
+    epoch = 0
     for e in log.entries[start + 1:]:
+        epoch += bool(e.flags & (FLUSH | FUA))
         if not e.writes or e.index in dropped:
             continue
         for b in range(e.offset // BLOCK, (e.offset + e.length - 1) // BLOCK + 1):
             count[b] = count.get(b, 0) + 1
-            last[b] = e.index
+            last[b] = epoch
             if e.has(METADATA):
                 meta.add(b)
-    out = []
+    out: list[dict] = []
+    taken: set[int] = set()
+    # recent first: by flush epoch, then the lowest offset
     order = (lambda b: (b not in meta, -last[b], b)) if recent_first else (lambda b: (b not in meta, -count[b], b))
     for b in sorted(count, key=order):
-        if b == 0 or any(lo < (b + 1) * BLOCK and b * BLOCK < hi for lo, hi in skip):
+        if b == 0 or b in taken or any(lo < (b + 1) * BLOCK and b * BLOCK < hi for lo, hi in skip):
             continue
         data = read(b * BLOCK, BLOCK)
         if not data.strip(b"\0"):
@@ -191,10 +195,40 @@ def candidates(log: Log, read: Callable[[int, int], bytes], data_sectors: set[by
         if data.count(0) < DATA_LIKE_ZEROS or any(_sector_hash(data[i:i + 512]) in data_sectors
                                                    for i in range(0, BLOCK, 512)):
             continue
-        out.append({"offset": b * BLOCK, "writes": count[b], "metadata_flag": b in meta})
+        cand: dict = {"offset": b * BLOCK, "writes": count[b], "metadata_flag": b in meta}
+        if recent_first:
+            # btrfs writes each metadata block twice (DUP) and btrfs check reads the other copy
+            # when one fails its checksum ("checksum verify failed", exit 0): both copies inverted
+            copies = [o for o in sorted(count) if o != b and last[o] == last[b] and o not in taken
+                      and read(o * BLOCK, BLOCK) == data]
+            taken.update(copies)
+            cand["copies"] = [o * BLOCK for o in copies]
+        out.append(cand)
         if len(out) >= limit:
             break
     return out
+
+
+def btrfs_fs_tree(dev: str, run: Run, limit: int = TRIES) -> tuple[list[dict], str]:
+    """On btrfs, the blocks to corrupt are the FS tree's (the files' metadata, which btrfs check
+    walks in "checking fs roots"): its nodes and leaves by logical address from `btrfs
+    inspect-internal dump-tree -t fs`, each mirror's physical offset from btrfs-map-logical. The
+    first 4 KiB of each is a candidate with its other mirrors as `copies` (btrfs check reads
+    another mirror when one fails its checksum). Found here: the root, extent and free-space
+    trees' leaves (the last commit's) make btrfs check fail to open the filesystem at all."""
+    rc, out = run(["btrfs", "inspect-internal", "dump-tree", "-t", "fs", dev], 120)
+    blocks = list(dict.fromkeys(int(b) for b in re.findall(r"^(?:leaf|node) (\d+) .*owner FS_TREE$", out, re.M)))
+    if rc != 0 or not blocks:
+        return [], f"btrfs's FS tree not located (dump-tree exit {rc})"
+    out_c = []
+    for logical in blocks[:limit]:
+        rc, text = run(["btrfs-map-logical", "-l", str(logical), dev], 60)
+        phys = [int(p) for p in re.findall(r"^mirror \d+ logical \d+ physical (\d+) device", text, re.M)]
+        if rc != 0 or not phys:
+            return [], f"btrfs's FS tree block {logical} not mapped (btrfs-map-logical exit {rc})"
+        out_c.append({"offset": phys[0], "copies": phys[1:], "logical": logical, "writes": None,
+                      "metadata_flag": True})
+    return out_c, f"btrfs's FS tree: {len(blocks)} block(s), every mirror"
 
 
 def invert(fd: int, offset: int) -> None:
@@ -203,10 +237,10 @@ def invert(fd: int, offset: int) -> None:
     os.fsync(fd)
 
 
-def metadata_control(cands: list[dict], baseline: dict, run_check: Callable[[int], tuple[list[str], int, str]]
+def metadata_control(cands: list[dict], baseline: dict, run_check: Callable[[list[int]], tuple[list[str], int, str]]
                      ) -> dict:
-    """Try the candidates until the checker flags one. run_check(offset): invert that block on a
-    fresh snapshot, run the checker there, return (argv, exit code, output). baseline: the final
+    """Try the candidates until the checker flags one. run_check(offsets): invert that block and
+    its `copies` on a fresh snapshot, run the checker there, return (argv, exit code, output). baseline: the final
     crash point's own check record (its verdict must be clean, or the control proves nothing).
 
     >>> metadata_control([{"offset": 8192}], {"ran": True, "verdict": "clean"},
@@ -224,7 +258,7 @@ def metadata_control(cands: list[dict], baseline: dict, run_check: Callable[[int
         return {"made": False, "why": "no block the workload wrote holds metadata apart from the superblock"}
     tries = []
     for c in cands:
-        argv, rc, text = run_check(c["offset"])
+        argv, rc, text = run_check([c["offset"], *c.get("copies", [])])
         verdict, why = checkers.classify(argv, rc, text)
         tries.append({**c, "rc": rc, "verdict": verdict, "why": why,
                       "lines": [ln for ln in text.splitlines() if ln.strip()][:20]})
