@@ -383,8 +383,7 @@ def broken_table(run: Run, ds: list[FsDurability]) -> tuple[list[str], list[list
 def oracle_table(run: Run, ds: list[FsDurability]) -> tuple[list[str], list[list[str]]]:
     """Every mismatch of the full-state oracle (raw/<fs>/<case>/run/evidence/oracle.json): the path
     (and the generated sequence it belongs to), what differs, expected and found, at how many
-    points, and `explain`'s reading (what the oracle checks is persisted by fsync(2) and sync(2):
-    a linux-convention promise)."""
+    points, and `explain`'s reading (labelled by `oracle_label`)."""
     head = ["fs", "case", "sequence", "path", "what", "expected", "found", "points", "reading", "evidence"]
     rows = []
     plan_fs = {str(f.get("name")): f for f in run.plan.get("filesystems") or []}
@@ -409,8 +408,25 @@ def oracle_table(run: Run, ds: list[FsDurability]) -> tuple[list[str], list[list
                       "filesystem": (plan_fs.get(d.fs) or {})}
                 rows.append([d.fs, case, seq, str(mm.get("path")), str(mm.get("what")), short(mm.get("expected")),
                              short(mm.get("found")), str(len(mm.get("points") or [])),
-                             explain(d, case, ev, label="linux-convention"), str(path.relative_to(run.dir))])
+                             explain(d, case, ev, label=oracle_label(str(mm.get("what")), seq)),
+                             str(path.relative_to(run.dir))])
     return head, rows
+
+
+def oracle_label(what: str, seq: str) -> str:
+    """What backs an oracle mismatch: a file's content or size in a generated sequence persisted
+    by the file's own fsync or fdatasync is POSIX's promise; names, listings, link counts, and
+    whatever sync(2) or a directory's fsync persisted, the Linux convention.
+
+    >>> oracle_label("content", "04-write.fsync"), oracle_label("size", "05-write.fdatasync")
+    ('posix', 'posix')
+    >>> oracle_label("missing", "04-write.fsync"), oracle_label("content", "10-write.sync")
+    ('linux-convention', 'linux-convention')
+    >>> oracle_label("content", "01-creat.fsync-dir"), oracle_label("content", "-")
+    ('linux-convention', 'linux-convention')
+    """
+    own_sync = seq.endswith((".fsync", ".fdatasync", ".fsync-file-dir"))  # not .fsync-dir, .sync
+    return "posix" if what in ("content", "size") and own_sync else "linux-convention"
 
 
 def sequences_said(ds: list[FsDurability], orows: list[list[str]], brows: list[list[str]]) -> list[str]:
