@@ -177,6 +177,11 @@ def test_every_xfs_and_btrfs_crash_image_mounts_though_workers_copy_the_filesyst
     assert "refuses to mount a second copy" in note, note
     assert _values(recs, "xfs", "maildir")[("promises_broken", None)] == 0  # xfs keeps its fsynced promises
     assert _values(recs, "btrfs", "maildir")[("promises_broken", None)] == 0
+    # btrfs's metadata control: its FS tree's block inverted in every mirror (metadata DUP), found
+    # by btrfs check (the quick run's control tried superblock copies and an old block: not flagged)
+    meta = json.loads((run_dir / "raw" / "btrfs" / "control" / "run" / "metadata-control.json").read_text())
+    assert meta["flagged"] and meta["tries"][0]["copies"] and "a tree block is corrupt" in meta["why"], meta["why"]
+    assert meta["located"].startswith("btrfs's FS tree") and meta["superblocks_left_out"][0] == [65536, 69632]
 
 
 def test_a_log_disk_too_small_fails_its_cases_in_one_line_and_the_run_goes_on(smoke):
