@@ -31,7 +31,8 @@ VARIANTS = ["ext2", "ext3-ordered", "ext3-writeback", "ext3-journal", "ext4", "e
 
 @pytest.mark.parametrize("profile, ids, ops, max_points", [
     ("paper", WORKLOADS, 50, 0), ("quick", WORKLOADS, 10, 40), ("smoke", ["maildir"], 3, 12),
-    ("seq-1", ["seq-1"], len(pl.program().sequences(1)), 0), ("reorder", ["maildir"], 3, 12)])
+    ("seq-1", ["seq-1"], len(pl.program().sequences(1)), 0), ("seq-2", ["seq-2"], len(pl.program().sequences(2)), 0),
+    ("reorder", ["maildir"], 3, 12)])
 def test_cases_one_per_workload_then_the_control(profile, ids, ops, max_points):
     cases = pl.SUITE.cases(profile)
     assert [c.id for c in cases] == [*ids, "control"] and pl.SUITE.default_reps(profile) == 1
@@ -64,7 +65,7 @@ def test_the_program_parses_the_suites_argv():
                     .replace("{ncpu}", "2")
                     for a in c.to_json()["steps"][0]["argv"][1:]]
             args = pl.program().parse_args(argv)
-            assert args.workload in (*WORKLOADS, "seq-1") and args.seed == 0 and args.out == "/tmp/o"
+            assert args.workload in (*WORKLOADS, "seq-1", "seq-2") and args.seed == 0 and args.out == "/tmp/o"
             assert args.workers == 2
 
 

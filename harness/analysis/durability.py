@@ -85,7 +85,7 @@ class FsDurability:
     oracle_points: int = 0
     oracle_paths: int = 0
     oracle_mismatches: int = 0
-    sequences: int = 0  # generated sequences run (seq-1), and those skipped with why
+    sequences: int = 0  # generated sequences run (seq-1, seq-2), and those skipped with why
     sequences_skipped: int = 0
     sequences_skipped_why: str = ""
 
@@ -403,7 +403,7 @@ def oracle_table(run: Run, ds: list[FsDurability]) -> tuple[list[str], list[list
                 continue
             for mm in mms:
                 parts = str(mm.get("path", "")).split("/")
-                seq = parts[1] if len(parts) > 1 and parts[0] == "seq1" else "-"
+                seq = parts[1] if len(parts) > 1 and parts[0] in ("seq1", "seq2") else "-"
                 ev = {"point": {"check": mm.get("check")}, "failure": {"verdict": str(mm.get("what"))},
                       "filesystem": (plan_fs.get(d.fs) or {})}
                 rows.append([d.fs, case, seq, str(mm.get("path")), str(mm.get("what")), short(mm.get("expected")),
@@ -430,17 +430,17 @@ def oracle_label(what: str, seq: str) -> str:
 
 
 def sequences_said(ds: list[FsDurability], orows: list[list[str]], brows: list[list[str]]) -> list[str]:
-    """Per filesystem that ran generated sequences (seq-1): how many ran (and were skipped, why),
+    """Per filesystem that ran generated sequences (seq-1, seq-2): how many ran (and were skipped, why),
     the crash states checked, and its findings by sequence, or "none"."""
     out = []
     for d in ds:
         if not d.sequences and not d.sequences_skipped:
             continue
-        broken = [r for r in brows if r[0] == d.fs and r[1] == "seq-1"]
+        broken = [r for r in brows if r[0] == d.fs and r[1].startswith("seq-")]
         found = sorted({r[2] for r in orows if r[0] == d.fs and r[2] != "-"}
                        | {r[2].split(" (", 1)[1].rstrip(")") for r in broken if " (" in r[2]})
         skipped = f", {d.sequences_skipped} skipped ({d.sequences_skipped_why})" if d.sequences_skipped else ""
-        states = d.sampling.get("seq-1", [0])[0]
+        states = sum(v[0] for case, v in d.sampling.items() if case.startswith("seq-"))
         what = (f"findings in {len(found)} sequence(s): {', '.join(found)}; {len(broken)} promise(s) broken"
                 if found or broken else "findings: none")
         out.append(f"{d.fs}: {d.sequences} generated sequences run{skipped}, {states} crash states checked "

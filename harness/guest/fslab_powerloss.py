@@ -112,7 +112,8 @@ every persisted path's type, size, content hash, link count, xattrs and symlink 
 persisted directory's listing (a persisted entry missing, an entry never made or whose removal
 was persisted present); each mismatch (path, what, expected, found) goes into the point's record
 and evidence/oracle.json. Generated workloads (seqgen.py): `seq-1`, ACE's bounded sequences of
-one operation and its persistence point, each in its own directory named by its sequence.
+one operation and its persistence point, and `seq-2`, of two operations and the second's
+persistence point, each in its own directory named by its sequence.
 Writes no promise covers (the mix workload makes some on purpose) are informational: at points
 where they had certainly finished (before the last due mark, or at the final point) each is
 counted as unsynced present or lost.
@@ -169,7 +170,7 @@ from fslabguest.powerloss.promises import BACKED_BY, LABELS  # noqa: F401  (the 
 from fslabguest.powerloss.record import record, remember_written
 from fslabguest.powerloss.replay import FAULTS
 from fslabguest.powerloss.report import report
-from fslabguest.powerloss.seqgen import GENERATED, sequences  # noqa: F401  (sequences: the suite's seq-1 profile)
+from fslabguest.powerloss.seqgen import GENERATED, sequences  # noqa: F401  (sequences: the suite's seq-N profiles)
 from fslabguest.powerloss.target import REPLAY_TARGETS
 from fslabguest.powerloss.workloads import WORKLOADS
 

@@ -83,6 +83,9 @@ Profiles (ops = durability points the workload makes; points = crash points chec
           20): a few dozen points per filesystem, minutes under TCG (tests, CI)
   seq-1   the generated workload seq-1 only (ACE's bounded sequences of one operation and its
           persistence point, the program's seqgen.py: ops = their number), every crash point
+  seq-2   the generated workload seq-2 only (every ordered pair of operations, the second followed
+          by each fsync-kind persistence point that fits it: 258 sequences), every crash point,
+          the checker sampled as in paper (check_every 4)
   reorder smoke, and at each crash point at a flush up to 4 states the disk could hold just
           before it (profile key `reorder`; the program's reorder.py, CrashMonkey's in-flight
           writes: subsets of the plain writes of the epoch the flush ends, overlapping ones in
@@ -164,6 +167,9 @@ _PROFILES: dict[str, dict[str, Any]] = {
     # ACE's seq-1 (the program's seqgen.py): every generated sequence (ops None), every crash point
     "seq-1": {"ops": None, "control_ops": 4, "max_points": 0, "workloads": ("seq-1",), "check_every": 1,
               "reorder": 0},
+    # ACE's seq-2: every pair, every crash point; the checker sampled as in paper (its points are many)
+    "seq-2": {"ops": None, "control_ops": 4, "max_points": 0, "workloads": ("seq-2",), "check_every": 4,
+              "reorder": 0},
     # smoke, and at each crash point at a flush up to 4 of the states the disk could hold just before it
     "reorder": {"ops": 3, "control_ops": 2, "max_points": 12, "workloads": ("maildir",), "check_every": 1,
                 "reorder": 4},
@@ -223,7 +229,7 @@ def expand(profile: str) -> list[Case]:
     """One case per workload, then the positive control."""
     p = _PROFILES[profile]
     (fault,) = program().FAULTS
-    ops = p["ops"] or len(program().sequences(1))
+    ops = p["ops"] or len(program().sequences(int(p["workloads"][0].split("-")[1])))  # seq-N: all of them
     return [_case(w, w, ops, p["max_points"], p["check_every"], reorder=p["reorder"]) for w in workloads(profile)] + [
         _case(CONTROL, CONTROL_WORKLOAD, p["control_ops"], 0, 1, fault)]
 
@@ -261,6 +267,8 @@ SUITE = Suite(
         "smoke": "maildir x 3 durability points, at most 12 crash points, + the control (tests, CI)",
         "seq-1": "ACE's seq-1: every operation x each fitting persistence point, every crash "
                  "point, the full-state oracle, + the control",
+        "seq-2": "ACE's seq-2: every ordered pair of operations x each fsync-kind persistence point of the second, "
+                 "every crash point (the checker at 1 in 4 without a new promise), the full-state oracle, + the control",
         "reorder": "smoke, and up to 4 reordered states at each crash point at a flush (subsets of the writes "
                    "in flight before it, CrashMonkey's), + the control (tests, CI)",
     },

@@ -1,0 +1,77 @@
+"""ACE's seq-2 (seqgen.py): every ordered pair of operations, the second with each fsync-kind
+persistence point that fits it, run for real in a directory on the host; the second operation acts
+on what the first left, the promises hold on the tree the workload left, and the full-state oracle
+holds the first operation's effects against the filesystem when the second's persistence point
+persisted them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from harness.guest_programs import guest_module
+from tests.test_powerloss_oracle import found, run
+
+promises = guest_module("fslabguest.powerloss.promises")
+oracle = guest_module("fslabguest.powerloss.oracle")
+seqgen = guest_module("fslabguest.powerloss.seqgen")
+
+
+def test_seq_2_is_every_pair_with_the_second_operations_fsync_points_and_no_operation_on_an_unlinked_file():
+    seqs = seqgen.sequences(2)
+    one = seqgen.sequences(1)
+    fsyncs = [s for s in one if s[1] != "sync"]
+    assert len(seqs) == len(set(seqs)) == len(seqgen.PERSIST) * len(fsyncs) - sum(
+        1 for op, p in fsyncs if op in seqgen.ON_FOO)
+    assert {(s[1], s[2]) for s in seqs} == set(fsyncs) and {s[0] for s in seqs} == set(seqgen.PERSIST)
+    assert not [s for s in seqs if s[0] == "unlink" and s[1] in seqgen.ON_FOO]
+    assert ("unlink", "creat", "fsync-dir") in seqs and ("rename", "write", "fdatasync") in seqs
+    assert seqgen.name_of(0, seqs[0]) == "001-creat.creat.fsync-dir"
+
+
+def test_seq_2_runs_every_pair_on_what_the_first_left_and_its_promises_and_the_oracle_hold(tmp_path):
+    n = len(seqgen.sequences(2))
+    root, acks, _ = run(tmp_path, "seq-2", ops=n)
+    skipped = {x["workload"] for x in acks.skipped}
+    assert len(acks.promises) + len(skipped) == n and len(acks.promises) >= n - 21  # setxattr's may skip
+    by = {p["sequence"]: p for p in acks.promises}
+    moved = next(s for s in by if s.endswith("-rename.write.fdatasync"))
+    w = f"seq2/{moved}"
+    assert by[moved]["after"] == f"rename; write; fdatasync {w}/A/moved"
+    assert [e["path"] for e in by[moved]["effects"]] == [f"{w}/A/moved"]
+    assert (root / w / "A/moved").stat().st_size == 3 * 4096 and not (root / w / "foo").exists()
+    twice = next(s for s in by if s.endswith("-rmdir.rmdir.fsync-dir"))
+    assert not (root / "seq2" / twice / "C").exists() and not (root / "seq2" / twice / "C2").exists()
+    links = next(s for s in by if s.endswith("-link.link.fsync"))
+    assert os.stat(root / "seq2" / links / "foo").st_nlink == 3
+    short = next(s for s in by if s.endswith("-truncate.mwrite.fsync"))  # 2 KiB: mwrite over its start
+    data = (root / "seq2" / short / "foo").read_bytes()
+    assert len(data) == 2048 and data == promises.blob(f"seq2/{short}/foo/mmap2", 2048)
+    res = promises.verify(str(root), acks.ops, acks.promises, len(acks.promises), True)
+    assert res["broken"] == [] and len(res["checked"]) == len(acks.promises), res["broken"][:3]
+    res = oracle.check(str(root), acks.ops, acks.promises, acks.syncs, acks.initial, len(acks.promises), True)
+    assert res["derived"] and res["mismatches"] == [] and res["paths_checked"] > 5 * n
+
+
+def test_the_oracle_holds_the_first_operations_effect_when_the_seconds_fsync_persisted_it(tmp_path):
+    seqs = seqgen.sequences(2)
+    k = seqs.index(("creat", "mkdir", "fsync-dir"))  # fsync of the directory persists both new names
+    root, acks, _ = run(tmp_path, "seq-2", ops=k + 1)
+    w = f"seq2/{seqgen.name_of(k, seqs[k])}"
+    os.unlink(root / w / "new")
+    res = oracle.check(str(root), acks.ops, acks.promises, acks.syncs, acks.initial, len(acks.promises), True)
+    assert found(res) == [(f"{w}/new", "missing")]
+    assert promises.verify(str(root), acks.ops, acks.promises, len(acks.promises), True)["broken"] == []
+
+
+def test_the_first_operations_effect_no_sync_covered_is_not_held_against_the_filesystem(tmp_path):
+    seqs = seqgen.sequences(2)
+    k = seqs.index(("creat", "write", "fsync"))  # fsync of foo: nothing says `new` is durable
+    root, acks, _ = run(tmp_path, "seq-2", ops=k + 1)
+    w = f"seq2/{seqgen.name_of(k, seqs[k])}"
+    os.unlink(root / w / "new")
+    res = oracle.check(str(root), acks.ops, acks.promises, acks.syncs, acks.initial, len(acks.promises), True)
+    assert res["derived"] and res["mismatches"] == []
+    shutil.copy(root / w / "A/bar", root / w / "foo")  # but foo's own data is
+    res = oracle.check(str(root), acks.ops, acks.promises, acks.syncs, acks.initial, len(acks.promises), True)
+    assert (f"{w}/foo", "size") in found(res) or (f"{w}/foo", "content") in found(res)
