@@ -1130,18 +1130,21 @@ def test_the_metadata_control_tries_blocks_until_the_checker_flags_one_and_says_
                                 lambda off: ([], 0, "")) == {"made": False, "why": "no checker for nilfs2"}
 
 
-def test_the_control_case_runs_the_metadata_control_on_the_last_state_without_the_dropped_write(tmp_path, monkeypatch):
+def test_the_control_case_runs_the_metadata_control_on_every_logged_write_without_the_dropped_one(tmp_path,
+                                                                                                 monkeypatch):
     _, m, out, _ = fake_case(tmp_path, monkeypatch, fault="drop-flushed-write")
     meta = json.loads((out / "metadata-control.json").read_text())
-    # rebuilt without the data control's dropped write, the last state is clean (with it, the fake checker
-    # flags the inode the dropped write left without data); the only block that holds no file data is slot
-    # 3's (the never-synced file's, its unlogged rest the fake disk's random bytes): inverted, the fake
-    # checker (which only knows empty inodes) does not flag it, and the control says so
-    assert meta["baseline"]["verdict"] == "clean" and [c["offset"] for c in meta["candidates"]] == [3 * SLOT]
-    assert m[("metadata_control_made", None)] == 1 and m[("metadata_control_flagged", None)] == 0
-    assert NOTES[("metadata_control_flagged", None)] == ("not flagged at any of the 1 blocks tried; the journal "
-                                                         "of fakefs is not located by fslab: its blocks may be tried")
-    assert meta["journal"] == {"ranges": [], "note": NOTES[("metadata_control_flagged", None)].split("; ")[1]}
+    # rebuilt without the data control's dropped write, the state is clean (with it, the fake checker flags
+    # the inode the dropped write left without data); it holds every logged write, the never-synced file c's
+    # too, which no crash state holds (no flush followed it): its slot now holds c's data, so no block the
+    # workload wrote is left that holds no file data (on the last crash state slot 3 held the fake disk's
+    # random bytes and was the one candidate), and the control says it could not be made
+    assert meta["baseline"]["verdict"] == "clean" and meta["candidates"] == [], meta
+    assert m[("metadata_control_made", None)] == 0 and ("metadata_control_flagged", None) not in m
+    assert NOTES[("metadata_control_made", None)] == ("no block the workload wrote holds metadata apart from the "
+                                                      "superblock")
+    assert meta["journal"] == {"ranges": [],
+                               "note": "the journal of fakefs is not located by fslab: its blocks may be tried"}
     (tmp_path / "plain").mkdir()
     _, m, _, _ = fake_case(tmp_path / "plain", monkeypatch)  # no control asked: no lines
     assert ("metadata_control_made", None) not in m

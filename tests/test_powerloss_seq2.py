@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 import shutil
 
+from test_powerloss_oracle import found, run
+
 from harness.guest_programs import guest_module
-from tests.test_powerloss_oracle import found, run
 
 promises = guest_module("fslabguest.powerloss.promises")
 oracle = guest_module("fslabguest.powerloss.oracle")

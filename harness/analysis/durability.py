@@ -47,8 +47,8 @@ LABELS: tuple[str, ...] = tuple(power_loss.program().LABELS)  # what backs a pro
 FIGURE = "power-loss-durability"
 DATA_CONTROL = ("one flushed write of a promised file dropped: proves that the promise check sees lost data; "
                 "says nothing of the checker")
-META_CONTROL = ("one metadata block inverted on the last crash state: proves that the filesystem's checker "
-                "flags corrupt metadata")
+META_CONTROL = ("one metadata block inverted on the filesystem as the recording left it: proves that the "
+                "filesystem's checker flags corrupt metadata")
 # the lines that say how much of each case was checked (fslab-powerloss), in FsDurability.sampling's order
 SAMPLING = ("points_checked", "points_total", "promise_points_unchecked", "promises_made", "promises_checked",
             "log_fua_overlaps")  # harness/analysis/figures.py

@@ -47,9 +47,10 @@ Choices, and why:
   `--fault drop-flushed-write`, i.e. the replay leaves out the write that holds the first data
   block of a promised file; it proves the promise check sees lost data and says nothing of the
   checker. The metadata control (the program's controls.py, in the same case): one metadata
-  block of the last crash state inverted on a snapshot, which the filesystem's checker must
-  flag; it proves the checker sees corrupt metadata. A control that did not show its loss,
-  could not be made or did not run is a loud warning in the report. The data control
+  block of the filesystem as the recording left it (every logged write, after its clean
+  umount) inverted on a snapshot, which the filesystem's checker must flag; it proves the
+  checker sees corrupt metadata. A control that did not show its loss, could not be made or did
+  not run is a loud warning in the report. The data control
   must break that promise, or the promise check is blind: the report says
   "data control: yes/no" per filesystem, and that a filesystem whose control did not
   detect its loss has zeros that mean nothing. It checks every point (its workload is short).
@@ -267,8 +268,9 @@ SUITE = Suite(
         "smoke": "maildir x 3 durability points, at most 12 crash points, + the control (tests, CI)",
         "seq-1": "ACE's seq-1: every operation x each fitting persistence point, every crash "
                  "point, the full-state oracle, + the control",
-        "seq-2": "ACE's seq-2: every ordered pair of operations x each fsync-kind persistence point of the second, "
-                 "every crash point (the checker at 1 in 4 without a new promise), the full-state oracle, + the control",
+        "seq-2": "ACE's seq-2: every ordered pair of operations x each fsync-kind persistence point of the "
+                 "second, every crash point (the checker at 1 in 4 without a new promise), the full-state oracle, "
+                 "+ the control",
         "reorder": "smoke, and up to 4 reordered states at each crash point at a flush (subsets of the writes "
                    "in flight before it, CrashMonkey's), + the control (tests, CI)",
     },

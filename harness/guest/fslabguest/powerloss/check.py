@@ -24,7 +24,7 @@ from fslabguest.powerloss import (
 )
 from fslabguest.powerloss import devmapper as dm
 from fslabguest.powerloss.log import DISCARD, END_MARK, FLUSH, FUA, MKFS_MARK, Log, parse_log
-from fslabguest.powerloss.points import Point, crash_points, log_summary, promise_marks, select_points
+from fslabguest.powerloss.points import Point, crash_points, log_summary, promise_marks, select_points, whole_log
 from fslabguest.powerloss.promises import Acks, verify
 from fslabguest.powerloss.record import substitute
 from fslabguest.powerloss.replay import CHUNK, Extents, Replayer, find_fault
@@ -272,14 +272,15 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
     if findings:
         _write_json(os.path.join(out, "evidence", "reorder.json"), {"findings": findings[:200],
                                                                     "more": max(0, len(findings) - 200)})
-    if cfg.fault and chosen and chosen[-1].final:  # the metadata control, on the last crash state
-        # rebuilt without the data control's dropped write: on ext2 that write was seen to carry a
-        # directory block too (a merged request), which left the last state needing repair
+    if cfg.fault and chosen and chosen[-1].final:  # the metadata control, on the disk as the recording left it
+        # (every logged write, without the data control's dropped one: on ext2 that write was seen to
+        # carry a directory block too); not the last crash state, which on ext2, jfs and ext4
+        # barrier=0 lacks the writes no flush followed and was seen needing repair before any corruption
         with workers.resources(job, 0, cfg.replay_target) as (mine, target, cow_dev), open(cfg.log, "rb") as lf, \
                 open(target.path, "r+b", buffering=0) as dev:
             whole = Replayer(log, lf.fileno(), dev.fileno(), [])
             whole.reset(fresh=target.fresh)
-            whole.goto(chosen[-1])
+            whole.goto(whole_log(log))
             os.fsync(dev.fileno())
             tot["metadata_control"] = _metadata_control(mine, log, dev.fileno(), set(), cow_dev, sectors)
         _write_json(os.path.join(out, "metadata-control.json"), tot["metadata_control"])
@@ -361,7 +362,7 @@ def _on_snapshot(cfg: argparse.Namespace, cow_dev: str, sectors: int, fn: Callab
 
 def _metadata_control(cfg: argparse.Namespace, log: Log, dev_fd: int, dropped: set[int], cow_dev: str,
                       sectors: int) -> dict:
-    """controls.py's metadata control on the last crash state (the data disk holds it now): its
+    """controls.py's metadata control on the whole log's state (the data disk holds it now): its
     checker verdict first (the baseline, which must be clean), then the corrupted blocks."""
     if not cfg.check:
         return {"made": False, "why": f"no checker for {cfg.fs_type}"}

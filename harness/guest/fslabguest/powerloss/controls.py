@@ -2,9 +2,12 @@
 must flag.
 
 The data control (--fault drop-flushed-write, replay.py) proves that the promise check sees lost
-file data; it never tests the checker. This one does: on the last crash state (the whole workload
-done, its checker verdict clean), a copy-on-write snapshot gets one 4 KiB block inverted (every
-bit flipped), and the read-only checker runs on it. The block is one the workload's writes
+file data; it never tests the checker. This one does: on the disk as the recording left it (every
+logged write applied: the workload done and the filesystem cleanly unmounted; its checker verdict
+must be clean), a copy-on-write snapshot gets one 4 KiB block inverted (every bit flipped), and the
+read-only checker runs on it. Not the last crash state: it lacks the writes no flush followed,
+which on ext2 (its umount's last writes), jfs and ext4 barrier=0 (no flush after mkfs) left it
+needing repair before any corruption, and no control could be made there. The block is one the workload's writes
 touched after mkfs and that holds no file data, chosen in this order: written with REQ_META (the
 log's METADATA flag), then written most often (bitmaps, inode tables, directories, journal
 superblocks are rewritten at every sync; a file's data once), then the lowest offset; never the
@@ -241,7 +244,7 @@ def metadata_control(cands: list[dict], baseline: dict, run_check: Callable[[lis
                      ) -> dict:
     """Try the candidates until the checker flags one. run_check(offsets): invert that block and
     its `copies` on a fresh snapshot, run the checker there, return (argv, exit code, output). baseline: the final
-    crash point's own check record (its verdict must be clean, or the control proves nothing).
+    state's own check record (its verdict must be clean, or the control proves nothing).
 
     >>> metadata_control([{"offset": 8192}], {"ran": True, "verdict": "clean"},
     ...                  lambda off: (["e2fsck", "-f", "-n", "d"], 4, "Block bitmap differences"))["flagged"]
@@ -252,7 +255,7 @@ def metadata_control(cands: list[dict], baseline: dict, run_check: Callable[[lis
     if not baseline.get("ran"):
         return {"made": False, "why": baseline.get("note") or "no checker ran"}
     if baseline.get("verdict") != checkers.CLEAN:
-        return {"made": False, "why": f"the last crash state was not clean before the corruption "
+        return {"made": False, "why": f"the filesystem as the recording left it was not clean before the corruption "
                                       f"({baseline.get('verdict')}: {baseline.get('why')})"}
     if not cands:
         return {"made": False, "why": "no block the workload wrote holds metadata apart from the superblock"}

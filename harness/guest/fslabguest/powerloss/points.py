@@ -68,6 +68,20 @@ def crash_points(log: Log, start_mark: str | None = MKFS_MARK) -> list[Point]:
     return points
 
 
+def whole_log(log: Log) -> Point:
+    """Not a crash point: the disk as the recording left it, every logged write applied (the
+    workload done and the filesystem cleanly unmounted: record.py umounts before it removes the
+    log target). The metadata control's baseline (controls.py).
+
+    >>> from fslabguest.powerloss.log import Entry
+    >>> p = whole_log(Log(512, [Entry(0, FLUSH, 0, 0, 0), Entry(1, 0, 0, 512, 0)], 0))
+    >>> (p.barrier, p.t, p.final)
+    (2, 1, True)
+    """
+    n = len(log.entries)
+    return Point(-1, n - 1, n - 1, n, len(promise_marks(log)), final=True)
+
+
 def _spread(items: list[int], k: int) -> list[int]:
     """k items evenly spread over `items`: the middle of each of k equal slices.
 

@@ -161,7 +161,11 @@ def run_one(tree: Tree, k: int, seq: tuple[str, ...]) -> None:
         notes.append(f"{op}{note}")
     if ops[-1] == "link":  # fsync of the file makes its link count durable, not the new name; fsync-dir the name
         effects = {"fsync": effects[1:], "fsync-dir": effects[:1]}.get(persist, effects)
-    targets = {"fsync": [state.path], "fdatasync": [state.path], "sync": ["."]}.get(persist) or syncs[persist]
+    if persist in ("fsync", "fdatasync"):
+        assert state.path is not None  # sequences() leaves out an operation on foo after `unlink foo`
+        targets = [state.path]
+    else:
+        targets = ["."] if persist == "sync" else syncs[persist]
     for t in targets:
         if persist == "sync":
             os.sync()
