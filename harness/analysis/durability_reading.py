@@ -14,8 +14,12 @@ The rules, in order (the first that applies says it):
    parent's fsync makes the entry durable, not the new directory's inode (fsync(2)).
 4. ext2 (no journal) at a point whose checker is not clean: expected; a crash leaves ext2's
    metadata to fsck, and the promise was judged on the image before the fsck a boot runs.
-5. A FUA write overlapped by a later plain write before a flush in the case's log: unsure, the
-   log's order may not be the device's (a possible test artefact).
+5. A FUA write overlapped by a later plain write before a flush: the log's order may not be the
+   device's. The program checks the finding's point again with the FUA writes on top (its
+   other_order.py, evidence `other_order`): kept there, unsure (the loss hangs on an order the log
+   cannot tell; a possible test artefact); broken there too, or no overlap in the point's state,
+   the overlap says nothing of it and the rules go on. Evidence without `other_order` (before
+   2026-11-28): unsure whenever the case's log had an overlap.
 6. Discards replayed before the point and the file found zeroed, short, empty or missing:
    unsure, a disk may keep what was discarded (f2fs discards by default; a possible artefact).
 7. Otherwise a bug: a rename half done (the source gone, the destination as before), or a
@@ -76,13 +80,21 @@ def reading(ev: dict, *, fs_type: str, mount_options: str, label: str, points_to
     if fs_type == "ext2" and check not in (None, "clean"):
         return "expected", (f"ext2 has no journal: a crash leaves its metadata to fsck (the checker at this point: "
                             f"{check}), and the promise was judged on the image before the fsck a boot runs")
-    if overlaps:
+    other = ev.get("other_order")
+    if other is None and overlaps:
         return "unsure", (f"{overlaps} FUA/plain overlap(s) in this log: there the log's order may not be the "
                           "device's (possibly a test artefact)")
+    if other and other.get("kept"):
+        return "unsure", (f"kept on the same state with the FUA write(s) of {len(other['overlaps'])} FUA/plain "
+                          f"overlap(s) on top (log entries {', '.join(map(str, other['fua_on_top']))}): the loss hangs "
+                          "on an order the log cannot tell (possibly a test artefact)")
     if ev.get("discards") and any(w in verdict for w in LOSS_WORDS):
         return "unsure", (f"{ev['discards']} discard(s) replayed as zeros up to this point, a disk may keep what was "
                           f"discarded ({fs_type} {'discards by default' if fs_type == 'f2fs' else 'discards'}): "
                           "possibly a test artefact")
+    both = (f"; broken too with the FUA write(s) of the {len(other['overlaps'])} FUA/plain overlap(s) in its state on "
+            "top, so the log's order does not explain it") if other and other.get("overlaps") else ""
     if (failure.get("expected") or {}).get("type") == "atomic":
-        return "bug", f"a {label} promise lost by a half-done rename (the source gone, the destination as before)"
-    return "bug", f"a {label} promise broken though its syncs issued a barrier and the log is sound"
+        return "bug", (f"a {label} promise lost by a half-done rename (the source gone, the destination as "
+                       f"before){both}")
+    return "bug", f"a {label} promise broken though its syncs issued a barrier and the log is sound{both}"

@@ -18,6 +18,7 @@ from fslabguest.powerloss import (
     checkers,
     controls,
     oracle,
+    other_order,
     same_state,
     sampling,
     workers,
@@ -272,6 +273,14 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
     if findings:
         _write_json(os.path.join(out, "evidence", "reorder.json"), {"findings": findings[:200],
                                                                     "more": max(0, len(findings) - 200)})
+    if evidence:  # a FUA/plain overlap in a broken promise's state: the other order too (other_order.py)
+        with workers.resources(job, 0, cfg.replay_target) as (mine, target, cow_dev), open(cfg.log, "rb") as lf, \
+                open(target.path, "r+b", buffering=0) as dev:
+            kmsg = dm.Kmsg()
+            tot["other_order_states"] = other_order.recheck(
+                evidence, points, summary["fua_overlaps"], log, lf.fileno(), dev.fileno(), target.fresh,
+                [fault["entry"]] if fault else [],
+                lambda pt, prep: check_point(pt, mine, acks, cow_dev, sectors, kmsg, False, None, prep)[0])
     if cfg.fault and chosen and chosen[-1].final:  # the metadata control, on the disk as the recording left it
         # (every logged write, without the data control's dropped one: on ext2 that write was seen to
         # carry a directory block too); not the last crash state, which on ext2, jfs and ext4

@@ -71,6 +71,10 @@ def report(acks: Acks, tot: dict, emit: Callable) -> None:
             journal = mc.get("journal", {}).get("note")  # controls.journal_ranges: was the journal left out?
             emit("metadata_control_flagged", int(mc["flagged"]), offset=mc["tries"][-1]["offset"],
                  note=f"{mc['why']}; {journal}" if journal else mc["why"], tried=len(mc["tries"]))
+    if tot.get("other_order_states"):  # other_order.py: broken promises' states with the FUA writes on top
+        emit("other_order_states", tot["other_order_states"],
+             note="points of broken promises checked again with the FUA writes of their FUA/plain overlaps on top "
+                  "(evidence other_order)")
     emit("promises_made", len(acks.promises))
     emit("promises_checked", len(tot["checked"]))
     emit("promises_broken", len(tot["broken"]))

@@ -1,0 +1,78 @@
+"""The other order of a FUA/plain overlap (points.fua_overlaps).
+
+dm-log-writes logs a FUA write when it completes and a plain write when the next flush completes,
+so where a plain write overlaps an earlier FUA write before that flush the log holds the plain
+write's bytes on top, while the device may have written the plain write first and the FUA write
+over it. A broken promise's first point whose state holds such a pair (the pair's flush at or
+before the point's barrier) is checked again on that state with every such FUA write put back on
+top (one more state: all of them at once, not each subset). Broken there too, the loss does not
+hang on the order the log cannot tell, and the overlap says nothing of it; kept there, it may
+(harness/analysis/durability_reading.py reads it unsure). Each finding's evidence gets
+`other_order`: the overlaps that applied at its point and, where any did, the promise's fate on
+the other state (mounted, broken, the oracle's mismatches there)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from fslabguest.powerloss.log import Log
+from fslabguest.powerloss.points import Point
+from fslabguest.powerloss.replay import Replayer
+
+
+def applying(overlaps: list[dict], point: Point) -> list[dict]:
+    """The overlaps whose both writes are in `point`'s state: their flush at or before its barrier.
+
+    >>> o = [{"fua": 2, "plain": 3, "flush": 4, "offset": 0}, {"fua": 6, "plain": 7, "flush": None, "offset": 0}]
+    >>> [x["fua"] for x in applying(o, Point(1, 4, 5, 4, 0))], applying(o, Point(0, 2, 3, 1, 0))
+    ([2], [])
+    """
+    return [o for o in overlaps if o["flush"] is not None and o["flush"] <= point.barrier]
+
+
+def fua_on_top(log: Log, log_fd: int, entries: list[int]) -> Callable[[str], None]:
+    """A snapshot's preparation (check.py's check_point): write these FUA entries' data again, in
+    log order, so each is on top of the plain writes logged after it."""
+    def prepare(snap: str) -> None:
+        fd = os.open(snap, os.O_RDWR)
+        try:
+            for i in sorted(set(entries)):
+                e = log.entries[i]
+                os.pwrite(fd, os.pread(log_fd, e.length, e.data_at), e.offset)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    return prepare
+
+
+def recheck(evidence: dict[str, dict], points: list[Point], overlaps: list[dict], log: Log, log_fd: int,
+            dev_fd: int, fresh: bool, drop: list[int], check: Callable[[Point, Callable[[str], None]], dict]) -> int:
+    """Fill each evidence's `other_order`; check(point, prepare) checks a point's state (on the
+    device `dev_fd`, rebuilt here in increasing t, without the `drop`ped entries) with the
+    preparation. Returns the number of states checked."""
+    overlaps = [o for o in overlaps if o["fua"] not in drop and o["plain"] not in drop]  # in no replayed state
+    todo: dict[int, list[str]] = {}
+    for pid, ev in evidence.items():
+        pt = points[ev["point"]["point"]]
+        found = applying(overlaps, pt)
+        ev["other_order"] = {"overlaps": found}
+        if found:
+            todo.setdefault(pt.index, []).append(pid)
+    if not todo:
+        return 0
+    rp = Replayer(log, log_fd, dev_fd, drop)
+    rp.reset(fresh=fresh)
+    for index in sorted(todo, key=lambda i: points[i].t):
+        pt = points[index]
+        rp.goto(pt)
+        os.fsync(dev_fd)
+        fuas = [o["fua"] for o in applying(overlaps, pt)]
+        rec = check(pt, fua_on_top(log, log_fd, fuas))
+        broken = rec.get("broken") or []
+        mismatches = len((rec.get("oracle") or {}).get("mismatches") or [])
+        for pid in todo[index]:
+            evidence[pid]["other_order"].update(
+                point=index, fua_on_top=sorted(set(fuas)), mounted=rec["mounted"], broken=pid in broken,
+                kept=rec["mounted"] and pid not in broken, oracle_mismatches=mismatches)
+    return len(todo)
