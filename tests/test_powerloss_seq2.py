@@ -76,3 +76,27 @@ def test_the_first_operations_effect_no_sync_covered_is_not_held_against_the_fil
     shutil.copy(root / w / "A/bar", root / w / "foo")  # but foo's own data is
     res = oracle.check(str(root), acks.ops, acks.promises, acks.syncs, acks.initial, len(acks.promises), True)
     assert (f"{w}/foo", "size") in found(res) or (f"{w}/foo", "content") in found(res)
+
+
+def test_the_oracle_scoped_to_the_sequences_in_flight_walks_them_and_every_listing_above_them(tmp_path):
+    root, acks, copies = run(tmp_path, "seq-2", ops=12, snaps=True)
+    k = 10  # at promise 10's mark: sequence 10 done, 11 may have started
+    names = [seqgen.name_of(i, s) for i, s in enumerate(seqgen.sequences(2)[:12])]
+
+    def both(tree):
+        args = (str(tree), acks.ops, acks.promises, acks.syncs, acks.initial, k)
+        return oracle.check(*args), oracle.check(*args, scope_depth=2)
+
+    whole, scoped = both(copies[k - 1])
+    assert whole["mismatches"] == scoped["mismatches"] == [] and "scope" not in whole
+    assert scoped["scope"] == [f"seq2/{names[k - 1]}", f"seq2/{names[k]}"]
+    assert 0 < scoped["paths_checked"] < whole["paths_checked"] and scoped["dirs_listed"] < whole["dirs_listed"]
+    tree = copies[k - 1]
+    (tree / "seq2" / names[1] / "A" / "stray").write_bytes(b"")  # inside an old sequence: the whole walk's
+    whole, scoped = both(tree)
+    assert found(whole) == [(f"seq2/{names[1]}/A/stray", "unexpected entry")] and scoped["mismatches"] == []
+    shutil.rmtree(tree / "seq2" / names[2])  # an old sequence gone: the listing above it, always checked
+    (tree / "seq2" / names[k - 1] / "stray").write_bytes(b"")  # inside a sequence in flight
+    whole, scoped = both(tree)
+    assert found(scoped) == [(f"seq2/{names[2]}", "missing"), (f"seq2/{names[k - 1]}/stray", "unexpected entry")]
+    assert set(found(scoped)) < set(found(whole))

@@ -38,6 +38,8 @@ def test_seq_2_on_ext4_in_a_guest(image, tmp_path):
     mounted = vals[("points_checked", None, None)] - vals[("points_unmountable", None, None)]
     assert vals[("oracle_points_checked", None, None)] == mounted > 0
     assert vals[("oracle_paths_checked", None, None)] > 10 * n
+    # the whole tree where a promise became due and at the last point, the sequences in flight elsewhere
+    assert n // 2 < mounted - vals[("oracle_points_scoped", None, None)] < mounted
     promises = [json.loads(x) for x in (run_dir / "raw" / "ext4" / "seq-2" / "run" / "promises.jsonl")
                 .read_text().splitlines()]
     named = [p["sequence"] for p in promises if p.get("rec") == "promise"]

@@ -37,7 +37,7 @@ Not checked: directories' link counts (btrfs counts 1), block counts, timestamps
 
 from __future__ import annotations
 
-import copy
+import bisect
 import errno
 import hashlib
 import os
@@ -65,6 +65,11 @@ class Node:
 
 
 class Model:
+    """The tree as the workload made it, with the clock of every change and sync. Cheap to copy
+    (`clone`: the copies share every node until one of them changes it) and to sync whole
+    (`synced_all`: a sync() is one clock, not a pass over every node): the checker builds one at
+    every crash point, and a generated workload's tree has thousands of nodes."""
+
     def __init__(self, initial: dict[str, str]) -> None:
         root = Node("dir", meta_sync=1, names_sync=1)
         self.nodes: dict[int, Node] = {0: root}
@@ -73,6 +78,37 @@ class Model:
             root.entries[name] = len(self.nodes) - 1
             root.names_at[name] = 0
         self.clock = 2
+        self.synced_all = -1  # the clock of the last sync()
+        self.owned: set[int] | None = None  # the nodes this model may change in place (None: every one)
+        self.next_ino = len(self.nodes)
+
+    def clone(self) -> Model:
+        """A copy; from now on both copy a node before they change it."""
+        m = Model.__new__(Model)
+        m.nodes, m.clock, m.synced_all, m.next_ino = dict(self.nodes), self.clock, self.synced_all, self.next_ino
+        m.owned, self.owned = set(), set()
+        return m
+
+    def _mut(self, ino: int) -> Node:
+        """Node `ino`, this model's own (copied first if it shares it)."""
+        if self.owned is None or ino in self.owned:
+            return self.nodes[ino]
+        n = self.nodes[ino]
+        self.nodes[ino] = Node(n.type, n.content, n.target, dict(n.xattrs), n.nlink, dict(n.entries), n.opaque,
+                               n.data_at, n.meta_at, n.data_sync, n.meta_sync, dict(n.names_at), n.names_sync)
+        self.owned.add(ino)
+        return self.nodes[ino]
+
+    def data_ok(self, n: Node) -> bool:
+        """Its data persisted: a sync of it (or a sync()) after its last change."""
+        return max(n.data_sync, self.synced_all) > n.data_at
+
+    def meta_ok(self, n: Node) -> bool:
+        return max(n.meta_sync, self.synced_all) > n.meta_at
+
+    def name_ok(self, d: Node, name: str) -> bool:
+        """Directory d's entry `name` (its presence or absence) persisted."""
+        return max(d.names_sync, self.synced_all) > d.names_at.get(name, -1)
 
     def lookup(self, rel: str) -> int | None:
         ino = 0
@@ -94,24 +130,30 @@ class Model:
         return self.nodes[ino]
 
     def persisted_entry(self, parent: str, name: str) -> bool:
-        d = self.dir_of(parent)
-        return d.names_sync > d.names_at.get(name, -1)
+        return self.name_ok(self.dir_of(parent), name)
 
     def _split(self, rel: str) -> tuple[Node, str]:
+        """The parent directory (this model's own, to change) and the name."""
         parent, name = os.path.split(rel)
-        return self.dir_of(parent), name
+        self.dir_of(parent)
+        ino = self.lookup(parent)
+        assert ino is not None
+        return self._mut(ino), name
 
     def _new(self, node: Node, rel: str) -> None:
         d, name = self._split(rel)
-        ino = max(self.nodes) + 1
+        ino = self.next_ino
+        self.next_ino += 1
         node.data_at = node.meta_at = self.clock
         self.nodes[ino] = node
+        if self.owned is not None:
+            self.owned.add(ino)
         d.entries[name] = ino
         d.names_at[name] = self.clock
 
     def _drop_name(self, rel: str) -> Node:
         d, name = self._split(rel)
-        node = self.nodes[d.entries.pop(name)]
+        node = self._mut(d.entries.pop(name))
         d.names_at[name] = self.clock
         node.nlink -= 1
         node.meta_at = self.clock
@@ -126,18 +168,20 @@ class Model:
             self._new(Node("dir"), args[0])
         elif what == "write":
             content = exact(states[args[0]])
-            node = self.node(args[0])
-            if node is None:
+            ino = self.lookup(args[0])
+            if ino is None:
                 self._new(Node("file", content=content), args[0])
             else:
+                node = self._mut(ino)
                 node.content, node.data_at = content, self.clock
         elif what == "link":
             ino = self.lookup(args[0])
             assert ino is not None, op
             d, name = self._split(args[1])
             d.entries[name], d.names_at[name] = ino, self.clock
-            self.nodes[ino].nlink += 1
-            self.nodes[ino].meta_at = self.clock
+            node = self._mut(ino)
+            node.nlink += 1
+            node.meta_at = self.clock
         elif what in ("unlink", "rmdir"):
             self._drop_name(args[0])
         elif what == "rename":
@@ -154,8 +198,9 @@ class Model:
         elif what == "symlink":
             self._new(Node("symlink", target=args[0]), args[1])
         elif what == "setxattr":
-            node = self.node(args[0])
-            assert node is not None, op
+            ino = self.lookup(args[0])
+            assert ino is not None, op
+            node = self._mut(ino)
             node.xattrs[args[1]], node.meta_at = args[2], self.clock
         else:
             raise ValueError(f"oracle: unknown operation {what!r} in op {op.get('seq')}")
@@ -163,12 +208,12 @@ class Model:
     def sync(self, rec: dict) -> None:
         self.clock += 1
         if rec["how"] == "sync":
-            for each in self.nodes.values():
-                each.data_sync = each.meta_sync = each.names_sync = self.clock
+            self.synced_all = self.clock
             return
-        node = self.node(rec["path"])
-        if node is None:  # fsync of a path the model does not know: nothing it can say
+        ino = self.lookup(rec["path"])
+        if ino is None:  # fsync of a path the model does not know: nothing it can say
             return
+        node = self._mut(ino)
         node.data_sync = self.clock
         if rec["how"] == "fsync" or node.type == "dir":
             node.meta_sync = self.clock
@@ -181,21 +226,56 @@ def exact(state: dict) -> dict:
     return {**state, "type": "file"} if state.get("type") == "prefix" else state
 
 
+class _Built:
+    """A model part-way through a workload's ops and syncs (build's cache): op `i` and sync `k` next."""
+
+    def __init__(self, ops: list[dict], syncs: list[dict], initial: dict[str, str]) -> None:
+        self.ops, self.syncs, self.initial = ops, syncs, initial
+        self.m, self.i, self.k = Model(initial), 0, 0
+
+    def advance(self, n_ops: int, n_syncs: int) -> None:
+        """Apply ops up to n_ops and syncs up to n_syncs, each sync before the first op it preceded."""
+        while True:
+            if self.k < n_syncs and self.syncs[self.k]["ops"] <= self.i:
+                self.m.sync(self.syncs[self.k])
+                self.k += 1
+            elif self.i < n_ops:
+                self.m.apply(self.ops[self.i])
+                self.i += 1
+            else:
+                return
+
+    def can_reach(self, ops: list[dict], syncs: list[dict], initial: dict[str, str], n_ops: int, n_syncs: int) -> bool:
+        """Is the model for (n_ops, n_syncs) this one advanced (nothing applied that it lacks, no
+        sync it needs left behind an op already applied)?"""
+        return (ops is self.ops and syncs is self.syncs and initial is self.initial and n_ops >= self.i
+                and n_syncs >= self.k and (self.k == n_syncs or self.syncs[self.k]["ops"] >= self.i))
+
+
+_LAST: list[_Built] = []  # the last model built, advanced by the next point (points come in increasing t)
+
+
 def build(ops: list[dict], syncs: list[dict], initial: dict[str, str], n_ops: int, due: int | None) -> Model:
     """The model after ops[:n_ops] with the syncs recorded before promise `due` + 1 was made (None:
-    every sync)."""
-    m = Model(initial)
-    todo = [s for s in syncs if due is None or s["promises"] < due]
-    k = 0
-    for i, op in enumerate(ops[:n_ops]):
-        while k < len(todo) and todo[k]["ops"] <= i:
-            m.sync(todo[k])
-            k += 1
-        m.apply(op)
-    for s in todo[k:]:
-        if s["ops"] <= n_ops:
-            m.sync(s)
-    return m
+    every sync). The model of the last call is advanced when it can be (the crash points of a case
+    come in increasing order), else built from the start; each is the same model either way.
+    A model returned is good until the next call."""
+    n_syncs = len(syncs) if due is None else bisect.bisect_left([s["promises"] for s in syncs], due)
+    if not (_LAST and _LAST[0].can_reach(ops, syncs, initial, n_ops, n_syncs)):
+        _LAST[:] = [_Built(ops, syncs, initial)]
+    b = _LAST[0]
+    b.advance(n_ops, n_syncs)
+    return b.m
+
+
+def _paths(do: list) -> list[str]:
+    """The paths in the tree an op's `do` names (not a symlink's target, an xattr's name or value).
+
+    >>> _paths(["rename", "a", "b"]), _paths(["symlink", "foo", "d/sym"]), _paths(["setxattr", "f", "user.x", "h"])
+    (['a', 'b'], ['d/sym'], ['f'])
+    """
+    what, *args = do
+    return args[:2] if what in ("link", "rename") else args[1:2] if what == "symlink" else args[:1]
 
 
 def _xattrs(path: str) -> dict[str, str] | str:
@@ -213,9 +293,12 @@ def _short(state: dict | None) -> dict | None:
 
 
 def check(root: str, ops: list[dict], promises: list[dict], syncs: list[dict], initial: dict[str, str] | None,
-          due: int, finished: bool = False) -> dict:
+          due: int, finished: bool = False, scope_depth: int = 0) -> dict:
     """The recovered tree at `root` against the model (the module's docstring): the paths and
-    directories checked and every mismatch."""
+    directories checked and every mismatch. scope_depth d > 0 (a generated workload, one directory
+    per sequence: seqgen.py): only the directories d levels deep that the ops since the promise
+    before the last due one name (the sequences in flight) are walked into; every listing above
+    them is still checked whole (no entry missing or unexpected). The result says `scope`."""
     s_due = len(ops) if finished else promises[due - 1]["ops"] if due else 0
     s_next = promises[due]["ops"] if due < len(promises) else len(ops)
     if initial is None:
@@ -226,31 +309,48 @@ def check(root: str, ops: list[dict], promises: list[dict], syncs: list[dict], i
     m = build(ops, syncs, initial, s_due, None if finished else due)
     alts: list[Model] = []
     inflight: dict[str, list[dict]] = {}
-    cur = copy.deepcopy(m)
+    cur = m.clone()
     for op in ops[s_due:s_next]:
         cur.apply(op)
-        alts.append(copy.deepcopy(cur))
+        alts.append(cur.clone())
         for e in op.get("effects") or []:
             st = e.get("inflight", e["state"])
             inflight.setdefault(e["path"], []).append(
                 {**st, "max_size": st["size"]} if st.get("type") == "prefix" else st)
     out: dict = {"derived": True, "paths_checked": 0, "dirs_listed": 0, "mismatches": []}
+    scope: set[str] | None = None
+    if scope_depth:
+        since = promises[due - 2]["ops"] if due >= 2 else 0
+        scope = {"/".join(a.split("/")[:scope_depth]) for op in ops[since:s_next] for a in _paths(op["do"])}
+        out["scope"] = sorted(scope)
+
+    def in_scope(rel: str) -> bool:
+        """Walk into rel? (an ancestor of a scoped directory, one, or inside one)"""
+        return scope is None or any(rel == x or x.startswith(rel + "/") or rel.startswith(x + "/") for x in scope)
 
     def miss(path: str, what: str, expected: object, found: object) -> None:
         out["mismatches"].append({"path": path, "what": what, "expected": expected, "found": found})
 
-    def alt_nodes(rel: str) -> list[Node | None]:
+    # the paths the in-flight ops name, and the inodes behind them in any model: a path none of
+    # whose ancestors (or itself) is named and whose inode is none of those is the same in every model
+    named = {a for op in ops[s_due:s_next] for a in _paths(op["do"])}
+    hit = {ino for model in (m, *alts) for a in named if (ino := model.lookup(a)) is not None}
+
+    def alt_nodes(rel: str, ino: int | None) -> list[Node | None]:
+        parts = rel.split("/")
+        if ino not in hit and not any("/".join(parts[:i]) in named for i in range(1, len(parts) + 1)):
+            return [None if ino is None else m.nodes[ino]] * len(alts)
         return [a.node(rel) for a in alts]
 
-    def check_node(rel: str, node: Node) -> None:
-        meta_ok = node.meta_sync > node.meta_at
-        data_ok = node.type == "file" and not node.opaque and node.data_sync > node.data_at
+    def check_node(rel: str, node: Node, ino: int) -> None:
+        meta_ok = m.meta_ok(node)
+        data_ok = node.type == "file" and not node.opaque and m.data_ok(node)
         if not (meta_ok or data_ok):
             return
         out["paths_checked"] += 1
         path = os.path.join(root, rel)
         found, data = observe(path)
-        others = alt_nodes(rel)
+        others = alt_nodes(rel, ino)
         ftype = found.get("type") if found.get("exists") else "absent"
         if ftype != node.type and not any(o is not None and o.type == ftype for o in others):
             if node.type != "other":
@@ -278,7 +378,7 @@ def check(root: str, ops: list[dict], promises: list[dict], syncs: list[dict], i
                 miss(rel, "xattrs", node.xattrs, xa)
 
     def walk(rel: str, d: Node) -> None:
-        if d.opaque or not d.meta_sync > d.meta_at:
+        if d.opaque or not m.meta_ok(d):
             return
         path = os.path.join(root, rel) if rel else root
         try:
@@ -289,15 +389,15 @@ def check(root: str, ops: list[dict], promises: list[dict], syncs: list[dict], i
         out["dirs_listed"] += 1
         for name in sorted(set(d.entries) | set(d.names_at) | names):
             p = os.path.join(rel, name) if rel else name
-            persisted = d.names_sync > d.names_at.get(name, -1)
-            in_alt = [o is not None for o in alt_nodes(p)]
+            persisted = m.name_ok(d, name)
+            in_alt = [o is not None for o in alt_nodes(p, d.entries.get(name))]
             if name in names and name not in d.entries and (name not in d.names_at or persisted) and not any(in_alt):
                 miss(p, "unexpected entry", "absent", observe(os.path.join(root, p))[0])
             elif name not in names and name in d.entries and persisted and all(in_alt):
                 miss(p, "missing", {"type": m.nodes[d.entries[name]].type}, "absent")
-            elif name in names and name in d.entries and persisted:
+            elif name in names and name in d.entries and persisted and in_scope(p):
                 node = m.nodes[d.entries[name]]
-                check_node(p, node)
+                check_node(p, node, d.entries[name])
                 if node.type == "dir":
                     try:
                         isdir = stat.S_ISDIR(os.lstat(os.path.join(root, p)).st_mode)

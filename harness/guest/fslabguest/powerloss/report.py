@@ -93,6 +93,10 @@ def report(acks: Acks, tot: dict, emit: Callable) -> None:
     if o is not None:  # oracle.py: the whole tree against the model, at every point that mounted
         emit("oracle_points_checked", o["points"],
              **({"note": f"no model at {o['not_derived']} points: {o['why']}"} if o["not_derived"] else {}))
+        if o.get("scoped"):
+            emit("oracle_points_scoped", o["scoped"],
+                 note="points where the oracle walked only the sequences in flight (seqgen.py's directories) and "
+                      "the listings above them; the whole tree where a promise became due and at the last point")
         emit("oracle_paths_checked", o["paths"])
         emit("oracle_dirs_listed", o["dirs"])
         emit("oracle_points_with_mismatches", o["points_with_mismatches"])
