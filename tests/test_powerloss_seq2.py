@@ -100,3 +100,27 @@ def test_the_oracle_scoped_to_the_sequences_in_flight_walks_them_and_every_listi
     whole, scoped = both(tree)
     assert found(scoped) == [(f"seq2/{names[2]}", "missing"), (f"seq2/{names[k - 1]}/stray", "unexpected entry")]
     assert set(found(scoped)) < set(found(whole))
+
+
+def test_what_the_first_operation_left_undurable_is_not_promised_by_the_seconds_sync(tmp_path):
+    seqs = seqgen.sequences(2)
+    k = max(seqs.index(("write", "link", "fsync-dir")), seqs.index(("rename", "dwrite", "fdatasync")))
+    root, acks, _ = run(tmp_path, "seq-2", ops=k + 1)
+    by = {p["sequence"]: p for p in acks.promises}
+    link = by[seqgen.name_of(seqs.index(("write", "link", "fsync-dir")), ("write", "link", "fsync-dir"))]
+    # the directory's fsync persists the new name, not the appended data the first op never synced
+    assert [e["state"]["type"] for e in link["effects"]] == ["exists"] and "exists (a file" in link["holds"]
+    name = seqgen.name_of(seqs.index(("rename", "dwrite", "fdatasync")), ("rename", "dwrite", "fdatasync"))
+    w = f"seq2/{name}"
+    (eff,) = by[name]["effects"]
+    assert eff["path"] == f"{w}/A/moved" and eff["state"]["or_at"] == f"{w}/foo"  # the rename not durable
+    pid, due = by[name]["id"], int(by[name]["id"][1:])
+
+    def broken() -> bool:
+        return pid in promises.verify(str(root), acks.ops, acks.promises, due)["broken"]
+
+    assert not broken()
+    os.rename(root / w / "A/moved", root / w / "foo")  # a crash that kept the data, not the rename
+    assert not broken()
+    (root / w / "foo").write_bytes(promises.blob(f"{w}/foo", 8192))  # the data lost as well
+    assert broken()

@@ -94,9 +94,17 @@ def name_of(k: int, seq: tuple[str, ...]) -> str:
 
 @dataclass
 class Foo:
-    """What the sequence's file is now: its name (None once unlinked) and its content."""
+    """What the sequence's file is now: its name (None once unlinked) and its content, and what the
+    set-up's sync() made durable of it (seq-2's first operation has no persistence point)."""
     path: str | None
     content: bytes
+    durable_path: str = ""
+    durable: bytes = b""
+
+    def state_under_new_name(self) -> dict:
+        """A new name's state (link, rename) made durable by a directory's fsync: the content only
+        if it was durable already (a directory's fsync persists entries, not a file's data)."""
+        return file_state(self.content) if self.content == self.durable else EXISTS
 
 
 def _write_at(tree: Tree, rel: str, off: int, chunk: bytes, flags: int = 0) -> str:
@@ -155,12 +163,15 @@ def run_one(tree: Tree, k: int, seq: tuple[str, ...]) -> None:
         except OSError as e:
             tree.ack.skip(name, f"setxattr: {os.strerror(e.errno or 0)}")
             return
-    state, notes = Foo(foo, data), []
+    state, notes = Foo(foo, data, foo, data), []
     for i, op in enumerate(ops):
         effects, syncs, note = _operate(tree, op, w, state, "" if i == 0 else str(i + 1))
         notes.append(f"{op}{note}")
     if ops[-1] == "link":  # fsync of the file makes its link count durable, not the new name; fsync-dir the name
         effects = {"fsync": effects[1:], "fsync-dir": effects[:1]}.get(persist, effects)
+    if persist in ("fsync", "fdatasync") and state.path != state.durable_path:  # renamed, the name not durable:
+        # the file's fsync persists the file, under whichever name survived (promises.verify: or_at)
+        effects = [(p, {**s, "or_at": state.durable_path} if p == state.path else s) for p, s in effects]
     if persist in ("fsync", "fdatasync"):
         assert state.path is not None  # sequences() leaves out an operation on foo after `unlink foo`
         targets = [state.path]
@@ -181,8 +192,10 @@ def run_one(tree: Tree, k: int, seq: tuple[str, ...]) -> None:
 
 def _says(state: dict) -> str:
     t = state["type"]
+    where = f" (or at {state['or_at']}: the rename not durable)" if state.get("or_at") else ""
     return ("is absent" if t == "absent" else "is a directory" if t == "dir" else
-            f"is a symlink to {state['target']}" if t == "symlink" else f"holds its {state['size']} bytes")
+            f"is a symlink to {state['target']}" if t == "symlink" else
+            "exists (a file; its data not durable)" if t == "exists" else f"holds its {state['size']} bytes{where}")
 
 
 def _parent(rel: str) -> str:
@@ -270,7 +283,7 @@ def _operate(tree: Tree, op: str, w: str, foo: Foo, sfx: str) -> tuple[list[tupl
         dst = f"{a}/link{sfx}"
         tree.ack.op(f"link {path} {dst}", (dst, file_state(data)), do=["link", path, dst])
         os.link(tree.path(path), tree.path(dst))
-        return [(dst, file_state(data)), (path, file_state(data))], {"fsync-dir": [a]}, ""
+        return [(dst, foo.state_under_new_name()), (path, file_state(data))], {"fsync-dir": [a]}, ""
     if op == "unlink":
         tree.ack.op(f"unlink {path}", (path, ABSENT), do=["unlink", path])
         os.unlink(tree.path(path))
@@ -282,7 +295,8 @@ def _operate(tree: Tree, op: str, w: str, foo: Foo, sfx: str) -> tuple[list[tupl
         os.rename(tree.path(path), tree.path(dst))
         tree.files[dst] = tree.files.pop(path, data)
         foo.path = dst
-        return [(path, ABSENT), (dst, file_state(data))], {"fsync-dir": list(dict.fromkeys([a, _parent(path)]))}, ""
+        dirs = list(dict.fromkeys([a, _parent(path)]))
+        return [(path, ABSENT), (dst, foo.state_under_new_name())], {"fsync-dir": dirs}, ""
     if op == "setxattr":
         value = blob(f"{path}/xattr{sfx}", 64)
         tree.ack.op(f"setxattr {path} {XATTR}", (path, file_state(data)),
