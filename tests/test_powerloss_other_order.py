@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from test_powerloss_program import SLOT, LogBuilder, fake_case, fake_file, fake_header, fake_mkfs, sec
+from test_powerloss_program import SLOT, LogBuilder, fake_case, fake_header, fake_mkfs, p1_then_b, sec
 
 from harness.analysis.durability_reading import reading
 
@@ -20,14 +20,7 @@ def fua_then_plain_over_it(a: bytes, b: bytes, c: bytes) -> LogBuilder:
     lb = fake_mkfs()
     lb.fua(A + 1, a)  # entry 3
     lb.write(A + 1, sec("x"))  # entry 4: logged at the flush, after the FUA write
-    lb.write(A, fake_header({"path": "a", "size": len(a)}))
-    lb.flush()
-    lb.mark("p1")
-    fake_file(lb, 2, "b", b)
-    lb.flush()
-    lb.mark("p2")
-    lb.mark("dm-log-writes-end")
-    return lb
+    return a_header_then_b(lb, a, b)
 
 
 def overlap_elsewhere(a: bytes, b: bytes, c: bytes) -> LogBuilder:
@@ -36,14 +29,13 @@ def overlap_elsewhere(a: bytes, b: bytes, c: bytes) -> LogBuilder:
     lb.write(A + 1, a)
     lb.fua(3 * A + 1, sec("f"))
     lb.write(3 * A + 1, sec("g"))
+    return a_header_then_b(lb, a, b)
+
+
+def a_header_then_b(lb: LogBuilder, a: bytes, b: bytes) -> LogBuilder:
+    """a's header, p1's flush and mark, then file b, p2's flush and mark, and the log's end."""
     lb.write(A, fake_header({"path": "a", "size": len(a)}))
-    lb.flush()
-    lb.mark("p1")
-    fake_file(lb, 2, "b", b)
-    lb.flush()
-    lb.mark("p2")
-    lb.mark("dm-log-writes-end")
-    return lb
+    return p1_then_b(lb, b)
 
 
 def read(ev: dict, overlaps: int = 1) -> tuple[str, str]:

@@ -1351,6 +1351,17 @@ def fake_file(lb: LogBuilder, slot: int, name: str, data: bytes) -> None:
     lb.write(slot * SLOT // 512, fake_header({"path": name, "size": len(data)}))
 
 
+def p1_then_b(lb: LogBuilder, b: bytes) -> LogBuilder:
+    """A log's end for the fake case: p1's flush and mark, file b, p2's flush and mark, the end mark."""
+    lb.flush()
+    lb.mark("p1")
+    fake_file(lb, 2, "b", b)
+    lb.flush()
+    lb.mark("p2")
+    lb.mark("dm-log-writes-end")
+    return lb
+
+
 def no_flush_after_mkfs(a: bytes, b: bytes, c: bytes) -> LogBuilder:
     """What a filesystem mounted with barrier=0 leaves: nothing after mkfs is behind a barrier
     (dm-log-writes logs a plain write once a later flush completes, and the ones no flush followed

@@ -10,7 +10,17 @@ import json
 import random
 
 import pytest
-from test_powerloss_program import INITIAL, LogBuilder, _file, fake_case, fake_file, fake_mkfs, pl, reference_state
+from test_powerloss_program import (
+    INITIAL,
+    LogBuilder,
+    _file,
+    fake_case,
+    fake_file,
+    fake_mkfs,
+    p1_then_b,
+    pl,
+    reference_state,
+)
 
 from harness.guest_programs import guest_module
 
@@ -162,13 +172,7 @@ def reorder_log(a: bytes, b: bytes, c: bytes) -> LogBuilder:
     the disk may hold the header without the data (a file of zeros), or the data alone."""
     lb = fake_mkfs()
     fake_file(lb, 1, "a", a)
-    lb.flush()
-    lb.mark("p1")
-    fake_file(lb, 2, "b", b)
-    lb.flush()
-    lb.mark("p2")
-    lb.mark("dm-log-writes-end")
-    return lb
+    return p1_then_b(lb, b)
 
 
 def test_the_check_loop_checks_each_reordered_state_and_says_what_they_found(tmp_path, monkeypatch):
