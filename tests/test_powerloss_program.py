@@ -15,6 +15,7 @@ import ast
 import json
 import os
 import random
+import re
 import shutil
 import struct
 import subprocess
@@ -1045,6 +1046,15 @@ def test_reiserfs_journal_and_jfs_inline_log_are_located_by_their_own_tools(tmp_
     assert note == "jfs's inline log left out" and hi == 512 << 20 and hi - lo >= 1 << 20
     with open(jfs, "rb") as f:
         assert os.pread(f.fileno(), 4, lo + 4096).hex() == "21436587"
+    # in a guest mkfs.jfs ran on a block device, whose number it records in s_logdev: still inline (s_flag)
+    shown = run(["sh", "-c", 'printf "su\\nx\\nq\\n" | jfs_debugfs "$1"', "sh", str(jfs)], 60)
+    assert "s_logdev:\t\t0x00000000" in shown[1]
+    on_a_device = (shown[0], shown[1].replace("s_logdev:\t\t0x00000000", "s_logdev:\t\t0x00000810"))
+    assert ctl.journal_ranges("jfs", str(jfs), lambda argv, t: on_a_device) == ([(lo, hi)], note)
+    external = (shown[0], re.sub(r"(s_flag:\s+)0x(\w+)", lambda m: m.group(1) + hex(int(m.group(2), 16) & ~0x800),
+                                 shown[1]))
+    assert ctl.journal_ranges("jfs", str(jfs), lambda argv, t: external) == (
+        [], "jfs's log is on another device: nothing to leave out")
     assert ctl.journal_ranges("jfs", str(rfs), run)[0] == [] and ctl.journal_ranges("reiserfs", str(jfs), run)[0] == []
     assert "not located" in ctl.journal_ranges("jfs", str(rfs), run)[1]
     assert ctl.journal_ranges("btrfs", str(jfs), run) == ([], "btrfs has no journal region: copy-on-write, its "

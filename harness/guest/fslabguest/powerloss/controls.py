@@ -43,6 +43,7 @@ from fslabguest.powerloss.log import FLUSH, FUA, METADATA, MKFS_MARK, Log
 
 BLOCK = 4096
 TRIES = 3
+JFS_INLINELOG = 0x800  # jfs_filsys.h: the log is inside the filesystem
 DATA_LIKE_ZEROS = BLOCK // 64  # SHAKE-256 output has about 16 zero bytes in 4 KiB; metadata far more
 
 
@@ -134,12 +135,14 @@ def _reiserfs_journal(dev: str, run: Run) -> tuple[list[tuple[int, int]], str]:
 
 
 def _jfs_log(dev: str, run: Run) -> tuple[list[tuple[int, int]], str]:
-    """jfs_debugfs's superblock display (`su`): the inline log's extent (s_logpxd), in blocks."""
+    """jfs_debugfs's superblock display (`su`): the inline log's extent (s_logpxd), in blocks. Inline
+    or not is the superblock's JFS_INLINELOG flag; s_logdev is not it (mkfs.jfs on a block device
+    records that device's own number there, 0 on a file)."""
     rc, out = run(["sh", "-c", 'printf "su\\nx\\nq\\n" | jfs_debugfs "$1"', "sh", dev], 60)
-    fields = dict(re.findall(r"(s_bsize|s_logdev|s_logpxd\.len|s_logpxd\.address):\s+(\w+)", out))
+    fields = dict(re.findall(r"(s_bsize|s_flag|s_logpxd\.len|s_logpxd\.address):\s+(\w+)", out))
     if rc != 0 or len(fields) != 4 or "'JFS1'" not in out or not int(fields["s_logpxd.len"]):
         return [], f"jfs's log not located (jfs_debugfs exit {rc}): its blocks may be tried"
-    if int(fields["s_logdev"], 16):
+    if not int(fields["s_flag"], 16) & JFS_INLINELOG:
         return [], "jfs's log is on another device: nothing to leave out"
     b, start, n = int(fields["s_bsize"]), int(fields["s_logpxd.address"]), int(fields["s_logpxd.len"])
     return [(start * b, (start + n) * b)], "jfs's inline log left out"
