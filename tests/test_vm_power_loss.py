@@ -56,6 +56,7 @@ def test_power_loss_smoke_on_ext4_and_ext2(smoke):
     recs = [r for r in all_recs if r["fs"] in ("ext4", "ext2")]
     assert recs and all(r["ok"] for r in recs), [r.get("error") for r in recs if not r["ok"]][:3]
     summary = {}
+    streamed = [0, 0]  # point lines that came while the cases ran, and points checked
     for fs in ("ext4", "ext2"):
         assert json.loads((run_dir / "raw" / fs / "fs.json").read_text())["prepare"] is False
         wl, ctl = _values(recs, fs, "maildir"), _values(recs, fs, "control")
@@ -93,12 +94,14 @@ def test_power_loss_smoke_on_ext4_and_ext2(smoke):
                        for p in points), (fs, case)
             assert points[0]["check"]["argv"][0] == "e2fsck"
             # the points' lines reached the host while the program ran, through the results port
-            # (issue 24 item 9: a guest that panics mid-case keeps them), in order and once each; a
-            # point checked in the program's last second (a point takes over 2 s under TCG) may come
-            # only with its whole stdout
+            # (issue 24 item 9: a guest that panics mid-case keeps them), in order and once each; the
+            # points checked in the program's last second (the agent sends a batch a second; points
+            # take 0.3-0.5 s now, several a second with two workers) come only with its whole stdout
             live = (run_dir / "raw" / fs / case / "run.stdout.live").read_text().splitlines()
             whole = (run_dir / "raw" / fs / case / "run.stdout").read_text().splitlines()
-            assert whole[:len(live)] == live and sum('"point_s"' in x for x in live) >= len(points) - 1, (fs, case)
+            assert whole[:len(live)] == live, (fs, case)
+            streamed[0] += sum('"point_s"' in x for x in live)
+            streamed[1] += len(points)
         # the full-state oracle: a model derived at every mounted point, the whole persisted tree checked;
         # it sees the data control's dropped write too (a content mismatch on the promise's path)
         for case, vals in (("maildir", wl), ("control", ctl)):
@@ -132,6 +135,7 @@ def test_power_loss_smoke_on_ext4_and_ext2(smoke):
                        "control_points": ctl[("points_checked", None)],
                        "preen": wl[("points_preen_fixed", None)], "needing_repair": wl[("points_needing_repair", None)],
                        "broken": wl[("promises_broken", None)], "meta_control": meta.get("why")}
+    assert streamed[0] >= streamed[1] // 2, streamed  # most points' lines came while their cases ran
     # ext4 keeps what it promised after fsync (the maildir workload's promises are all fsynced), and
     # everything its fsyncs persisted: the oracle finds nothing wrong in its whole tree
     assert _values(recs, "ext4", "maildir")[("promises_broken", None)] == 0
