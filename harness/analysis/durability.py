@@ -403,7 +403,7 @@ def oracle_table(run: Run, ds: list[FsDurability]) -> tuple[list[str], list[list
                 continue
             for mm in mms:
                 parts = str(mm.get("path", "")).split("/")
-                seq = parts[1] if len(parts) > 1 and parts[0] in ("seq1", "seq2") else "-"
+                seq = parts[1] if len(parts) > 1 and parts[0][:3] == "seq" and parts[0][3:].isdigit() else "-"
                 ev = {"point": {"check": mm.get("check")}, "failure": {"verdict": str(mm.get("what"))},
                       "filesystem": (plan_fs.get(d.fs) or {})}
                 rows.append([d.fs, case, seq, str(mm.get("path")), str(mm.get("what")), short(mm.get("expected")),
