@@ -28,13 +28,16 @@ def run(tmp_path: Path, name: str, ops: int = 12, snaps: bool = False):
     root = tmp_path / name
     (root / "lost+found").mkdir(parents=True)
     copies: list[Path] = []
+    marks: list[str] = []
 
     def mark(pid: str) -> None:
-        if snaps:
+        marks.append(pid)
+        if snaps and pid.startswith("p"):  # a promise's mark, not its persistence point's start (sN)
             copies.append(tmp_path / f"{name}-{pid}")
             subprocess.run(["cp", "-a", str(root), str(copies[-1])], check=True)
 
     acks = promises.Acks(mark)
+    acks.marks = marks  # what the log would hold, in order (a test's own attribute)
     workloads.run_workload(name, str(root), 3, ops, acks)
     return root, acks, copies
 

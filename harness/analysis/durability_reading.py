@@ -6,7 +6,9 @@ log may mislead). Used by harness/analysis/durability.py for every broken promis
 The rules, in order (the first that applies says it):
 1. A promise nothing documents (label fs-heuristic: rename over a file never fsynced): expected.
 2. No barrier behind it: the case's log has no flush or FUA after mkfs, or none was logged
-   between the promise's previous mark and its own (evidence `barriers`). Mounted without
+   between the start of the promise's persistence point (its mark `sN`, logged by generated
+   sequences since 2026-11-28) or else the previous promise's mark, and its own (evidence
+   `barriers`). Mounted without
    barriers (barrier=0, nobarrier): expected, the crash model's upper bound. Otherwise its fsync
    returned without flushing the disk's cache: a bug on a disk with a volatile cache (jfs_fsync
    issues none), whose size here is the model's upper bound.
@@ -53,6 +55,9 @@ def reading(ev: dict, *, fs_type: str, mount_options: str, label: str, points_to
     >>> reading({"barriers": {"since": "p1", "flushes": 0, "fuas": 0}}, fs_type="jfs", mount_options="",
     ...         label="posix", points_total=1, overlaps=0)[0]
     'bug'
+    >>> reading({"barriers": {"since": "s4", "flushes": 0, "fuas": 0}}, fs_type="ext2", mount_options="",
+    ...         label="posix", points_total=9, overlaps=0)[1][:100]
+    "its sync returned without flushing the disk's cache (no flush or FUA logged between the start of its"
     >>> reading({"point": {"check": {"verdict": "needs repair"}}}, fs_type="ext2", mount_options="",
     ...         label="linux-convention", points_total=9, overlaps=0)[0]
     'expected'
@@ -65,8 +70,10 @@ def reading(ev: dict, *, fs_type: str, mount_options: str, label: str, points_to
         return "expected", f"{label}: a promise no filesystem documents (rename over a file never fsynced)"
     no_barrier = points_total == 1 or (bool(barriers) and not (barriers.get("flushes") or barriers.get("fuas")))
     if no_barrier:
+        since = str(barriers.get("since") or "")
+        start = (f"the start of its persistence point (mark {since})" if since.startswith("s") else since)
         where = ("no flush or FUA after mkfs in this case's log" if points_total == 1 else
-                 f"no flush or FUA logged between {barriers['since']} and this promise's mark")
+                 f"no flush or FUA logged between {start} and this promise's mark")
         if any(o in mount_options.split(",") for o in NO_BARRIER_OPTIONS):
             return "expected", (f"mounted without barriers ({mount_options}): {where}; under the crash model nothing "
                                 "it wrote became stable, the upper bound of its loss")

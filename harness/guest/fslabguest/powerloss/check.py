@@ -164,13 +164,24 @@ def full_state(root: str, acks: Acks, due: int, finished: bool, scope_depth: int
 
 
 def barriers(log: Log, marks: list[int], pid: str) -> dict:
-    """The FLUSH and FUA entries logged between the mark before promise `pid` (the previous
-    promise's, or mkfs's) and its own: none means the syncs behind it issued no barrier, so under
-    the crash model nothing they wrote was stable when they returned."""
+    """The FLUSH and FUA entries logged between the start of promise `pid`'s persistence point
+    (its mark `sN`, where the workload marks it: seqgen.py) or else the mark before it (the
+    previous promise's, or mkfs's) and its own mark: none means the syncs behind it issued no
+    barrier, so under the crash model nothing they wrote was stable when they returned.
+
+    >>> from fslabguest.powerloss.log import Entry
+    >>> es = [Entry(0, 0, 0, 0, 0, "mkfs"), Entry(1, FLUSH, 0, 0, 0), Entry(2, 0, 0, 0, 0, "s1"),
+    ...       Entry(3, 0, 0, 512, 0), Entry(4, 0, 0, 0, 0, "p1")]
+    >>> barriers(Log(512, es, 0), [4], "p1"), barriers(Log(512, es[:2] + es[3:], 0), [3], "p1")["flushes"]
+    ({'since': 's1', 'flushes': 0, 'fuas': 0}, 1)
+    """
     k = int(pid[1:]) - 1
-    start = marks[k - 1] if k else log.marks().get(MKFS_MARK, -1)
+    named = log.marks()
+    start, since = (marks[k - 1], f"p{k}") if k else (named.get(MKFS_MARK, -1), MKFS_MARK)
+    if named.get(f"s{k + 1}", -1) > start:
+        start, since = named[f"s{k + 1}"], f"s{k + 1}"
     between = log.entries[start + 1:marks[k]]
-    return {"since": f"p{k}" if k else MKFS_MARK, "flushes": sum(e.has(FLUSH) for e in between),
+    return {"since": since, "flushes": sum(e.has(FLUSH) for e in between),
             "fuas": sum(e.has(FUA) for e in between)}
 
 
@@ -281,13 +292,14 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
     if findings:
         _write_json(os.path.join(out, "evidence", "reorder.json"), {"findings": findings[:200],
                                                                     "more": max(0, len(findings) - 200)})
-    if evidence:  # a FUA/plain overlap in a broken promise's state: the other order too (other_order.py)
+    drop = [fault["entry"]] if fault else []
+    todo = other_order.plan(evidence, points, summary["fua_overlaps"], drop)
+    if todo:  # a FUA/plain overlap in a broken promise's state: the other order too (other_order.py)
         with workers.resources(job, 0, cfg.replay_target) as (mine, target, cow_dev), open(cfg.log, "rb") as lf, \
                 open(target.path, "r+b", buffering=0) as dev:
             kmsg = dm.Kmsg()
             tot["other_order_states"] = other_order.recheck(
-                evidence, points, summary["fua_overlaps"], log, lf.fileno(), dev.fileno(), target.fresh,
-                [fault["entry"]] if fault else [],
+                evidence, todo, points, log, lf.fileno(), dev.fileno(), target.fresh, drop,
                 lambda pt, prep: check_point(pt, mine, acks, cow_dev, sectors, kmsg, False, None, prep)[0])
     if cfg.fault and chosen and chosen[-1].final:  # the metadata control, on the disk as the recording left it
         # (every logged write, without the data control's dropped one: on ext2 that write was seen to

@@ -171,7 +171,8 @@ class Acks:
     """The acknowledgement log: operations in program order and the promises made about them.
 
     `op` is recorded before the operation runs; `promise` after the fsync it depends on returned,
-    and calls `mark` (a dm message in the guest) with the promise's id at once. For the full-state
+    and calls `mark` (a dm message in the guest) with the promise's id at once; `persisting`, where
+    a workload calls it, marks where the promise's syncs begin. For the full-state
     oracle (oracle.py): an op may say what it does to the tree (`do`, e.g. ["link", "a", "b"]),
     `synced` records each fsync, fdatasync or sync() once it returned (after the ops before it,
     before the next promise), and `initial` what the root held before the workload (mkfs's
@@ -218,6 +219,12 @@ class Acks:
         rec = {"rec": "skipped", "workload": name, "why": why}
         self.skipped.append(rec)
         self._write(rec)
+
+    def persisting(self) -> None:
+        """The next promise's persistence point starts now: mark `sN` (N the promise's number) in
+        the log, so its barrier window (check.py: barriers) starts at its own syncs, not at the
+        previous promise (a generated sequence's set-up sync() lies between the two)."""
+        self.mark(f"s{len(self.promises) + 1}")
 
     def promise(self, kind: str, after: str, holds: str, effects: list[tuple[str, dict]], **extra: object) -> str:
         """Record a promise of `kind` (BACKED_BY says what backs it) and mark it in the log; `extra`

@@ -21,13 +21,18 @@ when it is shorter than two, truncate of a 2 KiB file changes nothing), and new 
 makes (new2, B2, A/link2, A/moved2, sym2; rmdir removes C2, made in the set-up). Left out: a
 second operation on foo after `unlink foo` (ACE would re-create foo first: a third operation),
 and `sync` after the pair (it persists both, as seq-1's sync sequences and every set-up's sync
-already test). The promise is the second operation's effects (seq-1's), at foo's content then;
-what the persistence point also persists of the first (its directory's entries, foo's data) is
-the full-state oracle's to check (oracle.py).
+already test). The promise is the second operation's effects (seq-1's), at foo's content then,
+and no more than its persistence point makes durable: a new name (link, rename) made durable by a
+directory's fsync promises the file's content only if that content was durable already (else
+that it exists: Foo.state_under_new_name), and a file renamed without its rename made durable,
+then fsynced or fdatasynced, keeps its promise under either name (the effect's `or_at`). What
+the persistence point also persists of the first (its directory's entries, foo's data) is the
+full-state oracle's to check (oracle.py).
 
 Each sequence runs in its own directory `seqN/NN-OP[.OP2].PERSIST` (its name): its set-up, then
-sync() (the set-up durable, and everything before it), then the operation(s), then the persistence
-point, then its promise. The sequences run one after the other on one filesystem (one recording;
+sync() (the set-up durable, and everything before it), then the operation(s), then the mark `sN`
+(Acks.persisting: where the barrier window of promise N starts, check.py's barriers), the
+persistence point, then its promise. The sequences run one after the other on one filesystem (one recording;
 a crash point inside sequence k holds 1..k-1 done), deterministic: no seed changes them; --ops N
 runs the first N (the suite runs them all).
 """
@@ -177,6 +182,7 @@ def run_one(tree: Tree, k: int, seq: tuple[str, ...]) -> None:
         targets = [state.path]
     else:
         targets = ["."] if persist == "sync" else syncs[persist]
+    tree.ack.persisting()
     for t in targets:
         if persist == "sync":
             os.sync()
