@@ -46,11 +46,10 @@ def fua_on_top(log: Log, log_fd: int, entries: list[int]) -> Callable[[str], Non
     return prepare
 
 
-def recheck(evidence: dict[str, dict], points: list[Point], overlaps: list[dict], log: Log, log_fd: int,
-            dev_fd: int, fresh: bool, drop: list[int], check: Callable[[Point, Callable[[str], None]], dict]) -> int:
-    """Fill each evidence's `other_order`; check(point, prepare) checks a point's state (on the
-    device `dev_fd`, rebuilt here in increasing t, without the `drop`ped entries) with the
-    preparation. Returns the number of states checked."""
+def plan(evidence: dict[str, dict], points: list[Point], overlaps: list[dict], drop: list[int]) -> dict[int, list[str]]:
+    """Fill each evidence's `other_order` with the overlaps that apply at its point; returns the
+    points to check again (point index -> the promises broken there), empty when no overlap
+    applies: then nothing need be replayed (check.py opens no target for it)."""
     overlaps = [o for o in overlaps if o["fua"] not in drop and o["plain"] not in drop]  # in no replayed state
     todo: dict[int, list[str]] = {}
     for pid, ev in evidence.items():
@@ -59,20 +58,26 @@ def recheck(evidence: dict[str, dict], points: list[Point], overlaps: list[dict]
         ev["other_order"] = {"overlaps": found}
         if found:
             todo.setdefault(pt.index, []).append(pid)
-    if not todo:
-        return 0
+    return todo
+
+
+def recheck(evidence: dict[str, dict], todo: dict[int, list[str]], points: list[Point], log: Log, log_fd: int,
+            dev_fd: int, fresh: bool, drop: list[int], check: Callable[[Point, Callable[[str], None]], dict]) -> int:
+    """Complete the `other_order` of plan's points; check(point, prepare) checks a point's state
+    (on the device `dev_fd`, rebuilt here in increasing t, without the `drop`ped entries) with the
+    preparation. Returns the number of states checked."""
     rp = Replayer(log, log_fd, dev_fd, drop)
     rp.reset(fresh=fresh)
     for index in sorted(todo, key=lambda i: points[i].t):
         pt = points[index]
         rp.goto(pt)
         os.fsync(dev_fd)
-        fuas = [o["fua"] for o in applying(overlaps, pt)]
+        fuas = sorted({o["fua"] for pid in todo[index] for o in evidence[pid]["other_order"]["overlaps"]})
         rec = check(pt, fua_on_top(log, log_fd, fuas))
         broken = rec.get("broken") or []
         mismatches = len((rec.get("oracle") or {}).get("mismatches") or [])
         for pid in todo[index]:
             evidence[pid]["other_order"].update(
-                point=index, fua_on_top=sorted(set(fuas)), mounted=rec["mounted"], broken=pid in broken,
+                point=index, fua_on_top=fuas, mounted=rec["mounted"], broken=pid in broken,
                 kept=rec["mounted"] and pid not in broken, oracle_mismatches=mismatches)
     return len(todo)
