@@ -35,6 +35,8 @@ def test_seq_2_runs_every_pair_on_what_the_first_left_and_its_promises_and_the_o
     root, acks, _ = run(tmp_path, "seq-2", ops=n)
     skipped = {x["workload"] for x in acks.skipped}
     assert len(acks.promises) + len(skipped) == n and len(acks.promises) >= n - 21  # setxattr's may skip
+    # each promise's persistence point starts with its mark sN, its barrier window (check.barriers)
+    assert acks.marks == [m for k in range(1, len(acks.promises) + 1) for m in (f"s{k}", f"p{k}")]
     by = {p["sequence"]: p for p in acks.promises}
     moved = next(s for s in by if s.endswith("-rename.write.fdatasync"))
     w = f"seq2/{moved}"
@@ -63,6 +65,24 @@ def test_the_oracle_holds_the_first_operations_effect_when_the_seconds_fsync_per
     res = oracle.check(str(root), acks.ops, acks.promises, acks.syncs, acks.initial, len(acks.promises), True)
     assert found(res) == [(f"{w}/new", "missing")]
     assert promises.verify(str(root), acks.ops, acks.promises, len(acks.promises), True)["broken"] == []
+
+
+def test_a_link_count_may_count_a_name_whose_removal_no_sync_persisted_if_it_names_the_same_file(tmp_path):
+    """btrfs, seq-2 `rename; rename; fsync-dir` (2026-11-28): the second rename's directory was
+    fsynced, the first rename's source directory never was: foo survived beside A/moved2, the
+    same file with 2 links. Consistent, and nothing promised foo's removal."""
+    seqs = seqgen.sequences(2)
+    k = seqs.index(("rename", "rename", "fsync-dir"))
+    root, acks, _ = run(tmp_path, "seq-2", ops=k + 1)
+    w = root / f"seq2/{seqgen.name_of(k, seqs[k])}"
+    os.link(w / "A/moved2", w / "foo")  # the crash kept the first rename's source
+    res = oracle.check(str(root), acks.ops, acks.promises, acks.syncs, acks.initial, len(acks.promises), True)
+    assert res["derived"] and res["mismatches"] == []
+    os.unlink(w / "foo")  # a second name that is no name the file ever had: the count is wrong
+    shutil.copy(w / "A/bar", w / "foo")
+    os.link(w / "A/moved2", root / "lost+found" / "x")
+    res = oracle.check(str(root), acks.ops, acks.promises, acks.syncs, acks.initial, len(acks.promises), True)
+    assert (f"{w.relative_to(root)}/A/moved2", "link count") in found(res)
 
 
 def test_the_first_operations_effect_no_sync_covered_is_not_held_against_the_filesystem(tmp_path):

@@ -22,7 +22,8 @@ Checked, each failure a mismatch (path, what, expected, found):
   absence is persisted, present ("unexpected entry");
 - every object reached so: its type (metadata persisted, or a file's data), a file's size and
   content hash (data persisted), its link count and user xattrs (metadata persisted), a
-  symlink's target.
+  symlink's target. The link count may also count a name of the file whose removal (unlink, a
+  rename's source) was never persisted and that is still there, naming the same inode.
 Not checked: directories' link counts (btrfs counts 1), block counts, timestamps, what mkfs made
 (lost+found's contents), anything behind an entry that is not persisted.
 
@@ -62,6 +63,7 @@ class Node:
     meta_sync: int = -1
     names_at: dict[str, int] = field(default_factory=dict)  # a directory's: name -> clock of its last change
     names_sync: int = -1
+    was: dict[str, int] = field(default_factory=dict)  # a directory's: a removed name -> the inode it named
 
 
 class Model:
@@ -95,7 +97,8 @@ class Model:
             return self.nodes[ino]
         n = self.nodes[ino]
         self.nodes[ino] = Node(n.type, n.content, n.target, dict(n.xattrs), n.nlink, dict(n.entries), n.opaque,
-                               n.data_at, n.meta_at, n.data_sync, n.meta_sync, dict(n.names_at), n.names_sync)
+                               n.data_at, n.meta_at, n.data_sync, n.meta_sync, dict(n.names_at), n.names_sync,
+                               dict(n.was))
         self.owned.add(ino)
         return self.nodes[ino]
 
@@ -135,10 +138,25 @@ class Model:
     def _split(self, rel: str) -> tuple[Node, str]:
         """The parent directory (this model's own, to change) and the name."""
         parent, name = os.path.split(rel)
-        self.dir_of(parent)
         ino = self.lookup(parent)
-        assert ino is not None
+        if ino is None or self.nodes[ino].type != "dir":
+            raise ValueError(f"oracle: {parent!r} is not a directory of the model")
         return self._mut(ino), name
+
+    def unsettled_names(self, ino: int) -> list[str]:
+        """The names that once named inode `ino` and were removed (unlink, rename's source) without
+        their removal persisted: each may still be there after a crash, and count in its links."""
+        out: list[str] = []
+
+        def walk(rel: str, d: Node) -> None:
+            for name, old in d.was.items():
+                if old == ino and name not in d.entries and not self.name_ok(d, name):
+                    out.append(f"{rel}/{name}" if rel else name)
+            for name, i in d.entries.items():
+                if self.nodes[i].type == "dir" and not self.nodes[i].opaque:
+                    walk(f"{rel}/{name}" if rel else name, self.nodes[i])
+        walk("", self.nodes[0])
+        return out
 
     def _new(self, node: Node, rel: str) -> None:
         d, name = self._split(rel)
@@ -153,8 +171,9 @@ class Model:
 
     def _drop_name(self, rel: str) -> Node:
         d, name = self._split(rel)
-        node = self._mut(d.entries.pop(name))
-        d.names_at[name] = self.clock
+        ino = d.entries.pop(name)
+        node = self._mut(ino)
+        d.names_at[name], d.was[name] = self.clock, ino
         node.nlink -= 1
         node.meta_at = self.clock
         return node
@@ -190,7 +209,7 @@ class Model:
             if self.lookup(dst) is not None and self.lookup(dst) != ino:
                 self._drop_name(dst)
             s, sname = self._split(src)
-            s.entries.pop(sname)
+            s.was[sname] = s.entries.pop(sname)
             s.names_at[sname] = self.clock
             d, dname = self._split(dst)
             assert ino is not None, op
@@ -229,8 +248,9 @@ def exact(state: dict) -> dict:
 class _Built:
     """A model part-way through a workload's ops and syncs (build's cache): op `i` and sync `k` next."""
 
-    def __init__(self, ops: list[dict], syncs: list[dict], initial: dict[str, str]) -> None:
+    def __init__(self, ops: list[dict], syncs: list[dict], initial: dict[str, str], counts: list[int]) -> None:
         self.ops, self.syncs, self.initial = ops, syncs, initial
+        self.counts = counts  # each sync's count of promises made before it (build's bisect)
         self.m, self.i, self.k = Model(initial), 0, 0
 
     def advance(self, n_ops: int, n_syncs: int) -> None:
@@ -260,9 +280,12 @@ def build(ops: list[dict], syncs: list[dict], initial: dict[str, str], n_ops: in
     every sync). The model of the last call is advanced when it can be (the crash points of a case
     come in increasing order), else built from the start; each is the same model either way.
     A model returned is good until the next call."""
-    n_syncs = len(syncs) if due is None else bisect.bisect_left([s["promises"] for s in syncs], due)
-    if not (_LAST and _LAST[0].can_reach(ops, syncs, initial, n_ops, n_syncs)):
-        _LAST[:] = [_Built(ops, syncs, initial)]
+    last = _LAST[0] if _LAST else None
+    counts = (last.counts if last is not None and last.syncs is syncs and len(last.counts) == len(syncs)
+              else [s["promises"] for s in syncs])
+    n_syncs = len(syncs) if due is None else bisect.bisect_left(counts, due)
+    if not (last is not None and last.can_reach(ops, syncs, initial, n_ops, n_syncs)):
+        _LAST[:] = [_Built(ops, syncs, initial, counts)]
     b = _LAST[0]
     b.advance(n_ops, n_syncs)
     return b.m
@@ -276,6 +299,14 @@ def _paths(do: list) -> list[str]:
     """
     what, *args = do
     return args[:2] if what in ("link", "rename") else args[1:2] if what == "symlink" else args[:1]
+
+
+def _same_inode(a: str, b: str) -> bool:
+    try:
+        sa, sb = os.lstat(a), os.lstat(b)
+    except OSError:
+        return False
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
 
 
 def _xattrs(path: str) -> dict[str, str] | str:
@@ -371,7 +402,11 @@ def check(root: str, ops: list[dict], promises: list[dict], syncs: list[dict], i
                 nlink = os.lstat(path).st_nlink
             except OSError as e:
                 nlink = f"lstat: {os.strerror(e.errno or 0)}"  # type: ignore[assignment]
-            if nlink not in [node.nlink] + [o.nlink for o in others if o is not None]:
+            counts = [node.nlink] + [o.nlink for o in others if o is not None]
+            if nlink not in counts and isinstance(nlink, int):  # a removal not persisted may have left its name
+                extra = sum(1 for p in m.unsettled_names(ino) if _same_inode(os.path.join(root, p), path))
+                counts += [c + extra for c in counts]
+            if nlink not in counts:
                 miss(rel, "link count", node.nlink, nlink)
             xa = _xattrs(path)
             if xa != node.xattrs and not any(o is not None and xa == o.xattrs for o in others):
