@@ -304,7 +304,9 @@ def test_oracle_mismatches_and_generated_sequences_are_listed_with_their_finding
     ev.mkdir(parents=True)
     (ev / "oracle.json").write_text(json.dumps({"mismatches": [{
         "path": "seq1/02-creat.fsync-file-dir/new", "what": "link count", "expected": 1, "found": 0,
-        "points": [7, 8, 9], "check": {"verdict": "clean"}}]}))
+        "points": [7, 8, 9], "check": {"verdict": "clean"}}, {
+        "path": "seq1/14-link.fsync/foo", "what": "link count", "expected": 2, "found": 1, "points": [11],
+        "check": {"verdict": "clean"}, "promise": "p14", "barriers": {"since": "s14", "flushes": 0, "fuas": 0}}]}))
     run = load_run(run_dir)
     run.plan["filesystems"] = [{"name": "ext4", "type": "ext4"}, {"name": "ext2", "type": "ext2"}]
     label_runs([run])
@@ -313,18 +315,20 @@ def test_oracle_mismatches_and_generated_sequences_are_listed_with_their_finding
     col = head.index("oracle mismatches (paths checked)")
     assert [r[col] for r in rows] == ["0 (400)", "1 (300)"]
     ohead, orows = durability.oracle_table(run, ds)
-    (row,) = orows
-    got = dict(zip(ohead, row, strict=True))
+    got, nosync = (dict(zip(ohead, row, strict=True)) for row in orows)
     assert (got["sequence"], got["what"], got["points"]) == ("02-creat.fsync-file-dir", "link count", "3")
-    assert got["reading"].startswith("bug: a linux-convention promise broken")
+    assert got["reading"].startswith("bug: a posix promise broken")  # the new file's own fsync: its attributes
     assert got["evidence"] == "raw/ext2/seq-1/run/evidence/oracle.json"
+    # the mismatch carries its sequence's barrier window (the program's check.py): no flush in it
+    assert nosync["reading"].startswith("bug: its sync returned without flushing the disk's cache (no flush or FUA "
+                                        "logged between the start of its persistence point (mark s14)")
     (sec,) = durability.sections([run])
     assert ("ext4: 34 generated sequences run, 40 crash states checked (promises and the full-state oracle); "
             "findings: none") in sec.markdown
     assert ("ext2: 33 generated sequences run, 1 skipped (13-setxattr.fsync: setxattr: Operation not supported), "
-            "30 crash states checked (promises and the full-state oracle); findings in 1 sequence(s): "
-            "02-creat.fsync-file-dir; 0 promise(s) broken") in sec.markdown
-    assert "The full-state oracle's mismatches (1)" in sec.markdown
+            "30 crash states checked (promises and the full-state oracle); findings in 2 sequence(s): "
+            "02-creat.fsync-file-dir, 14-link.fsync; 0 promise(s) broken") in sec.markdown
+    assert "The full-state oracle's mismatches (2)" in sec.markdown
 
 
 def test_reordered_states_and_reused_crash_images_are_said_with_what_they_found(tmp_path):

@@ -144,3 +144,22 @@ def test_what_the_first_operation_left_undurable_is_not_promised_by_the_seconds_
     assert not broken()
     (root / w / "foo").write_bytes(promises.blob(f"{w}/foo", 8192))  # the data lost as well
     assert broken()
+
+
+def test_an_oracle_mismatch_in_a_sequence_gets_that_sequences_promise_and_barrier_window():
+    log_mod = guest_module("fslabguest.powerloss.log")
+    check = guest_module("fslabguest.powerloss.check")
+    E, F = log_mod.Entry, log_mod.FLUSH
+    # mkfs; sequence 1: set-up flush, s1, its fsync's flush, p1; sequence 2: set-up flush, s2, p2 (no flush)
+    es = [E(0, 0, 0, 0, 0, "mkfs"), E(1, F, 0, 0, 0), E(2, 0, 0, 0, 0, "s1"), E(3, 0, 0, 512, 0), E(4, F, 0, 0, 0),
+          E(5, 0, 0, 0, 0, "p1"), E(6, F, 0, 0, 0), E(7, 0, 0, 0, 0, "s2"), E(8, 0, 0, 0, 0, "p2")]
+    log = log_mod.Log(512, es, 0)
+    acks = promises.Acks(lambda pid: None)
+    acks.promises = [{"id": "p1", "sequence": "01-write.fsync"}, {"id": "p2", "sequence": "02-link.fsync"}]
+    found = {"a": {"path": "seq1/02-link.fsync/foo", "what": "link count"},
+             "b": {"path": "seq1/01-write.fsync/foo", "what": "content"},
+             "c": {"path": "elsewhere/foo", "what": "content"}}
+    check._oracle_barriers(found, acks, log, [5, 8])
+    assert found["a"]["promise"] == "p2" and found["a"]["barriers"] == {"since": "s2", "flushes": 0, "fuas": 0}
+    assert found["b"]["barriers"] == {"since": "s1", "flushes": 1, "fuas": 0}
+    assert "barriers" not in found["c"]

@@ -405,7 +405,8 @@ def oracle_table(run: Run, ds: list[FsDurability]) -> tuple[list[str], list[list
                 parts = str(mm.get("path", "")).split("/")
                 seq = parts[1] if len(parts) > 1 and parts[0][:3] == "seq" and parts[0][3:].isdigit() else "-"
                 ev = {"point": {"check": mm.get("check")}, "failure": {"verdict": str(mm.get("what"))},
-                      "filesystem": (plan_fs.get(d.fs) or {})}
+                      "filesystem": (plan_fs.get(d.fs) or {}),
+                      **({"barriers": mm["barriers"]} if mm.get("barriers") else {})}
                 rows.append([d.fs, case, seq, str(mm.get("path")), str(mm.get("what")), short(mm.get("expected")),
                              short(mm.get("found")), str(len(mm.get("points") or [])),
                              explain(d, case, ev, label=oracle_label(str(mm.get("what")), seq)),
@@ -415,17 +416,22 @@ def oracle_table(run: Run, ds: list[FsDurability]) -> tuple[list[str], list[list
 
 def oracle_label(what: str, seq: str) -> str:
     """What backs an oracle mismatch: a file's content or size in a generated sequence persisted
-    by the file's own fsync or fdatasync is POSIX's promise; names, listings, link counts, and
-    whatever sync(2) or a directory's fsync persisted, the Linux convention.
+    by the file's own fsync or fdatasync, and its link count by its own fsync (a file attribute:
+    POSIX's file integrity completion), are POSIX's promise; names, listings, and whatever sync(2)
+    or a directory's fsync persisted, the Linux convention.
 
     >>> oracle_label("content", "04-write.fsync"), oracle_label("size", "05-write.fdatasync")
     ('posix', 'posix')
+    >>> oracle_label("link count", "014-creat.link.fsync"), oracle_label("link count", "05-link.fsync-dir")
+    ('posix', 'linux-convention')
     >>> oracle_label("missing", "04-write.fsync"), oracle_label("content", "10-write.sync")
     ('linux-convention', 'linux-convention')
     >>> oracle_label("content", "01-creat.fsync-dir"), oracle_label("content", "-")
     ('linux-convention', 'linux-convention')
     """
     own_sync = seq.endswith((".fsync", ".fdatasync", ".fsync-file-dir"))  # not .fsync-dir, .sync
+    if what == "link count":
+        return "posix" if seq.endswith((".fsync", ".fsync-file-dir")) else "linux-convention"
     return "posix" if what in ("content", "size") and own_sync else "linux-convention"
 
 

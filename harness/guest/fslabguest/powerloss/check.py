@@ -185,6 +185,17 @@ def barriers(log: Log, marks: list[int], pid: str) -> dict:
             "fuas": sum(e.has(FUA) for e in between)}
 
 
+def _oracle_barriers(found: dict[str, dict], acks: Acks, log: Log, marks: list[int]) -> None:
+    """A mismatch in a generated sequence's directory (seqN/NAME/...) gets the sequence's promise
+    and its barrier window (`barriers`), as a broken promise's evidence has."""
+    by_seq = {p["sequence"]: p["id"] for p in acks.promises if p.get("sequence")}
+    for mm in found.values():
+        parts = str(mm.get("path", "")).split("/")
+        pid = by_seq.get(parts[1]) if len(parts) > 2 and re.fullmatch(r"seq[0-9]+", parts[0]) else None
+        if pid is not None:
+            mm["promise"], mm["barriers"] = pid, barriers(log, marks, pid)
+
+
 def _evidence(rec: dict, failure: dict, acks: Acks, cfg: argparse.Namespace, log: Log, fault: dict | None,
               check_text: str, marks: list[int]) -> dict:
     promise = next(p for p in acks.promises if p["id"] == failure["promise"])
@@ -317,6 +328,7 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
         tot["metadata_control"] = {"made": False, "why": "the last crash state was not checked"}
     for pid, ev in evidence.items():  # again, now with every point where it broke
         _write_json(os.path.join(out, "evidence", f"{pid}.json"), ev)
+    _oracle_barriers(oracle_found, acks, log, marks)
     tot["oracle"]["mismatches"] = list(oracle_found.values())
     if oracle_found:
         _write_json(os.path.join(out, "evidence", "oracle.json"), {
