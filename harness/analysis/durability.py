@@ -435,6 +435,26 @@ def oracle_label(what: str, seq: str) -> str:
     return "posix" if what in ("content", "size") and own_sync else "linux-convention"
 
 
+def _skips(note: str) -> str:
+    """The guest's note of skipped sequences ("NAME: why; NAME: why; ...") grouped by why.
+
+    >>> _skips("021-a.fsync: setxattr: Operation not supported; 042-b.fsync: setxattr: Operation not supported")
+    'setxattr: Operation not supported: 2 sequences (021-a.fsync, 042-b.fsync)'
+    >>> _skips("13-setxattr.fsync: setxattr: Operation not supported")
+    '13-setxattr.fsync: setxattr: Operation not supported'
+    """
+    by: dict[str, list[str]] = {}  # the full list stays in the record's note
+    for item in (x.strip() for x in note.split("; ") if x.strip()):
+        name, _, why = item.partition(": ")
+        by.setdefault(why, []).append(name)
+    if all(len(v) == 1 for v in by.values()):
+        return note
+    def listed(names: list[str]) -> str:
+        return ", ".join(names) if len(names) <= 3 else f"{names[0]}, {names[1]}, ..., {names[-1]}"
+    return "; ".join(f"{why}: {len(names)} sequences ({listed(names)})" if len(names) > 1
+                     else f"{names[0]}: {why}" for why, names in by.items())
+
+
 def sequences_said(ds: list[FsDurability], orows: list[list[str]], brows: list[list[str]]) -> list[str]:
     """Per filesystem that ran generated sequences (seq-1, seq-2): how many ran (and were skipped, why),
     the crash states checked, and its findings by sequence, or "none"."""
@@ -445,7 +465,7 @@ def sequences_said(ds: list[FsDurability], orows: list[list[str]], brows: list[l
         broken = [r for r in brows if r[0] == d.fs and r[1].startswith("seq-")]
         found = sorted({r[2] for r in orows if r[0] == d.fs and r[2] != "-"}
                        | {r[2].split(" (", 1)[1].rstrip(")") for r in broken if " (" in r[2]})
-        skipped = f", {d.sequences_skipped} skipped ({d.sequences_skipped_why})" if d.sequences_skipped else ""
+        skipped = f", {d.sequences_skipped} skipped ({_skips(d.sequences_skipped_why)})" if d.sequences_skipped else ""
         states = sum(v[0] for case, v in d.sampling.items() if case.startswith("seq-"))
         what = (f"findings in {len(found)} sequence(s): {', '.join(found)}; {len(broken)} promise(s) broken"
                 if found or broken else "findings: none")
