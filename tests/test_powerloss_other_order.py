@@ -32,6 +32,16 @@ def overlap_elsewhere(a: bytes, b: bytes, c: bytes) -> LogBuilder:
     return a_header_then_b(lb, a, b)
 
 
+def two_overlaps(a: bytes, b: bytes, c: bytes) -> LogBuilder:
+    """fua_then_plain_over_it's pair on a's data, and a second pair in slot 3 (no file there)."""
+    lb = fake_mkfs()
+    lb.fua(A + 1, a)  # entry 3
+    lb.write(A + 1, sec("x"))  # entry 4
+    lb.fua(3 * A + 1, sec("f"))  # entry 5
+    lb.write(3 * A + 1, sec("g"))  # entry 6
+    return a_header_then_b(lb, a, b)
+
+
 def a_header_then_b(lb: LogBuilder, a: bytes, b: bytes) -> LogBuilder:
     """a's header, p1's flush and mark, then file b, p2's flush and mark, and the log's end."""
     lb.write(A, fake_header({"path": "a", "size": len(a)}))
@@ -53,6 +63,17 @@ def test_a_promise_the_log_order_breaks_and_the_other_order_keeps_is_unsure(tmp_
     assert other["fua_on_top"] == [3] and other["mounted"] and other["kept"] and not other["broken"], other
     verdict, why = read(ev)
     assert verdict == "unsure" and "kept on the same state with the FUA write(s) of 1" in why and "entries 3" in why
+
+
+def test_every_subset_of_the_points_fua_writes_is_a_state_of_its_own(tmp_path, monkeypatch):
+    points, m, out, _ = fake_case(tmp_path, monkeypatch, log=two_overlaps)
+    assert m[("log_fua_overlaps", None)] == 2 and m[("other_order_states", None)] == 3
+    other = json.loads((out / "evidence" / "p1.json").read_text())["other_order"]
+    assert [s["fua_on_top"] for s in other["states"]] == [[3], [5], [3, 5]], other
+    assert [s["broken"] for s in other["states"]] == [False, True, False], other  # a's own FUA write keeps it
+    assert other["kept"] and other["kept_with"] == [3] and not other["broken"] and other["orders"] == "every subset"
+    verdict, why = read(json.loads((out / "evidence" / "p1.json").read_text()), overlaps=2)
+    assert verdict == "unsure" and "(log entries 3, 3 orders tried (every subset))" in why, why
 
 
 def test_a_promise_broken_in_both_orders_is_read_by_the_other_rules(tmp_path, monkeypatch):

@@ -17,10 +17,10 @@ The rules, in order (the first that applies says it):
 4. ext2 (no journal) at a point whose checker is not clean: expected; a crash leaves ext2's
    metadata to fsck, and the promise was judged on the image before the fsck a boot runs.
 5. A FUA write overlapped by a later plain write before a flush: the log's order may not be the
-   device's. The program checks the finding's point again with the FUA writes on top (its
-   other_order.py, evidence `other_order`): kept there, unsure (the loss hangs on an order the log
-   cannot tell; a possible test artefact); broken there too, or no overlap in the point's state,
-   the overlap says nothing of it and the rules go on. Evidence without `other_order` (before
+   device's. The program checks the finding's point again with the FUA writes on top, each subset
+   of them (its other_order.py, evidence `other_order`): kept in one, unsure (the loss hangs on an
+   order the log cannot tell; a possible test artefact); broken in all, or no overlap in the
+   point's state, the overlap says nothing of it and the rules go on. Evidence without `other_order` (before
    2026-11-28): unsure whenever the case's log had an overlap.
 6. Discards replayed before the point and the file found zeroed, short, empty or missing:
    unsure, a disk may keep what was discarded (f2fs discards by default; a possible artefact).
@@ -33,6 +33,13 @@ from __future__ import annotations
 DOCUMENTED = ("posix", "linux-convention")  # the labels a filesystem documents it keeps
 NO_BARRIER_OPTIONS = ("barrier=0", "nobarrier")
 LOSS_WORDS = ("zero", "empty", "short", "missing", "content")
+
+
+def _of_orders(other: dict) -> str:
+    """', 3 orders tried (every subset)' for an other_order of several `states`; nothing for one
+    (evidence before 2026-11-28 tried one state: all the FUA writes at once)."""
+    states = other.get("states") or []
+    return f", {len(states)} orders tried ({other.get('orders')})" if len(states) > 1 else ""
 
 
 def _old_mkdir_recipe(after: str) -> bool:
@@ -92,15 +99,18 @@ def reading(ev: dict, *, fs_type: str, mount_options: str, label: str, points_to
         return "unsure", (f"{overlaps} FUA/plain overlap(s) in this log: there the log's order may not be the "
                           "device's (possibly a test artefact)")
     if other and other.get("kept"):
+        on_top = other.get("kept_with") or other["fua_on_top"]
         return "unsure", (f"kept on the same state with the FUA write(s) of {len(other['overlaps'])} FUA/plain "
-                          f"overlap(s) on top (log entries {', '.join(map(str, other['fua_on_top']))}): the loss hangs "
-                          "on an order the log cannot tell (possibly a test artefact)")
+                          f"overlap(s) on top (log entries {', '.join(map(str, on_top))}{_of_orders(other)}): the loss "
+                          "hangs on an order the log cannot tell (possibly a test artefact)")
     if ev.get("discards") and any(w in verdict for w in LOSS_WORDS):
         return "unsure", (f"{ev['discards']} discard(s) replayed as zeros up to this point, a disk may keep what was "
                           f"discarded ({fs_type} {'discards by default' if fs_type == 'f2fs' else 'discards'}): "
                           "possibly a test artefact")
-    both = (f"; broken too with the FUA write(s) of the {len(other['overlaps'])} FUA/plain overlap(s) in its state on "
-            "top, so the log's order does not explain it") if other and other.get("overlaps") else ""
+    both = ""
+    if other and other.get("overlaps"):
+        both = (f"; broken too with the FUA write(s) of the {len(other['overlaps'])} FUA/plain overlap(s) in its state "
+                f"on top{_of_orders(other)}, so the log's order does not explain it")
     if (failure.get("expected") or {}).get("type") == "atomic":
         return "bug", (f"a {label} promise lost by a half-done rename (the source gone, the destination as "
                        f"before){both}")

@@ -88,9 +88,10 @@ Crash model (a disk with a volatile write cache that loses everything not behind
   order may not be the device's (dm-log-writes logs the FUA at its completion, the plain write at
   the next flush, whichever reached the device first): each such pair is listed in log.json
   (fua_overlaps) and counted in the metric log_fua_overlaps; a broken promise's first point
-  whose state holds such a pair is checked again with the FUA writes on top, the other order
-  (other_order.py: evidence `other_order`, metric other_order_states): the host reads the finding
-  unsure only when the promise holds there.
+  whose state holds such a pair is checked again with the FUA writes on top, the other orders
+  (every subset of up to 4 FUA writes, else each alone and all: other_order.py, evidence
+  `other_order`, metric other_order_states): the host reads the finding unsure only when the
+  promise holds in one of them.
   A filesystem that issues no flushes (barrier=0 / nobarrier) therefore keeps nothing after mkfs
   under this model: the upper bound of its loss, where a real disk's cache writes back within
   milliseconds to seconds.

@@ -81,7 +81,7 @@ def _ext(name: str, description: str) -> FsType:
 
 
 CATALOG: dict[str, FsType] = {fs.name: fs for fs in (
-    _ext("ext2", "second extended filesystem, no journal"),
+    _ext("ext2", "second extended filesystem, no journal (Debian's kernels mount it with the ext4 driver)"),
     _ext("ext3", "ext2 with a journal (the ext4 driver mounts it on modern kernels)"),
     _ext("ext4", "fourth extended filesystem"),
     FsType(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fslabguest.powerloss import PowerlossError
 
@@ -41,9 +41,14 @@ class Log:
     sectorsize: int
     entries: list[Entry]
     used: int  # bytes of the log device in use
+    _marks: dict[str, int] | None = field(default=None, repr=False, compare=False)
 
     def marks(self) -> dict[str, int]:
-        return {e.mark: e.index for e in self.entries if e.mark is not None}
+        """Each mark's entry index, found once (a log is read whole and never changed; callers
+        read the dict, never change it: check.barriers asks for it at every finding)."""
+        if self._marks is None:
+            self._marks = {e.mark: e.index for e in self.entries if e.mark is not None}
+        return self._marks
 
 
 def flag_names(flags: int) -> str:

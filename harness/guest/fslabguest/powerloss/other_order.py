@@ -4,15 +4,18 @@ dm-log-writes logs a FUA write when it completes and a plain write when the next
 so where a plain write overlaps an earlier FUA write before that flush the log holds the plain
 write's bytes on top, while the device may have written the plain write first and the FUA write
 over it. A broken promise's first point whose state holds such a pair (the pair's flush at or
-before the point's barrier) is checked again on that state with every such FUA write put back on
-top (one more state: all of them at once, not each subset). Broken there too, the loss does not
-hang on the order the log cannot tell, and the overlap says nothing of it; kept there, it may
-(harness/analysis/durability_reading.py reads it unsure). Each finding's evidence gets
-`other_order`: the overlaps that applied at its point and, where any did, the promise's fate on
-the other state (mounted, broken, the oracle's mismatches there)."""
+before the point's barrier) is checked again on that state with such FUA writes put back on top:
+each pair may have reached the device in either order, so every non-empty subset of the point's
+FUA writes is one more state (`orders`: up to EVERY_SUBSET writes, 15 states; more, each alone and
+all at once). Broken in every one, the loss does not hang on the order the log cannot tell, and
+the overlap says nothing of it; kept in any, it may (harness/analysis/durability_reading.py reads
+it unsure). Each finding's evidence gets `other_order`: the overlaps that applied at its point and,
+where any did, the promise's fate in each state tried (`states`) and in sum (`kept`, with the
+first subset that kept it, `broken`, `mounted`)."""
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable
 
@@ -29,6 +32,23 @@ def applying(overlaps: list[dict], point: Point) -> list[dict]:
     ([2], [])
     """
     return [o for o in overlaps if o["flush"] is not None and o["flush"] <= point.barrier]
+
+
+EVERY_SUBSET = 4  # up to this many FUA writes at a point, every subset is tried (2**4 - 1 states)
+
+
+def orders(fuas: list[int]) -> list[list[int]]:
+    """The FUA writes put back on top in each state tried, fewest first: every non-empty subset of
+    up to EVERY_SUBSET writes, else each alone and then all at once.
+
+    >>> orders([3]), orders([3, 5])
+    ([[3]], [[3], [5], [3, 5]])
+    >>> len(orders([1, 2, 3, 4])), orders([1, 2, 3, 4, 5])[-2:]
+    (15, [[5], [1, 2, 3, 4, 5]])
+    """
+    if len(fuas) <= EVERY_SUBSET:
+        return [list(c) for n in range(1, len(fuas) + 1) for c in itertools.combinations(fuas, n)]
+    return [[f] for f in fuas] + [list(fuas)]
 
 
 def fua_on_top(log: Log, log_fd: int, entries: list[int]) -> Callable[[str], None]:
@@ -65,19 +85,29 @@ def recheck(evidence: dict[str, dict], todo: dict[int, list[str]], points: list[
             dev_fd: int, fresh: bool, drop: list[int], check: Callable[[Point, Callable[[str], None]], dict]) -> int:
     """Complete the `other_order` of plan's points; check(point, prepare) checks a point's state
     (on the device `dev_fd`, rebuilt here in increasing t, without the `drop`ped entries) with the
-    preparation. Returns the number of states checked."""
+    preparation, once for each of `orders` of the point's FUA writes. Returns the number of states
+    checked."""
     rp = Replayer(log, log_fd, dev_fd, drop)
     rp.reset(fresh=fresh)
+    states = 0
     for index in sorted(todo, key=lambda i: points[i].t):
         pt = points[index]
         rp.goto(pt)
         os.fsync(dev_fd)
         fuas = sorted({o["fua"] for pid in todo[index] for o in evidence[pid]["other_order"]["overlaps"]})
-        rec = check(pt, fua_on_top(log, log_fd, fuas))
-        broken = rec.get("broken") or []
-        mismatches = len((rec.get("oracle") or {}).get("mismatches") or [])
+        tried = []
+        for on_top in orders(fuas):
+            rec = check(pt, fua_on_top(log, log_fd, on_top))
+            tried.append((on_top, rec["mounted"], set(rec.get("broken") or []),
+                          len((rec.get("oracle") or {}).get("mismatches") or [])))
+        states += len(tried)
         for pid in todo[index]:
+            seen = [{"fua_on_top": on_top, "mounted": mounted, "broken": pid in broken, "oracle_mismatches": mm}
+                    for on_top, mounted, broken, mm in tried]
+            kept = [s["fua_on_top"] for s in seen if s["mounted"] and not s["broken"]]
             evidence[pid]["other_order"].update(
-                point=index, fua_on_top=fuas, mounted=rec["mounted"], broken=pid in broken,
-                kept=rec["mounted"] and pid not in broken, oracle_mismatches=mismatches)
-    return len(todo)
+                point=index, fua_on_top=fuas, states=seen, orders="every subset" if len(fuas) <= EVERY_SUBSET
+                else "each alone and all", mounted=all(s["mounted"] for s in seen),
+                broken=all(s["mounted"] and s["broken"] for s in seen), kept=bool(kept),
+                kept_with=kept[0] if kept else None, oracle_mismatches=max(s["oracle_mismatches"] for s in seen))
+    return states

@@ -73,8 +73,8 @@ def report(acks: Acks, tot: dict, emit: Callable) -> None:
                  note=f"{mc['why']}; {journal}" if journal else mc["why"], tried=len(mc["tries"]))
     if tot.get("other_order_states"):  # other_order.py: broken promises' states with the FUA writes on top
         emit("other_order_states", tot["other_order_states"],
-             note="points of broken promises checked again with the FUA writes of their FUA/plain overlaps on top "
-                  "(evidence other_order)")
+             note="states checked again at broken promises' points, with the FUA writes of their FUA/plain overlaps "
+                  "on top: every subset of up to 4 writes, else each alone and all (evidence other_order)")
     emit("promises_made", len(acks.promises))
     emit("promises_checked", len(tot["checked"]))
     emit("promises_broken", len(tot["broken"]))
