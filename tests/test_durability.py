@@ -12,7 +12,7 @@ import pytest
 import synthetic
 from vmhelpers import fslab
 
-from harness.analysis import durability
+from harness.analysis import durability, durability_reading
 from harness.analysis.runs import label_runs, load_run
 
 KINDS = {"maildir": ["maildir-delivery", "mkdir-fsync"], "replace-nofsync": ["replace-nofsync", "mkdir-fsync"]}
@@ -287,6 +287,27 @@ def test_each_broken_promise_is_listed_with_its_evidence_and_a_reading(tmp_path)
     assert got["f2fs", "p4"]["points broken"] == "2"
     (sec,) = durability.sections([run])
     assert "Each broken promise (9), read from its evidence: a bug, expected (and why), a test artefact" in sec.markdown
+
+
+def test_ext2_findings_at_a_point_the_preen_repaired_are_read_from_what_the_preen_left():
+    """Seq-2 on 6.12 (2026-11-28): ext2's new names lost after fsync-file-dir and fsync-dir, each at
+    a point e2fsck -p repairs by clearing the entry: a boot loses them too."""
+    def read(kind: str, after: dict | None) -> tuple[str, str]:
+        point = {"check": {"verdict": "fixed by preen"}, **({"after_preen": after} if after is not None else {})}
+        ev = {"promise": {"id": "p7", "kind": kind}, "point": point, "other_order": {"overlaps": []},
+              "barriers": {"since": "s7", "flushes": 1, "fuas": 0}, "discards": 0,
+              "failure": {"verdict": "lstat: Structure needs cleaning", "expected": {"type": "file"}}}
+        return durability_reading.reading(ev, fs_type="ext2", mount_options="", label="linux-convention",
+                                          points_total=9, overlaps=1)
+    assert read("seq-fsync-file-dir", None)[1].endswith("judged on the image before the fsck a boot runs")
+    assert read("seq-fsync-file-dir", {"mounted": True, "broken": []})[1].endswith(
+        "the boot's preen (e2fsck -p) brings the promise back")
+    assert read("seq-fsync-file-dir", {"mounted": True, "broken": ["p7"]}) == (
+        "bug", "a linux-convention promise broken though its syncs issued a barrier and the log is sound; still "
+               "broken after the boot's preen (e2fsck -p)")
+    assert read("seq-fsync-file-dir", {"mounted": False})[0] == "bug"
+    verdict, why = read("seq-fsync-dir", {"mounted": True, "broken": ["p7"]})
+    assert verdict == "expected" and why.startswith("ext2 has no journal: its directory's fsync made the entry durable")
 
 
 def test_oracle_mismatches_and_generated_sequences_are_listed_with_their_findings_or_none(tmp_path):

@@ -767,6 +767,12 @@ class FakeSystem:
         image = Path(argv[-1]).read_bytes()
         bad = [s for s in range(1, len(image) // SLOT) if image[s * SLOT:s * SLOT + 4] == b"FAKE"
                and not image[s * SLOT + 512:s * SLOT + 1024].strip(b"\0")]
+        if "-p" in argv and bad:  # a preen (when a test gives fsck.fake one): clears each such slot's header
+            with open(argv[-1], "r+b") as f:
+                for s in bad:
+                    f.seek(s * SLOT)
+                    f.write(bytes(512))
+            return 1, f"slot {bad[0]}: inode with no data. CLEARED.\n"
         return (1, f"slot {bad[0]}: inode with no data\nmore\n") if bad else (0, "clean\n")
 
     def run_cmd(self, argv, timeout=None):
@@ -858,6 +864,17 @@ def test_check_loop_on_an_intact_log_keeps_every_fsynced_promise(tmp_path, monke
     creates = [c for c in fake.calls if c[0] == "create"]
     assert len(creates) == 4 and all(" snapshot " in c[2] and c[2].endswith("/dev/loop7 N 8") for c in creates)
     assert ("losetup", "--detach", "/dev/loop7") in fake.calls and not (tmp_path / "cow").exists()
+
+
+def test_a_point_the_preen_repairs_is_checked_again_as_a_boot_would_leave_it(tmp_path, monkeypatch):
+    monkeypatch.setitem(pl.checkers.TOOLS, "fsck.fake", ({}, ["fsck.fake", "-p", "{dev}"]))
+    points, m, out, _ = fake_case(tmp_path, monkeypatch, fault="drop-flushed-write")
+    assert m[("points_preen_fixed", None)] == 2 and m[("promises_broken", None)] == 1
+    ev = json.loads((out / "evidence" / "p1.json").read_text())
+    assert ev["failure"]["verdict"] == "zero-filled" and ev["point"]["check"]["verdict"] == "fixed by preen"
+    after = ev["point"]["after_preen"]  # the preen cleared a's entry: the promise is broken after it too
+    assert after["mounted"] and after["broken"] == ["p1"] and after["failures"][0]["verdict"] == "missing", after
+    assert all("after_preen" not in p for p in points if not p.get("broken"))  # only where a promise broke
 
 
 def test_check_loop_with_a_dropped_flushed_write_breaks_the_promise_and_keeps_evidence(tmp_path, monkeypatch):

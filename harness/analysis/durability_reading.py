@@ -15,7 +15,11 @@ The rules, in order (the first that applies says it):
 3. mkdir's old recipe (before issue 24 item 2: fsync of the parent only): a test artefact; the
    parent's fsync makes the entry durable, not the new directory's inode (fsync(2)).
 4. ext2 (no journal) at a point whose checker is not clean: expected; a crash leaves ext2's
-   metadata to fsck, and the promise was judged on the image before the fsck a boot runs.
+   metadata to fsck, and the promise was judged on the image before the fsck a boot runs. Where
+   the preen repaired the point, the program checked the promises again on what it left (evidence
+   `point.after_preen`): kept there, expected; broken there too, expected only for a directory's
+   fsync (seq-fsync-dir: the entry, not the inode it names, which nothing fsynced), else the rules
+   go on and a bug says "still broken after the boot's preen".
 5. A FUA write overlapped by a later plain write before a flush: the log's order may not be the
    device's. The program checks the finding's point again with the FUA writes on top, each subset
    of them (its other_order.py, evidence `other_order`): kept in one, unsure (the loss hangs on an
@@ -91,9 +95,19 @@ def reading(ev: dict, *, fs_type: str, mount_options: str, label: str, points_to
     if promise.get("kind") == "mkdir-fsync" and _old_mkdir_recipe(str(promise.get("after") or "")):
         return "test artefact", ("the old mkdir recipe fsynced the parent only: that makes the entry durable, not "
                                  "the new directory's inode (fsync(2)); the recipe now fsyncs both (issue 24 item 2)")
+    preened = ""
     if fs_type == "ext2" and check not in (None, "clean"):
-        return "expected", (f"ext2 has no journal: a crash leaves its metadata to fsck (the checker at this point: "
-                            f"{check}), and the promise was judged on the image before the fsck a boot runs")
+        after = (ev.get("point") or {}).get("after_preen")
+        if after is None or (after.get("mounted") and promise.get("id") not in (after.get("broken") or [])):
+            then = ("the boot's preen (e2fsck -p) brings the promise back" if after else
+                    "the promise was judged on the image before the fsck a boot runs")
+            return "expected", (f"ext2 has no journal: a crash leaves its metadata to fsck (the checker at this point: "
+                                f"{check}), and {then}")
+        if promise.get("kind") == "seq-fsync-dir":
+            return "expected", ("ext2 has no journal: its directory's fsync made the entry durable, not the inode it "
+                                "names, which nothing fsynced (fsync(2): fsync the file too); the boot's preen "
+                                "(e2fsck -p) clears the entry")
+        preened = "; still broken after the boot's preen (e2fsck -p)"
     other = ev.get("other_order")
     if other is None and overlaps:
         return "unsure", (f"{overlaps} FUA/plain overlap(s) in this log: there the log's order may not be the "
@@ -113,5 +127,5 @@ def reading(ev: dict, *, fs_type: str, mount_options: str, label: str, points_to
                 f"on top{_of_orders(other)}, so the log's order does not explain it")
     if (failure.get("expected") or {}).get("type") == "atomic":
         return "bug", (f"a {label} promise lost by a half-done rename (the source gone, the destination as "
-                       f"before){both}")
-    return "bug", f"a {label} promise broken though its syncs issued a barrier and the log is sound{both}"
+                       f"before){both}{preened}")
+    return "bug", f"a {label} promise broken though its syncs issued a barrier and the log is sound{both}{preened}"

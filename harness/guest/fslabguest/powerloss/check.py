@@ -142,6 +142,8 @@ def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str,
                 check.update(verdict=verdict, why=f"{why}; {pwhy}",
                              preen={"argv": pargv, "rc": prc, "lines": _lines(ptext)})
                 check_text += f"\n$ {' '.join(pargv)}\n{ptext}[exit code {prc}]\n"
+                if verdict == checkers.PREEN and (rec.get("broken") or not rec["mounted"]):
+                    rec["after_preen"] = _after_preen(point, cfg, acks, snap)
             check["clean"] = verdict == checkers.CLEAN
         rec["check"] = check
     finally:
@@ -150,6 +152,24 @@ def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str,
         os.truncate(cfg.cow_file, sectors * 512)
     rec["seconds"] = round(time.monotonic() - t0, 3)
     return rec, check_text, found
+
+
+def _after_preen(point: Point, cfg: argparse.Namespace, acks: Acks, snap: str) -> dict:
+    """The promises again on the snapshot the preen repaired, as a boot's fsck leaves the disk:
+    does the repair bring a broken promise back, or clear what it promised (an entry naming an
+    inode never written)? Only at a point that broke a promise or did not mount."""
+    rc, text = dm.mount_fs(cfg.fstype, crash_mount_options(cfg), snap, cfg.mnt)
+    if rc != 0:
+        return {"mounted": False, "mount": _lines(text)}
+    try:
+        res = verify(cfg.mnt, acks.ops, acks.promises, point.due, point.final)
+    finally:
+        urc, utext = dm.umount_fs(cfg.mnt)
+    if urc != 0:
+        raise PowerlossError(f"umount of the preened crash image at point {point.index} failed with exit code "
+                             f"{urc}: {dm.one_line(utext)}")
+    return {"mounted": True, "broken": res["broken"],
+            "failures": [{k: r[k] for k in ("promise", "path", "verdict")} for r in res["results"] if not r["ok"]][:20]}
 
 
 def full_state(root: str, acks: Acks, due: int, finished: bool, scope_depth: int = 0) -> dict:
