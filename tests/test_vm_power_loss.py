@@ -93,6 +93,10 @@ def test_power_loss_smoke_on_ext4_and_ext2(smoke):
             assert all(p["check"]["verdict"] in ("clean", "fixed by preen", "needs repair", "checker failed")
                        for p in points), (fs, case)
             assert points[0]["check"]["argv"][0] == "e2fsck"
+            for p in points:  # a point the preen repaired that broke a promise or did not mount: checked again
+                need = p["check"].get("verdict") == "fixed by preen" and (p.get("broken") or not p["mounted"])
+                assert ("after_preen" in p) == bool(need and "same_state_as" not in p), (fs, case, p["point"])
+                assert "after_preen" not in p or isinstance(p["after_preen"]["mounted"], bool)
             # the points' lines reached the host while the program ran, through the results port
             # (issue 24 item 9: a guest that panics mid-case keeps them), in order and once each; the
             # points checked in the program's last second (the agent sends a batch a second; points
