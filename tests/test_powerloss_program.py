@@ -932,6 +932,8 @@ def test_a_checker_that_fails_is_counted_apart_not_as_damage(tmp_path, monkeypat
     (["e2fsck", "-f", "-n", "d"], 4, "Free blocks count wrong", "needs repair"),
     (["e2fsck", "-f", "-n", "d"], 8, "", "checker failed"),
     (["e2fsck", "-f", "-n", "d"], 12, "", "checker failed"),  # 8 | 4: fsck(8)'s codes add up
+    (["e2fsck", "-f", "-n", "d"], 12, "directory corrupted\nSalvage? no\ne2fsck: aborted\n", "needs repair"),
+    (["fsck.ext2", "-n", "d"], 8, "Salvage? no\ne2fsck: aborted\n", "checker failed"),  # 8 alone: nothing found
     (["xfs_repair", "-n", "d"], 1, "", "needs repair"),
     (["xfs_repair", "-n", "d"], 2, "", "needs repair"),
     (["xfs_repair", "-n", "d"], 124, "timed out", "checker failed"),

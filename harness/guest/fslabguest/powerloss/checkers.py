@@ -38,7 +38,10 @@ The documented exit codes (the tools' man pages):
   fatal errors left uncorrected, reiserfsck should be run with --rebuild-tree, 6 File system
   fixable errors left uncorrected, reiserfsck should be run with --fix-fixable, 8 Operational
   error, 16 Usage or syntax error". Both 4 and 6 need a human to run the repair.
-Anything else, and exit 124 (fslab's timeout) or 127 (not found), is "checker failed".
+Anything else, and exit 124 (fslab's timeout) or 127 (not found), is "checker failed"; but e2fsck
+-n that answered no to a fix it needs to go on and stopped ("Salvage? no", "e2fsck: aborted", exit
+12: 8 | 4, seen on ext2's crash images with a corrupted directory block) found damage: needs
+repair (and the preen is asked, as for any e2fsck finding).
 """
 
 from __future__ import annotations
@@ -73,6 +76,7 @@ TOOLS["jfs_fsck"] = TOOLS["fsck.jfs"]
 TOOLS["fsck.reiserfs"] = TOOLS["reiserfsck"]
 for _ext in ("fsck.ext2", "fsck.ext3", "fsck.ext4"):
     TOOLS[_ext] = TOOLS["e2fsck"]
+E2FSCK_DECLINED_ABORT = "e2fsck: aborted"  # -n answered no to a fix it needed to go on ("Salvage? no")
 BTRFS_NOT_OPENED = ("cannot open", "no valid btrfs found", "could not open")
 BTRFS_BAD_TREE = ("bad tree block", "checksum verify failed")  # what it found, by address
 
@@ -90,6 +94,8 @@ def classify(argv: list[str], rc: int, output: str = "") -> tuple[str, str]:
     ('checker failed', 'e2fsck exit 8: operational error')
     >>> classify(["e2fsck", "-f", "-n", "/dev/x"], 12)[0], classify(["xfs_repair", "-n", "d"], 124)
     ('checker failed', ('checker failed', 'xfs_repair exit 124: timed out'))
+    >>> classify(["e2fsck", "-f", "-n", "/dev/x"], 12, "directory corrupted; Salvage? no; e2fsck: aborted")[0]
+    'needs repair'
     >>> classify(["btrfs", "check", "--readonly", "d"], 1, "ERROR: cannot open file system")[0]
     'checker failed'
     >>> classify(["btrfs", "check", "--readonly", "d"], 1, "bad tree block 30982144, bytenr mismatch; "
@@ -111,6 +117,9 @@ def classify(argv: list[str], rc: int, output: str = "") -> tuple[str, str]:
     if rc in codes:
         verdict, what = codes[rc]
         return verdict, f"{tool} exit {rc}: {what}"
+    if codes is _FSCK8 and rc & 12 == 12 and E2FSCK_DECLINED_ABORT in output and "? no" in output:
+        return REPAIR, (f"{tool} exit {rc}: damage a read-only check may not pass (it answered no to a fix it needs "
+                        "to go on, then aborted)")
     if tool in FSCK8_SUMS:  # fsck(8)'s codes add up: any of 8 and above is an error of the checker
         if rc & ~7:
             return FAILED, f"{tool} exit {rc}: operational error (bits {rc & ~7} of fsck(8)'s codes)"
