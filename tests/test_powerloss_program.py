@@ -877,6 +877,29 @@ def test_a_point_the_preen_repairs_is_checked_again_as_a_boot_would_leave_it(tmp
     assert all("after_preen" not in p for p in points if not p.get("broken"))  # only where a promise broke
 
 
+def a_whole_before_p1s_flush(a: bytes, b: bytes, c: bytes) -> LogBuilder:
+    """a's data and header flushed, its header written again (FUA, the same bytes), then p1's flush
+    and mark: the crash image at the FUA write (p1 not yet due) and at p1's flush (p1 due) are the
+    same, so the second point is mounted again and takes the first's checker record."""
+    lb = LogBuilder()
+    lb.write(0, fake_header({"fakefs": 1}))
+    lb.flush()
+    lb.mark("mkfs")
+    lb.write(SLOT // 512 + 1, a)
+    lb.write(SLOT // 512, fake_header({"path": "a", "size": len(a)}))
+    lb.flush()
+    lb.fua(SLOT // 512, fake_header({"path": "a", "size": len(a)}))
+    return p1_then_b(lb, b)
+
+
+def test_a_point_the_same_as_the_last_is_preened_again_for_its_own_promises(tmp_path, monkeypatch):
+    monkeypatch.setitem(pl.checkers.TOOLS, "fsck.fake", ({}, ["fsck.fake", "-p", "{dev}"]))
+    points, m, out, _ = fake_case(tmp_path, monkeypatch, fault="drop-flushed-write", log=a_whole_before_p1s_flush)
+    same = [p for p in points if p.get("same_state_as") is not None and p.get("broken")]
+    assert same and all(p["after_preen"]["broken"] == ["p1"] for p in same), points
+    assert all(p["check"]["verdict"] == "fixed by preen" and p["check"]["same_state_as"] is not None for p in same)
+
+
 def test_check_loop_with_a_dropped_flushed_write_breaks_the_promise_and_keeps_evidence(tmp_path, monkeypatch):
     points, m, out, _ = fake_case(tmp_path, monkeypatch, fault="drop-flushed-write")
     assert m[("fault_dropped_entry", None)] == 3  # the data write of "a", before p1's barrier

@@ -142,10 +142,12 @@ def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str,
                 check.update(verdict=verdict, why=f"{why}; {pwhy}",
                              preen={"argv": pargv, "rc": prc, "lines": _lines(ptext)})
                 check_text += f"\n$ {' '.join(pargv)}\n{ptext}[exit code {prc}]\n"
-                if verdict == checkers.PREEN and (rec.get("broken") or not rec["mounted"]):
-                    rec["after_preen"] = _after_preen(point, cfg, acks, snap)
             check["clean"] = verdict == checkers.CLEAN
         rec["check"] = check
+        if check.get("verdict") == checkers.PREEN and (rec.get("broken") or not rec["mounted"]):
+            if same_check is not None:  # the earlier point's preen ran on its own snapshot: again on this one
+                dm.run_checker(substitute(checkers.preen_argv(cfg.check) or [], snap, cfg.mnt, cfg.fs_name, "check"))
+            rec["after_preen"] = _after_preen(point, cfg, acks, snap)
     finally:
         dm.dm_remove(dm.SNAP)
         os.truncate(cfg.cow_file, 0)  # the next snapshot starts empty; frees the memory it held
