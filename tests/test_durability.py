@@ -308,6 +308,12 @@ def test_ext2_findings_at_a_point_the_preen_repaired_are_read_from_what_the_pree
     assert read("seq-fsync-file-dir", {"mounted": False})[0] == "bug"
     verdict, why = read("seq-fsync-dir", {"mounted": True, "broken": ["p7"]})
     assert verdict == "expected" and why.startswith("ext2 has no journal: its directory's fsync made the entry durable")
+    clean = {"promise": {"id": "p9", "kind": "seq-fsync-dir"}, "point": {"check": {"verdict": "clean"}},
+             "barriers": {"since": "s9", "flushes": 1, "fuas": 0}, "other_order": {"overlaps": []}}
+    for found, want in (("wrong content", "expected"), ("missing", "bug")):  # the entry itself lost: a bug
+        ev = {**clean, "failure": {"verdict": found, "expected": {"type": "file"}}}
+        assert durability_reading.reading(ev, fs_type="ext2", mount_options="", label="linux-convention",
+                                          points_total=9, overlaps=1)[0] == want, found
 
 
 def test_oracle_mismatches_and_generated_sequences_are_listed_with_their_findings_or_none(tmp_path):
