@@ -25,8 +25,8 @@ The rules, in order (the first that applies says it):
    device's. The program checks the finding's point again with the FUA writes on top, each subset
    of them (its other_order.py, evidence `other_order`): kept in one, unsure (the loss hangs on an
    order the log cannot tell; a possible test artefact); broken in all, or no overlap in the
-   point's state, the overlap says nothing of it and the rules go on. Evidence without `other_order` (before
-   2026-11-28): unsure whenever the case's log had an overlap.
+   point's state, the overlap says nothing of it and the rules go on. Evidence without
+   `other_order` (before 2026-11-28): unsure whenever the case's log had an overlap.
 6. Discards replayed before the point and the file found zeroed, short, empty or missing:
    unsure, a disk may keep what was discarded (f2fs discards by default; a possible artefact).
 7. Otherwise a bug: a rename half done (the source gone, the destination as before), or a
