@@ -105,9 +105,7 @@ def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str,
                             found[f"{r['promise']}:{r['path']}"] = f.read(CHUNK)
             finally:
                 urc, utext = dm.umount_fs(cfg.mnt)
-            if urc != 0:
-                raise PowerlossError(f"umount of the crash image at point {point.index} failed with exit code "
-                                     f"{urc}: {dm.one_line(utext)}")
+            _umounted(urc, utext, point, "crash image")
             rec.update(promises_checked=res["checked"], promise_kinds=res["kinds"], broken=res["broken"],
                        promises_kept=[p for p in res["checked"] if p not in res["broken"]],
                        failures=[r for r in res["results"] if not r["ok"]],
@@ -134,10 +132,8 @@ def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str,
                      "on": "after the mount's journal replay" if rec["mounted"] else "the crash image (mount failed)"}
             if crc != 0:
                 check["lines"] = _lines(check_text)
-            preen = checkers.preen_argv(cfg.check)
-            if verdict == checkers.REPAIR and preen:  # would the boot's automatic preen repair it? (snapshot)
-                pargv = substitute(preen, snap, cfg.mnt, cfg.fs_name, "check")
-                prc, ptext = dm.run_checker(pargv)
+            if verdict == checkers.REPAIR and checkers.preen_argv(cfg.check):  # would the boot's preen repair it?
+                pargv, prc, ptext = _preen(cfg, snap)
                 verdict, pwhy = checkers.classify_preen(prc)
                 check.update(verdict=verdict, why=f"{why}; {pwhy}",
                              preen={"argv": pargv, "rc": prc, "lines": _lines(ptext)})
@@ -146,7 +142,7 @@ def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str,
         rec["check"] = check
         if check.get("verdict") == checkers.PREEN and (rec.get("broken") or not rec["mounted"]):
             if same_check is not None:  # the earlier point's preen ran on its own snapshot: again on this one
-                dm.run_checker(substitute(checkers.preen_argv(cfg.check) or [], snap, cfg.mnt, cfg.fs_name, "check"))
+                _preen(cfg, snap)
             rec["after_preen"] = _after_preen(point, cfg, acks, snap)
     finally:
         dm.dm_remove(dm.SNAP)
@@ -154,6 +150,22 @@ def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str,
         os.truncate(cfg.cow_file, sectors * 512)
     rec["seconds"] = round(time.monotonic() - t0, 3)
     return rec, check_text, found
+
+
+def _preen(cfg: argparse.Namespace, snap: str) -> tuple[list[str], int, str]:
+    """The checker's automatic boot-time repair (checkers.preen_argv) run on the snapshot: its
+    argv, exit code and output."""
+    pargv = substitute(checkers.preen_argv(cfg.check) or [], snap, cfg.mnt, cfg.fs_name, "check")
+    prc, ptext = dm.run_checker(pargv)
+    return pargv, prc, ptext
+
+
+def _umounted(urc: int, utext: str, point: Point, what: str) -> None:
+    """A failed umount of the crash image stops the case in one line (the next point would mount
+    over it)."""
+    if urc != 0:
+        raise PowerlossError(f"umount of the {what} at point {point.index} failed with exit code {urc}: "
+                             f"{dm.one_line(utext)}")
 
 
 def _after_preen(point: Point, cfg: argparse.Namespace, acks: Acks, snap: str) -> dict:
@@ -167,9 +179,7 @@ def _after_preen(point: Point, cfg: argparse.Namespace, acks: Acks, snap: str) -
         res = verify(cfg.mnt, acks.ops, acks.promises, point.due, point.final)
     finally:
         urc, utext = dm.umount_fs(cfg.mnt)
-    if urc != 0:
-        raise PowerlossError(f"umount of the preened crash image at point {point.index} failed with exit code "
-                             f"{urc}: {dm.one_line(utext)}")
+    _umounted(urc, utext, point, "preened crash image")
     return {"mounted": True, "broken": res["broken"],
             "failures": [{k: r[k] for k in ("promise", "path", "verdict")} for r in res["results"] if not r["ok"]][:20]}
 
