@@ -52,10 +52,11 @@ compare-fs run fs *args="":
 
 # every test, failing fast: lint and the unit tests first (in parallel), then the tests that boot
 # real VMs (TCG where KVM does not work), only if the first ones passed: two VMs at a time (one
-# test file per worker, in collection order: tests/conftest.py puts the longest first; a TCG guest
-# keeps about one core busy), the slowest 15 listed at the end
+# test file per worker, in collection order: tests/conftest.py puts the longest first, by the
+# seconds each took in CI, and gives a worker its next file only when it is on its current one's
+# last test; a TCG guest keeps about one core busy), the slowest 25 listed at the end
 test *args="": lint (unit args)
-    {{pytest}} -m vm -n 2 --dist loadfile --no-loadscope-reorder --durations=15 {{args}}
+    {{pytest}} -m vm -n 2 --dist loadfile --no-loadscope-reorder --durations=25 {{args}}
 
 # fast unit tests only (no VM boots), on every core
 unit *args="":
