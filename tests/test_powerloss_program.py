@@ -727,8 +727,9 @@ class FakeSystem:
     """device-mapper, mount, umount, losetup and the checker, acting on the data file."""
 
     def __init__(self, data: Path, fail_mount_at: frozenset[int] | set[int] = frozenset(),
-                 checker_rc: int | None = None):
+                 checker_rc: int | None = None, eio_at: frozenset[int] | set[int] = frozenset()):
         self.data, self.fail_mount_at, self.mounts, self.calls = data, fail_mount_at, 0, list[Any]()
+        self.eio_at = eio_at  # the mounts (0, 1, ... in order) that fail with EIO
         self.checker_rc = checker_rc  # every checker run exits with this (None: it checks the image)
         self.loops: dict[str, str] = {}
 
@@ -752,6 +753,8 @@ class FakeSystem:
 
     def mount(self, fstype, options, dev, mnt):
         self.mounts += 1
+        if self.mounts - 1 in self.eio_at:
+            return 32, f"mount(2) -t {fstype} -o '{options}' {dev} {mnt}: Input/output error\n"
         if self.mounts - 1 in self.fail_mount_at or not fake_mount_tree(Path(dev).read_bytes(), Path(mnt)):
             return 32, "mount: wrong fs type, bad option, bad superblock\n"
         return 0, ""
@@ -808,7 +811,8 @@ METRICS: list[dict] = []  # the last fake_case's metric lines, in order
 
 
 def fake_case(tmp_path, monkeypatch, fault=None, fail_mount_at=frozenset(), check=("fsck.fake", "{dev}"),
-              log=fake_log, checker_rc=None, replay_target="disk", check_every=1, reorder=0, workers=1):
+              log=fake_log, checker_rc=None, replay_target="disk", check_every=1, reorder=0, workers=1,
+              eio_at=frozenset()):
     a, b, c = pl.promises.blob("a", 2048), pl.promises.blob("b", 1536), pl.promises.blob("c", 512)
     logp = _file(tmp_path, log(a, b, c).build())
     data = tmp_path / "data.img"
@@ -830,7 +834,7 @@ def fake_case(tmp_path, monkeypatch, fault=None, fail_mount_at=frozenset(), chec
                     cow_file=str(tmp_path / "cow"), cow_dir=str(tmp_path), replay_target=replay_target,
                     check_every=check_every, workload="hand-made", seed=0, ops=2, mkfs=["mkfs.fake"],
                     reorder=reorder, workers=workers)
-    fake = FakeSystem(data, fail_mount_at, checker_rc)
+    fake = FakeSystem(data, fail_mount_at, checker_rc, eio_at)
     fake.install(monkeypatch)
     metrics = METRICS  # filled as the loop emits (a test may read it while the loop runs)
     metrics.clear()
@@ -864,6 +868,24 @@ def test_check_loop_on_an_intact_log_keeps_every_fsynced_promise(tmp_path, monke
     creates = [c for c in fake.calls if c[0] == "create"]
     assert len(creates) == 4 and all(" snapshot " in c[2] and c[2].endswith("/dev/loop7 N 8") for c in creates)
     assert ("losetup", "--detach", "/dev/loop7") in fake.calls and not (tmp_path / "cow").exists()
+
+
+def test_a_mount_that_fails_with_eio_is_tried_once_more_on_a_fresh_snapshot_and_said(tmp_path, monkeypatch):
+    """Point 2's first mount fails with EIO, its second (a fresh snapshot of the same image)
+    mounts: the point is mounted and checked, the first try kept in its record and counted;
+    point 3 fails with EIO twice: unmountable, tried again too. A mount failing otherwise is not
+    tried again."""
+    points, m, _, fake = fake_case(tmp_path, monkeypatch, eio_at={2, 4, 5}, fail_mount_at={0})
+    assert [p["mounted"] for p in points] == [False, True, True, False]
+    assert "first_try" not in points[0]["mount"]  # not EIO: once
+    assert points[2]["mount"]["first_try"]["rc"] == 32 and "Input/output error" in points[2]["mount"]["first_try"][
+        "output"][0]
+    assert points[2]["mount"]["rc"] == 0 and points[2]["promises_checked"] == ["p1"]
+    assert "first_try" in points[3]["mount"] and points[3]["mount"]["rc"] == 32
+    assert m[("points_mount_retried", None)] == 2 and m[("points_unmountable", None)] == 2
+    assert fake.mounts == 6  # 4 points, 2 of them twice
+    snaps = [c for c in fake.calls if c[0] == "create" and " snapshot " in c[2]]
+    assert len(snaps) == 4 + 2 + 2  # one more at each retry, one more for each unmountable point's checker
 
 
 def test_a_point_the_preen_repairs_is_checked_again_as_a_boot_would_leave_it(tmp_path, monkeypatch):

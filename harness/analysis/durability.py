@@ -63,6 +63,7 @@ class FsDurability:
     cases: list[str] = field(default_factory=list)
     points: int = 0
     unmountable: int = 0
+    mount_retried: int = 0  # points whose mount failed with EIO once and was tried again (check.py)
     repair: int = 0  # needs repair by a human
     preen: int = 0  # fixed by the automatic preen
     clean: int = 0
@@ -176,6 +177,7 @@ def collect(run: Run) -> list[FsDurability]:
         if metric == "sequences_skipped" and r.get("note") and not d.sequences_skipped_why:
             d.sequences_skipped_why = str(r["note"])
         attr = {"points_checked": "points", "points_unmountable": "unmountable", "points_needing_repair": "repair",
+                "points_mount_retried": "mount_retried",
                 "points_preen_fixed": "preen", "points_clean": "clean", "points_checker_failed": "checker_failed",
                 "points_without_checker": "no_checker", "unsynced_lost": "unsynced_lost",
                 "unsynced_present": "unsynced_present", "oracle_points_checked": "oracle_points",
@@ -239,6 +241,16 @@ def power_loss_runs(runs: list[Run]) -> list[Run]:
     return [r for r in runs if any(x.get("suite") == SUITE for x in r.records)]
 
 
+def _unmountable(d: FsDurability) -> str:
+    """The unmountable share, and how many points' mounts failed with EIO and were tried again.
+
+    >>> _unmountable(FsDurability("r", "btrfs", points=19, unmountable=0, mount_retried=1))
+    '0 % (1 mount tried again after EIO)'
+    """
+    again = f" ({d.mount_retried} mount{'s' * (d.mount_retried > 1)} tried again after EIO)" if d.mount_retried else ""
+    return _pct(d.unmountable_pct) + again
+
+
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{fmt(x)} %"
 
@@ -284,7 +296,7 @@ def table(ds: list[FsDurability]) -> tuple[list[str], list[list[str]]]:
     rows = []
     for d in ds:
         by_label = [d.broken((lab,)) for lab in labels]
-        rows.append([d.fs, sampled(d), _pct(d.unmountable_pct), _preen(d), _repair(d),
+        rows.append([d.fs, sampled(d), _unmountable(d), _preen(d), _repair(d),
                      *(f"{b} of {c}" if c or b else "-" for b, c in by_label),
                      *(f"{d.kinds[k][2]} of {d.kinds[k][1]}" if k in d.kinds else "-" for k in kinds),
                      f"{d.unsynced_lost} / {d.unsynced_present}",

@@ -34,6 +34,10 @@ def report(acks: Acks, tot: dict, emit: Callable) -> None:
     judged = v[CLEAN] + v[PREEN] + v[REPAIR]  # mounted points where a checker ran and did not fail
     emit("points_checked", tot["points"])
     emit("points_unmountable", tot["unmountable"])
+    if tot.get("mount_retried"):  # check.py: a mount that failed with EIO, tried again on a fresh snapshot
+        emit("points_mount_retried", tot["mount_retried"],
+             note="the mount failed with EIO and was tried again on a fresh snapshot of the same crash image "
+                  "(evidence: the point's mount.first_try); points_unmountable counts the second try")
     emit("points_clean", v[CLEAN])
     emit("points_preen_fixed", v[PREEN])
     emit("points_needing_repair", v[REPAIR])
