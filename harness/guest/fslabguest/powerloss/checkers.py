@@ -74,7 +74,8 @@ TOOLS: dict[str, tuple[dict[int, tuple[str, str]], list[str] | None]] = {
 FSCK8_SUMS = {"e2fsck", "fsck.ext2", "fsck.ext3", "fsck.ext4", "fsck.f2fs", "fsck.jfs", "jfs_fsck"}  # codes add up
 TOOLS["jfs_fsck"] = TOOLS["fsck.jfs"]
 TOOLS["fsck.reiserfs"] = TOOLS["reiserfsck"]
-for _ext in ("fsck.ext2", "fsck.ext3", "fsck.ext4"):
+E2FSCK = ("e2fsck", "fsck.ext2", "fsck.ext3", "fsck.ext4")  # one program, under each name
+for _ext in E2FSCK[1:]:
     TOOLS[_ext] = TOOLS["e2fsck"]
 E2FSCK_DECLINED_ABORT = "e2fsck: aborted"  # -n answered no to a fix it needed to go on ("Salvage? no")
 BTRFS_NOT_OPENED = ("cannot open", "no valid btrfs found", "could not open")
@@ -117,7 +118,7 @@ def classify(argv: list[str], rc: int, output: str = "") -> tuple[str, str]:
     if rc in codes:
         verdict, what = codes[rc]
         return verdict, f"{tool} exit {rc}: {what}"
-    if codes is _FSCK8 and rc & 12 == 12 and E2FSCK_DECLINED_ABORT in output and "? no" in output:
+    if tool in E2FSCK and rc & 12 == 12 and E2FSCK_DECLINED_ABORT in output and "? no" in output:
         return REPAIR, (f"{tool} exit {rc}: damage a read-only check may not pass (it answered no to a fix it needs "
                         "to go on, then aborted)")
     if tool in FSCK8_SUMS:  # fsck(8)'s codes add up: any of 8 and above is an error of the checker
