@@ -179,7 +179,7 @@ def test_every_xfs_and_btrfs_crash_image_mounts_though_workers_copy_the_filesyst
             points = points_of(run_dir, fs, case)
             assert all(p["mounted"] for p in points), [p["mount"] for p in points if not p["mounted"]][:2]
             assert not any("duplicate" in line for p in points for line in p["mount"]["kernel"]), (fs, case)
-            # a mount that failed with EIO was tried once more (CI of 2026-11-27: one btrfs control
+            # a mount that failed with EIO was tried once more (CI of 2026-11-28: one btrfs control
             # point, open_ctree -5): counted, and the first try kept
             again = [p for p in points if "first_try" in p["mount"]]
             assert vals.get(("points_mount_retried", None), 0) == len(again), (fs, case)
