@@ -160,7 +160,7 @@ def test_absurd_memory_is_refused(tmp_path):
 
 def test_memory_and_vcpus_beyond_the_host_are_refused_before_a_boot(tmp_path):
     n = (os.cpu_count() or 1) + 1
-    line = one_error_line(dry_run(tmp_path, vmconfig(tmp_path, SMOKE.replace("vcpus: 1", f"vcpus: {n}"))))
+    line = one_error_line(dry_run(tmp_path, vmconfig(tmp_path, SMOKE.replace("vcpus: 2", f"vcpus: {n}"))))
     assert f"vcpus: {n} is not allowed; allowed: 1 to {n - 1}, the CPUs of host" in line
     line = one_error_line(dry_run(tmp_path, vmconfig(tmp_path, SMOKE.replace("memory: 1GiB", "memory: 4TiB"))))
     assert "memory: 4TiB is not allowed; allowed: 256MiB to " in line and "the memory of host" in line
@@ -174,8 +174,8 @@ def test_absurd_deadline_is_refused(tmp_path):
 
 
 def test_duplicate_yaml_key_names_both_lines(tmp_path):
-    line = one_error_line(fslab("show-config", vmconfig(tmp_path, SMOKE.replace("vcpus: 1", "vcpus: 1\nvcpus: 4"))))
-    assert line.endswith("line 14: not valid YAML: key 'vcpus' is given twice (lines 13 and 14); give it once")
+    line = one_error_line(fslab("show-config", vmconfig(tmp_path, SMOKE.replace("vcpus: 2", "vcpus: 2\nvcpus: 4"))))
+    assert line.endswith("line 12: not valid YAML: key 'vcpus' is given twice (lines 11 and 12); give it once")
 
 
 @pytest.mark.parametrize("argv, expect", [

@@ -43,8 +43,8 @@ def _lines(text: str, n: int = 20) -> list[str]:
 # btrfs: one fsid): the harness's doing, never the crash image's
 _SECOND_COPY = re.compile(r"duplicate UUID|duplicate device")
 # A mount that failed with EIO is tried once more on a fresh snapshot of the same crash image: CI
-# of 2026-11-28 saw one btrfs point of 19 fail `open_ctree failed: -5` with no other kernel line,
-# its checker clean on the same bytes; eight other runs mounted every point. Both tries are kept (the
+# of 2026-11-27 saw one btrfs point of 19 fail `open_ctree failed: -5` with no other kernel line,
+# its checker clean on the same bytes, and every other run mount it. Both tries are kept (the
 # record's mount.first_try, the metric points_mount_retried): a mount that fails and then succeeds
 # on the same bytes is itself worth a look, at the kernel or at the harness.
 _EIO = os.strerror(5)
