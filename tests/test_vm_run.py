@@ -182,13 +182,13 @@ STATUS = re.compile(r"\r\x1b\[K|\r?\n")
 
 def test_two_smoke_runs_live_view_compare_and_report(image, smoke_run, tmp_path):
     """The same smoke run again, in two boots (--boots 2) with adaptive repetitions (--reps 2
-    --max-reps 4) pooled into one run, watched on a terminal (a pty): the live view shows a
+    --max-reps 3) pooled into one run, watched on a terminal (a pty): the live view shows a
     numeric ETA from the first second of each boot, estimated from the earlier runs in the same
-    results directory, counts repetitions as "repetition k (adaptive, cap 4)" and never as k/n
+    results directory, counts repetitions as "repetition k (adaptive, cap 3)" and never as k/n
     with k > n. Then compare says per case what changed, with a verdict, and the report shows
     both runs as A and B."""
     results, first = smoke_run[0], Path(smoke_run[1].stdout.strip().splitlines()[-1])
-    cp, term = fslab_tty("run", "vmconfigs/smoke.yaml", "--boots", "2", "--reps", "2", "--max-reps", "4",
+    cp, term = fslab_tty("run", "vmconfigs/smoke.yaml", "--boots", "2", "--reps", "2", "--max-reps", "3",
                          "--results-dir", str(results))
     assert cp.returncode == 0, cp.stdout + term[-3000:]
     second = Path(cp.stdout.strip().splitlines()[-1])
@@ -201,7 +201,7 @@ def test_two_smoke_runs_live_view_compare_and_report(image, smoke_run, tmp_path)
         assert m, ln
         earlier.append(int(m.group(1)))
     assert earlier[0] >= 1 and earlier[-1] > earlier[0]  # boot 2 also learns from boot 1
-    assert any("(adaptive, cap 4)" in ln for ln in status)
+    assert any("(adaptive, cap 3)" in ln for ln in status)
     for ln in status:
         for k, n in re.findall(r"(\d+)\s*(?:/|of)\s*(\d+)", ln):
             assert int(k) <= int(n), ln
