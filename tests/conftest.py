@@ -22,7 +22,7 @@ SHORT_S = 30
 
 
 def pytest_collection_modifyitems(config, items):
-    # stable: a file's tests keep their order, files not listed keep theirs, after the listed ones
+    # stable: a file's tests keep their order; a file not listed sorts as SHORT_S seconds
     items.sort(key=lambda item: -CI_SECONDS.get(item.path.name, SHORT_S))
 
 

@@ -1,10 +1,10 @@
 """VM tests of issue 12 where a real VM is the point: fslab stopped by SIGTERM (mid-boot, mid-case)
 and killed with SIGKILL mid-case, and a mount that fails with the kernel's reason in its records.
 
-Two full boots and one cut short. Not in `just test` (CI's 45-minute budget; CI of 2026-11-28 took
-47 min): `just test-slow` runs them (FSLAB_SLOW_TESTS=1). Each run has ext4 with data=bogus (its mount fails: the kernel
-logs "ext4: Bad value for 'data'") before a good ext4 whose case runs twice (rep 0 finishes, rep 1
-is running when fslab is stopped). tests/test_salvage.py covers the same paths on the host in
+Two full boots and one cut short. Not in `just test` (CI's 45-minute budget; CI of 2026-11-28
+took 47 min): `just test-slow` runs them (FSLAB_SLOW_TESTS=1). Each run has ext4 with data=bogus
+(its mount fails: the kernel logs "ext4: Bad value for 'data'") before a good ext4 whose case runs
+twice (rep 0 finishes, rep 1 is running when fslab is stopped). tests/test_salvage.py covers the same paths on the host in
 seconds, with the guest agent as a fake VM.
 """
 
