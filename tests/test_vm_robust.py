@@ -4,8 +4,8 @@ and killed with SIGKILL mid-case, and a mount that fails with the kernel's reaso
 Two full boots and one cut short. Not in `just test` (CI's 45-minute budget; CI of 2026-11-28
 took 47 min): `just test-slow` runs them (FSLAB_SLOW_TESTS=1). Each run has ext4 with data=bogus
 (its mount fails: the kernel logs "ext4: Bad value for 'data'") before a good ext4 whose case runs
-twice (rep 0 finishes, rep 1 is running when fslab is stopped). tests/test_salvage.py covers the same paths on the host in
-seconds, with the guest agent as a fake VM.
+twice (rep 0 finishes, rep 1 is running when fslab is stopped). tests/test_salvage.py covers the
+same paths on the host in seconds, with the guest agent as a fake VM.
 """
 
 from __future__ import annotations
