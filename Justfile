@@ -89,6 +89,7 @@ test-faults *args="":
     FSLAB_FAULT_TESTS=1 {{pytest}} tests/test_vm_faults.py -s {{args}}
 
 # VM tests left out of `just test` for CI's time budget: two kernels in four alternating boots; power-loss
-# seq-2 on ext4 (about a thousand crash points); fslab stopped by SIGTERM and SIGKILL with real guests
+# seq-2 on ext4 (about a thousand crash points); fslab stopped by SIGTERM and SIGKILL with real guests; a hung
+# guest killed at its deadline
 test-slow *args="":
-    FSLAB_SLOW_TESTS=1 {{pytest}} tests/test_vm_kernel_boots.py tests/test_vm_seq2.py tests/test_vm_robust.py -s {{args}}
+    FSLAB_SLOW_TESTS=1 {{pytest}} tests/test_vm_kernel_boots.py tests/test_vm_seq2.py tests/test_vm_robust.py tests/test_vm_run.py::test_hung_guest_is_killed_at_its_deadline -s {{args}}
