@@ -8,20 +8,18 @@ boots alternated. tests/test_alternate.py and tests/test_salvage.py hold the sam
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
 import pytest
-from vmhelpers import ROOT, fslab, no_qemu_left, read_records
+from vmhelpers import ROOT, fslab, no_qemu_left, read_records, slow
 
 pytestmark = pytest.mark.vm
 
 BPO = "bpo-6.12-cloud"
-SLOW = "FSLAB_SLOW_TESTS"  # `just test-slow`: four TCG boots (~4 min); left out of CI for its 45-minute budget
 
 
-@pytest.mark.skipif(not os.environ.get(SLOW), reason=f"four kernel boots: run with `just test-slow` ({SLOW}=1)")
+@slow("four kernel boots (~4 min under TCG)")
 
 def test_two_kernels_in_alternating_boots(image, tmp_path):
     text = (ROOT / "tests" / "vmconfigs" / "kernels.yaml").read_text()

@@ -11,18 +11,15 @@ same paths on the host in seconds, with the guest agent as a fake VM.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from vmhelpers import FSLAB, ROOT, fslab, no_qemu_left, read_records
+from vmhelpers import FSLAB, ROOT, fslab, no_qemu_left, read_records, slow
 
-SLOW = "FSLAB_SLOW_TESTS"
-pytestmark = [pytest.mark.vm, pytest.mark.skipif(not os.environ.get(SLOW), reason=(
-    f"two boots and one cut short, paths tests/test_salvage.py covers on the host: `just test-slow` ({SLOW}=1)"))]
+pytestmark = [pytest.mark.vm, slow("two boots and one cut short, paths tests/test_salvage.py covers on the host")]
 JOB = "[hold]\nrw=randread\nbs=4k\nsize=16m\nioengine=psync\ntime_based\nruntime=20\n"
 KERNEL = "kernel: ext4: Bad value for 'data'"
 

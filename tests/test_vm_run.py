@@ -18,7 +18,7 @@ from pathlib import Path
 import local_registry
 import pytest
 from browser import HEIGHT, WIDTH, chromium, first_screen, png_size, screenshot, visible
-from vmhelpers import ROOT, fslab, fslab_tty, no_qemu_left, read_records
+from vmhelpers import ROOT, fslab, fslab_tty, no_qemu_left, read_records, slow
 
 from harness.hostinfo import accel
 from harness.image import store as images
@@ -101,9 +101,7 @@ def test_smoke_run_end_to_end(image, smoke_run):
     images.verify(image)  # the run left the image untouched
 
 
-@pytest.mark.skipif(not os.environ.get("FSLAB_SLOW_TESTS"), reason=(
-    "a guest held to its 130 s deadline (tests/test_salvage.py covers the deadline's records with a fake VM): "
-    "`just test-slow` (FSLAB_SLOW_TESTS=1)"))
+@slow("a guest held to its 130 s deadline (tests/test_salvage.py covers the deadline's records with a fake VM)")
 def test_hung_guest_is_killed_at_its_deadline(image, tmp_path):
     """A case that never ends: the VM is killed at the deadline and what came back is kept.
 

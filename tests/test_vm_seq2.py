@@ -8,19 +8,17 @@ found. Not in CI (about a thousand crash points): `just test-slow`."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
-from vmhelpers import fslab, no_qemu_left, read_records
+from vmhelpers import fslab, no_qemu_left, read_records, slow
 
 from harness.suites import power_loss
 
 pytestmark = pytest.mark.vm
-SLOW = "FSLAB_SLOW_TESTS"
 
 
-@pytest.mark.skipif(not os.environ.get(SLOW), reason=f"about a thousand crash points: `just test-slow` ({SLOW}=1)")
+@slow("about a thousand crash points")
 def test_seq_2_on_ext4_in_a_guest(image, tmp_path):
     cp = fslab("run", "tests/vmconfigs/power-loss-seq2.yaml", "--cases", "seq-2", "--results-dir", str(tmp_path),
                timeout=5400)

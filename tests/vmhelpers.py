@@ -11,8 +11,16 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 FSLAB = [sys.executable, "-m", "harness.cli"]
+SLOW = "FSLAB_SLOW_TESTS"  # `just test-slow`: VM tests left out of CI for its 45-minute budget
+
+
+def slow(what: str) -> pytest.MarkDecorator:
+    """Skip unless `just test-slow` runs it (FSLAB_SLOW_TESTS=1), saying what it is."""
+    return pytest.mark.skipif(not os.environ.get(SLOW), reason=f"{what}: `just test-slow` ({SLOW}=1)")
 
 
 def fslab(*args: str, timeout: float = 1800, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
