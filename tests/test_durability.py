@@ -332,7 +332,8 @@ def test_oracle_mismatches_and_generated_sequences_are_listed_with_their_finding
     (ev / "oracle.json").write_text(json.dumps({"mismatches": [{
         "path": "seq1/02-creat.fsync-file-dir/new", "what": "link count", "expected": 1, "found": 0,
         "points": [7, 8, 9], "check": {"verdict": "clean"}}, {
-        "path": "seq1/14-link.fsync/foo", "what": "link count", "expected": 2, "found": 1, "points": [11],
+        "path": "seq1/14-link.fsync/foo", "sequence": "14-link.fsync", "what": "link count", "expected": 2,
+        "found": 1, "points": [11],
         "check": {"verdict": "clean"}, "promise": "p14", "barriers": {"since": "s14", "flushes": 0, "fuas": 0}}]}))
     run = load_run(run_dir)
     run.plan["filesystems"] = [{"name": "ext4", "type": "ext4"}, {"name": "ext2", "type": "ext2"}]
@@ -346,6 +347,7 @@ def test_oracle_mismatches_and_generated_sequences_are_listed_with_their_finding
     assert (got["sequence"], got["what"], got["points"]) == ("02-creat.fsync-file-dir", "link count", "3")
     assert got["reading"].startswith("bug: a posix promise broken")  # the new file's own fsync: its attributes
     assert got["evidence"] == "raw/ext2/seq-1/run/evidence/oracle.json"
+    assert nosync["sequence"] == "14-link.fsync"  # the record's own field; the first, written before it, by path
     # the mismatch carries its sequence's barrier window (the program's check.py): no flush in it
     assert nosync["reading"].startswith("bug: its sync returned without flushing the disk's cache (no flush or FUA "
                                         "logged between the start of its persistence point (mark s14)")

@@ -146,7 +146,7 @@ def test_what_the_first_operation_left_undurable_is_not_promised_by_the_seconds_
     assert broken()
 
 
-def test_an_oracle_mismatch_in_a_sequence_gets_that_sequences_promise_and_barrier_window():
+def test_an_oracle_mismatch_in_a_sequence_gets_that_sequences_name_promise_and_barrier_window():
     log_mod = guest_module("fslabguest.powerloss.log")
     check = guest_module("fslabguest.powerloss.check")
     E, F = log_mod.Entry, log_mod.FLUSH
@@ -158,8 +158,10 @@ def test_an_oracle_mismatch_in_a_sequence_gets_that_sequences_promise_and_barrie
     acks.promises = [{"id": "p1", "sequence": "01-write.fsync"}, {"id": "p2", "sequence": "02-link.fsync"}]
     found = {"a": {"path": "seq1/02-link.fsync/foo", "what": "link count"},
              "b": {"path": "seq1/01-write.fsync/foo", "what": "content"},
-             "c": {"path": "elsewhere/foo", "what": "content"}}
+             "c": {"path": "elsewhere/foo", "what": "content"},
+             "d": {"path": "seq1/03-mkdir.fsync-dir", "what": "missing"}}  # the sequence's directory itself
     check._oracle_barriers(found, acks, log, [5, 8])
     assert found["a"]["promise"] == "p2" and found["a"]["barriers"] == {"since": "s2", "flushes": 0, "fuas": 0}
     assert found["b"]["barriers"] == {"since": "s1", "flushes": 1, "fuas": 0}
-    assert "barriers" not in found["c"]
+    assert [found[k].get("sequence") for k in "abcd"] == ["02-link.fsync", "01-write.fsync", None, "03-mkdir.fsync-dir"]
+    assert "barriers" not in found["c"] and "promise" not in found["d"]

@@ -414,8 +414,7 @@ def oracle_table(run: Run, ds: list[FsDurability]) -> tuple[list[str], list[list
             except (OSError, ValueError):
                 continue
             for mm in mms:
-                parts = str(mm.get("path", "")).split("/")
-                seq = parts[1] if len(parts) > 1 and parts[0][:3] == "seq" and parts[0][3:].isdigit() else "-"
+                seq = str(mm.get("sequence") or _sequence_in(str(mm.get("path", ""))))
                 ev = {"point": {"check": mm.get("check")}, "failure": {"verdict": str(mm.get("what"))},
                       "filesystem": (plan_fs.get(d.fs) or {}),
                       **({"barriers": mm["barriers"]} if mm.get("barriers") else {})}
@@ -424,6 +423,17 @@ def oracle_table(run: Run, ds: list[FsDurability]) -> tuple[list[str], list[list
                              explain(d, case, ev, label=oracle_label(str(mm.get("what")), seq)),
                              str(path.relative_to(run.dir))])
     return head, rows
+
+
+def _sequence_in(path: str) -> str:
+    """A generated sequence's name from a mismatch's path (seqN/NAME/...), for records made before
+    the guest wrote it as `sequence`; "-" outside a sequence.
+
+    >>> _sequence_in("seq1/04-write.fsync/foo"), _sequence_in("seq1/04-write.fsync"), _sequence_in("maildir/x")
+    ('04-write.fsync', '04-write.fsync', '-')
+    """
+    parts = path.split("/")
+    return parts[1] if len(parts) > 1 and parts[0][:3] == "seq" and parts[0][3:].isdigit() else "-"
 
 
 def oracle_label(what: str, seq: str) -> str:

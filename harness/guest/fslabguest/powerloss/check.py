@@ -43,7 +43,7 @@ def _lines(text: str, n: int = 20) -> list[str]:
 # btrfs: one fsid): the harness's doing, never the crash image's
 _SECOND_COPY = re.compile(r"duplicate UUID|duplicate device")
 # A mount that failed with EIO is tried once more on a fresh snapshot of the same crash image: CI
-# of 2026-11-27 saw one btrfs point of 19 fail `open_ctree failed: -5` with no other kernel line,
+# of 2026-11-28 saw one btrfs point of 19 fail `open_ctree failed: -5` with no other kernel line,
 # its checker clean on the same bytes, and every other run mount it. Both tries are kept (the
 # record's mount.first_try, the metric points_mount_retried): a mount that fails and then succeeds
 # on the same bytes is itself worth a look, at the kernel or at the harness.
@@ -153,8 +153,7 @@ def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str,
             rec["after_preen"] = _after_preen(point, cfg, acks, snap)
     finally:
         dm.dm_remove(dm.SNAP)
-        os.truncate(cfg.cow_file, 0)  # the next snapshot starts empty; frees the memory it held
-        os.truncate(cfg.cow_file, sectors * 512)
+        _empty_cow(cfg, sectors)
     rec["seconds"] = round(time.monotonic() - t0, 3)
     return rec, check_text, found
 
@@ -165,13 +164,19 @@ def _mount(cfg: argparse.Namespace, snap: str) -> tuple[int, str]:
     return dm.mount_fs(cfg.fstype, crash_mount_options(cfg), snap, cfg.mnt)
 
 
+def _empty_cow(cfg: argparse.Namespace, sectors: int) -> None:
+    """The copy-on-write store emptied (cut to nothing and back, no write): the next snapshot
+    starts from the replayed image alone, and the memory the last one held is freed."""
+    os.truncate(cfg.cow_file, 0)
+    os.truncate(cfg.cow_file, sectors * 512)
+
+
 def _fresh_snapshot(cfg: argparse.Namespace, table: str, sectors: int,
                     prepare: Callable[[str], None] | None) -> str:
     """The point's snapshot made again, its copy-on-write store emptied: the crash image as the
     replay left it, nothing a mount or a checker wrote."""
     dm.dm_remove(dm.SNAP)
-    os.truncate(cfg.cow_file, 0)
-    os.truncate(cfg.cow_file, sectors * 512)
+    _empty_cow(cfg, sectors)
     snap = dm.dm_create(dm.SNAP, table)
     if prepare is not None:
         prepare(snap)
@@ -244,12 +249,15 @@ def barriers(log: Log, marks: list[int], pid: str) -> dict:
 
 
 def _oracle_barriers(found: dict[str, dict], acks: Acks, log: Log, marks: list[int]) -> None:
-    """A mismatch in a generated sequence's directory (seqN/NAME/...) gets the sequence's promise
-    and its barrier window (`barriers`), as a broken promise's evidence has."""
+    """A mismatch in a generated sequence's directory (seqN/NAME/...) gets the sequence's name
+    (`sequence`), its promise and its barrier window (`barriers`), as a broken promise's evidence has."""
     by_seq = {p["sequence"]: p["id"] for p in acks.promises if p.get("sequence")}
     for mm in found.values():
         parts = str(mm.get("path", "")).split("/")
-        pid = by_seq.get(parts[1]) if len(parts) > 2 and re.fullmatch(r"seq[0-9]+", parts[0]) else None
+        if len(parts) < 2 or not re.fullmatch(r"seq[0-9]+", parts[0]):
+            continue
+        mm["sequence"] = parts[1]
+        pid = by_seq.get(parts[1]) if len(parts) > 2 else None
         if pid is not None:
             mm["promise"], mm["barriers"] = pid, barriers(log, marks, pid)
 
@@ -457,8 +465,7 @@ def _on_snapshot(cfg: argparse.Namespace, cow_dev: str, sectors: int, fn: Callab
         return fn(snap)
     finally:
         dm.dm_remove(dm.SNAP)
-        os.truncate(cfg.cow_file, 0)
-        os.truncate(cfg.cow_file, sectors * 512)
+        _empty_cow(cfg, sectors)
 
 
 def _metadata_control(cfg: argparse.Namespace, log: Log, dev_fd: int, dropped: set[int], cow_dev: str,
