@@ -29,8 +29,8 @@ import pytest
 from harness.guest_programs import GUEST_DIR, guest_module, program_path
 
 PROGRAM = program_path("powerloss")
-PARTS = ("log", "points", "replay", "promises", "workloads", "devmapper", "record", "checkers", "controls", "check",
-         "report")
+PARTS = ("log", "points", "replay", "promises", "workloads", "devmapper", "ktrace", "record", "checkers", "controls",
+         "check", "report")
 
 pl = guest_module("fslabguest.powerloss")  # the program's package; each part becomes pl.<part>
 for _part in PARTS:
@@ -1276,6 +1276,47 @@ def test_record_zeroes_the_disks_runs_mkfs_marks_and_the_workload(tmp_path, monk
     assert [c[1] for c in calls if c[0] == "mark"][1:] == [p["id"] for p in acks.promises] != []
     assert calls[-1] == ("remove", "fslab-pl-lw")
     assert (Path(out) / "promises.jsonl").exists() and "dmsetup status" in (Path(out) / "record.txt").read_text()
+
+
+def fake_tracefs(root: Path) -> Path:
+    """A tracefs as far as ktrace.py uses it: the files it writes, one event system (x), no other."""
+    for name in ("tracing_on", "trace_marker", "buffer_size_kb", "events/x/enable", "per_cpu/cpu0/stats",
+                 "per_cpu/cpu1/stats"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text("")
+    (root / "per_cpu/cpu1/stats").write_text("entries: 9\noverrun: 3\ncommit overrun: 0\n")
+    return root
+
+
+def test_record_with_trace_enables_the_events_from_mount_to_umount_and_marks_them(tmp_path, monkeypatch):
+    cfg, out, calls, _, _ = fake_record(tmp_path, monkeypatch, "0 2048 log-writes 120 4000", [])
+    root = fake_tracefs(tmp_path / "tracefs")
+    monkeypatch.setattr(pl.ktrace, "TRACEFS", str(root))
+    seen: list[tuple[str, str]] = []  # (file, text) in the order written
+    real_write = pl.ktrace._write
+
+    def write(path: str, text: str) -> None:
+        seen.append((os.path.relpath(path, root), text))
+        real_write(path, text)
+        if path.endswith("trace_marker"):  # the kernel appends a marker to the trace
+            with open(root / "trace", "a") as f:
+                f.write(f"  python-1 [000] .... 1.0: tracing_mark_write: {text}\n")
+
+    monkeypatch.setattr(pl.ktrace, "_write", write)
+    (root / "trace").write_text("# tracer: nop\n")
+    cfg.trace = "{fstype},nosuch:event"
+    metrics: list[tuple] = []
+    acks, _ = pl.record.record(cfg, out, lambda *a, **k: metrics.append((a, k)), str(tmp_path / "run"))
+    marks = [c[1] for c in calls if c[0] == "mark"]
+    traced = [t.removeprefix(pl.ktrace.MARK) for f, t in seen if f == "trace_marker"]
+    assert traced == marks[1:] == [p["id"] for p in acks.promises] != []  # append: a pN mark per promise
+    assert marks[0] == "mkfs"  # the trace starts after mkfs: its mark is the log's alone
+    on = [t for f, t in seen if f == "tracing_on"]
+    assert on == ["0", "1", "0"] and ("events/x/enable", "1") in seen and seen[-1] == ("events/x/enable", "0")
+    ((name, lines, unit), fields), = [m for m in metrics if m[0][0] == "trace_lines"]
+    assert lines == len(traced) and fields == {"file": "trace.txt", "enabled": ["x"], "missing": ["nosuch:event"],
+                                               "overrun": 3}
+    assert (Path(out) / "trace.txt").read_text().count("tracing_mark_write: fslab mark ") == len(traced)
 
 
 @pytest.mark.parametrize("status, kernel", [

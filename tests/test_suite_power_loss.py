@@ -32,7 +32,7 @@ VARIANTS = ["ext2", "ext3-ordered", "ext3-writeback", "ext3-journal", "ext4", "e
 @pytest.mark.parametrize("profile, ids, ops, max_points", [
     ("paper", WORKLOADS, 50, 0), ("quick", WORKLOADS, 10, 40), ("smoke", ["maildir"], 3, 12),
     ("seq-1", ["seq-1"], len(pl.program().sequences(1)), 0), ("seq-2", ["seq-2"], len(pl.program().sequences(2)), 0),
-    ("reorder", ["maildir"], 3, 12)])
+    ("reorder", ["maildir"], 3, 12), ("seq-1-trace", ["seq-1"], len(pl.program().sequences(1)), 0)])
 def test_cases_one_per_workload_then_the_control(profile, ids, ops, max_points):
     cases = pl.SUITE.cases(profile)
     assert [c.id for c in cases] == [*ids, "control"] and pl.SUITE.default_reps(profile) == 1
@@ -53,6 +53,8 @@ def test_cases_one_per_workload_then_the_control(profile, ids, ops, max_points):
         assert int(opt["--ops"]) == (c.params["ops"]) and (control or c.params["ops"] == ops)
         reorder = 0 if control or profile != "reorder" else 4  # reordered states only in their profile's cases
         assert int(opt.get("--reorder", 0)) == c.params.get("reorder", 0) == reorder
+        trace = None if control or profile != "seq-1-trace" else "{fstype}"  # the filesystem's own events
+        assert opt.get("--trace") == c.params.get("trace") == trace
         assert c.timeout_s == pl.timeout_s(c.params["ops"], c.params["max_points"], reorder) >= 900
 
 

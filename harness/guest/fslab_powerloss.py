@@ -7,7 +7,7 @@ crash points, replay, promises, workloads, device mapper, recording, the check l
 
     fslab-powerloss --plan /run/fslab/plan.json --fs NAME --data DEV --log DEV --workload W
                     [--seed S] [--ops N] [--max-points N] [--check-every K] [--reorder N] [--workers N]
-                    [--fault drop-flushed-write] --out DIR
+                    [--trace EVENTS] [--fault drop-flushed-write] --out DIR
     (or --mkfs-json '["mkfs.ext4","-F","{dev}"]' --fstype ext4 [--mount-options O]
         [--check-json '["e2fsck","-fn","{dev}"]'] instead of --plan/--fs)
     fslab-powerloss --inspect LOGFILE [--max-points N]   (no root: a log's summary and its crash points;
@@ -19,7 +19,8 @@ One run owns the filesystem's whole life, because every write from mkfs on must 
    TCG, `x-query-virtio-queue-status` showing it in use for minutes, and hung the case). A
    dm `log-writes` target over DATA logs every write that reaches it on LOG; mkfs runs on it, then
    `mark mkfs`, mount, the workload, umount, `dmsetup remove` (which appends the mark
-   `dm-log-writes-end`). Why dm-log-writes and not QEMU's blklogwrites: marks, FUA and order. The
+   `dm-log-writes-end`); with --trace, tracefs events from that mount to the umount, every mark
+   written beside them (ktrace.py). Why dm-log-writes and not QEMU's blklogwrites: marks, FUA and order. The
    workload names each durability point in the log the moment its fsync returns; blklogwrites
    cannot take marks, so the host would have to guess which write a promise belongs to. And
    blklogwrites (QEMU 7.2) logs every write with flags 0, so a FUA write looks like a plain one
@@ -249,6 +250,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--workers", type=_int_at_least(1), default=1,
                    help="check the crash points with N processes at once, each its own run of neighbouring points "
                         "(workers.py; fewer where their RAM replay targets do not fit; default 1)")
+    p.add_argument("--trace", metavar="EVENTS",
+                   help="record these tracefs events (comma-separated systems or system:event, {fstype} for the "
+                        "filesystem's own) from mount to umount, the log's marks written beside them, into "
+                        "OUT/trace.txt (ktrace.py)")
     p.add_argument("--fault", choices=FAULTS, help="positive control: leave out a write a promise depends on")
     p.add_argument("--out", help="evidence directory")
     p.add_argument("--mnt", default="/mnt/fslab-powerloss", help="mount point (default: %(default)s)")

@@ -160,7 +160,8 @@ POINTS_PER_OP = 8  # paper profile, every point: an op makes 2-4 flush/FUA bound
 _PROFILES: dict[str, dict[str, Any]] = {
     # ops per workload, ops of the control, max points a case (0 = all), workloads (None = all),
     # check_every: the checker at 1 in K of the points without a new promise (the program's sampling.py),
-    # reorder: up to N reordered states at each crash point at a flush (the program's reorder.py; 0: none)
+    # reorder: up to N reordered states at each crash point at a flush (the program's reorder.py; 0: none);
+    # trace: the tracefs events recorded from mount to umount (the program's --trace; absent: none)
     "paper": {"ops": 50, "control_ops": 5, "max_points": 0, "workloads": None, "check_every": 4, "reorder": 0},
     "quick": {"ops": 10, "control_ops": 4, "max_points": 40, "workloads": None, "check_every": 1, "reorder": 0},
     "smoke": {"ops": 3, "control_ops": 2, "max_points": 12, "workloads": ("maildir",), "check_every": 1,
@@ -174,6 +175,9 @@ _PROFILES: dict[str, dict[str, Any]] = {
     # smoke, and at each crash point at a flush up to 4 of the states the disk could hold just before it
     "reorder": {"ops": 3, "control_ops": 2, "max_points": 12, "workloads": ("maildir",), "check_every": 1,
                 "reorder": 4},
+    # seq-1, and the filesystem's own kernel trace events beside the log (the program's ktrace.py)
+    "seq-1-trace": {"ops": None, "control_ops": 4, "max_points": 0, "workloads": ("seq-1",), "check_every": 1,
+                    "reorder": 0, "trace": "{fstype}"},
 }
 
 
@@ -208,17 +212,21 @@ def timeout_s(ops: int, max_points: int, reorder: int = 0) -> int:
 
 
 def _case(cid: str, workload: str, ops: int, max_points: int, check_every: int, fault: str | None = None,
-          reorder: int = 0) -> Case:
+          reorder: int = 0, trace: str | None = None) -> Case:
     argv = [PROGRAM, "--plan", PLAN_PATH, "--fs", "{name}", "--data", "{disk0}", "--log", "{disk1}",
             "--workload", workload, "--seed", "{rep}", "--ops", str(ops), "--max-points", str(max_points),
             "--check-every", str(check_every), "--workers", "{ncpu}", "--mnt", "{mnt}", "--out", "{out}"]
     if reorder:
         argv += ["--reorder", str(reorder)]
+    if trace:
+        argv += ["--trace", trace]
     if fault:
         argv += ["--fault", fault]
     params: dict[str, Any] = {"workload": workload, "ops": ops, "max_points": max_points, "check_every": check_every}
     if reorder:
         params["reorder"] = reorder
+    if trace:
+        params["trace"] = trace
     if fault:
         params["fault"] = fault
     step = {"name": "run", "argv": argv, "cwd": "/", "parse": "metrics", "collect": True, "silent_s": SILENT_S}
@@ -231,7 +239,8 @@ def expand(profile: str) -> list[Case]:
     p = _PROFILES[profile]
     (fault,) = program().FAULTS
     ops = p["ops"] or len(program().sequences(int(p["workloads"][0].split("-")[1])))  # seq-N: all of them
-    return [_case(w, w, ops, p["max_points"], p["check_every"], reorder=p["reorder"]) for w in workloads(profile)] + [
+    return [_case(w, w, ops, p["max_points"], p["check_every"], reorder=p["reorder"], trace=p.get("trace"))
+            for w in workloads(profile)] + [
         _case(CONTROL, CONTROL_WORKLOAD, p["control_ops"], 0, 1, fault)]
 
 
@@ -273,6 +282,8 @@ SUITE = Suite(
                  "+ the control",
         "reorder": "smoke, and up to 4 reordered states at each crash point at a flush (subsets of the writes "
                    "in flight before it, CrashMonkey's), + the control (tests, CI)",
+        "seq-1-trace": "seq-1, with the filesystem's own kernel trace events (tracefs) recorded from mount to "
+                       "umount beside the log, each persistence point's marks in both (run/trace.txt), + the control",
     },
     expand=expand,
     headline="promises_broken",

@@ -8,6 +8,7 @@ format and the crash model are in its docstring) by what it does:
     workloads    the six workloads
     devmapper    the system: device-mapper, mounts, the checker, loop devices, kernel messages
     record       mkfs, mount, workload and umount on a log-writes target
+    ktrace       the kernel's trace events beside the log (--trace)
     checkers     what each checker's exit code says (clean, fixed by preen, needs repair, failed)
     check        the check loop over the chosen points, and its evidence
     report       the metric lines of a finished run

@@ -1,5 +1,5 @@
 """Recording: mkfs, mount, the workload and umount on a dm log-writes target over the zeroed data
-disk, every write from mkfs on logged."""
+disk, every write from mkfs on logged (and with --trace, the kernel's events beside it: ktrace.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from fslabguest.powerloss import PowerlossError
 from fslabguest.powerloss import devmapper as dm
+from fslabguest.powerloss.ktrace import KTrace, events_of
 from fslabguest.powerloss.log import MKFS_MARK
 from fslabguest.powerloss.promises import Acks
 from fslabguest.powerloss.replay import zero_range
@@ -35,6 +36,7 @@ def substitute(argv: list[str], dev: str, mnt: str, name: str, what: str) -> lis
 
 
 DIRTY_DIR = "/run/fslab-powerloss"  # tmpfs: what a case wrote to a data disk, until the next boot
+TRACE_FILE = "trace.txt"  # --trace: in the evidence directory
 
 
 def _dirty_file(dev: str, where: str) -> str:
@@ -96,17 +98,28 @@ def record(cfg: argparse.Namespace, out: str, emit: Callable, where: str = DIRTY
     lw = dm.dm_create(dm.LW, f"0 {size // 512} log-writes {cfg.data} {cfg.log}")
     notes, mounted, acks, done = [], False, None, False
     wl_s, status = 0.0, ""
+    spec = getattr(cfg, "trace", None)
+    trace: KTrace | None = None  # while the kernel's events are recorded (--trace)
+
+    def mark(name: str) -> None:
+        dm.dm_mark(dm.LW, name)
+        if trace is not None:
+            trace.mark(name)
+
     try:
         argv = substitute(cfg.mkfs, lw, cfg.mnt, cfg.fs_name, "mkfs")
         notes.append(f"$ {' '.join(argv)}\n" + dm.must(argv, "mkfs", 900))
         dm.dm_mark(dm.LW, MKFS_MARK)
+        if spec:
+            trace = KTrace(events_of(spec, cfg.fstype))
+            trace.start()
         os.makedirs(cfg.mnt, exist_ok=True)
         rc, text = dm.mount_fs(cfg.fstype, cfg.mount_options, lw, cfg.mnt)
         notes.append(f"$ mount -t {cfg.fstype} -o '{cfg.mount_options}' {lw} {cfg.mnt}\n{text}[exit code {rc}]\n")
         if rc != 0:
             raise PowerlossError(f"mount of the new filesystem failed with exit code {rc}: {dm.one_line(text)}")
         mounted = True
-        acks = Acks(lambda pid: dm.dm_mark(dm.LW, pid), os.path.join(out, "promises.jsonl"),
+        acks = Acks(mark, os.path.join(out, "promises.jsonl"),
                     {"workload": cfg.workload, "seed": cfg.seed, "ops": cfg.ops})
         t1 = time.monotonic()
         run_workload(cfg.workload, cfg.mnt, cfg.seed, cfg.ops, acks)
@@ -116,11 +129,19 @@ def record(cfg: argparse.Namespace, out: str, emit: Callable, where: str = DIRTY
         if rc != 0:
             raise PowerlossError(f"umount after the workload failed with exit code {rc}: {dm.one_line(text)}")
         mounted = False
+        if trace is not None:
+            t, trace = trace.stop(os.path.join(out, TRACE_FILE)), None
+            emit("trace_lines", t.pop("lines"), "", file=TRACE_FILE, **t)
         status = dm.dm_status(dm.LW)
         done = True
     finally:
         if mounted:
             dm.umount_fs(cfg.mnt)
+        if trace is not None:  # an error stopped the recording: the trace so far is kept (the error is the one said)
+            try:
+                trace.stop(os.path.join(out, TRACE_FILE))
+            except OSError as e:
+                notes.append(f"cleanup after the error: --trace: {e}")
         try:
             dm.dm_remove(dm.LW)
         except PowerlossError as e:

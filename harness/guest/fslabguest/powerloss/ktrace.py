@@ -1,0 +1,110 @@
+"""The kernel's own account of the recording (--trace): tracefs events written beside the log.
+
+The log says what reached the disk; it cannot say why a sync wrote nothing. With --trace SPEC
+(comma-separated tracefs event systems or system:event names, `{fstype}` for the filesystem's
+own system, e.g. `{fstype}` gives f2fs's f2fs_sync_file_enter/exit, whose exit names the
+checkpoint reason), those events are enabled from the mount after mkfs to the umount after the
+workload, and every mark the log takes (`pN`, `sN`) is also written to trace_marker as
+`fslab mark NAME`, so a persistence point's events sit between its two marks as its writes sit
+between them in the log. OUT/trace.txt holds the trace; the metric `trace_lines` says its lines,
+the events enabled, those this kernel lacks (said, never an error: jfs and reiserfs have no
+events) and the events the ring buffer dropped (`overrun`, from per_cpu/*/stats).
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+
+from fslabguest.powerloss import PowerlossError
+from fslabguest.powerloss import devmapper as dm
+
+TRACEFS = "/sys/kernel/tracing"
+BUFFER_KB = 16384  # per CPU: a seq-1 run of f2fs's events fits many times over
+MARK = "fslab mark "
+
+
+# {fstype}'s event system where it is not the type's name: Debian's kernels mount ext2 and ext3
+# with the ext4 driver (CONFIG_EXT4_USE_FOR_EXT2), and fs/ext2 has no events of its own
+EVENT_SYSTEM = {"ext2": "ext4", "ext3": "ext4"}
+
+
+def events_of(spec: str, fstype: str) -> list[str]:
+    """The event names a --trace SPEC asks for.
+
+    >>> events_of("{fstype}, block:block_rq_issue", "f2fs")
+    ['f2fs', 'block:block_rq_issue']
+    >>> events_of("ext4:ext4_sync_file_enter,", "ext4"), events_of("{fstype}", "ext2")
+    (['ext4:ext4_sync_file_enter'], ['ext4'])
+    """
+    system = EVENT_SYSTEM.get(fstype, fstype)
+    return [e.strip().replace("{fstype}", system) for e in spec.split(",") if e.strip()]
+
+
+def _enable_path(root: str, event: str) -> str:
+    """events/SYSTEM/enable or events/SYSTEM/EVENT/enable.
+
+    >>> _enable_path("/t", "f2fs"), _enable_path("/t", "f2fs:f2fs_sync_file_exit")
+    ('/t/events/f2fs/enable', '/t/events/f2fs/f2fs_sync_file_exit/enable')
+    """
+    return os.path.join(root, "events", *event.split(":", 1), "enable")
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
+class KTrace:
+    """One recording's trace: start, mark, stop."""
+
+    def __init__(self, events: list[str], root: str | None = None) -> None:
+        self.events, self.root = events, root or TRACEFS
+        self.enabled: list[str] = []
+        self.missing: list[str] = []
+
+    def start(self) -> None:
+        if not os.path.exists(os.path.join(self.root, "trace_marker")):
+            os.makedirs(self.root, exist_ok=True)
+            rc, out = dm.run_cmd(["mount", "-t", "tracefs", "nodev", self.root], 60)
+            if rc != 0:
+                raise PowerlossError(f"--trace: tracefs would not mount on {self.root}: {dm.one_line(out)}")
+        _write(os.path.join(self.root, "tracing_on"), "0")
+        _write(os.path.join(self.root, "trace"), "")  # opened for writing: the buffer emptied
+        _write(os.path.join(self.root, "buffer_size_kb"), str(BUFFER_KB))
+        for event in self.events:
+            path = _enable_path(self.root, event)
+            if os.path.exists(path):
+                _write(path, "1")
+                self.enabled.append(event)
+            else:
+                self.missing.append(event)
+        _write(os.path.join(self.root, "tracing_on"), "1")
+
+    def mark(self, name: str) -> None:
+        _write(os.path.join(self.root, "trace_marker"), MARK + name)
+
+    def stop(self, path: str) -> dict:
+        """Tracing stopped, the trace copied to `path`, the events disabled; what it holds."""
+        _write(os.path.join(self.root, "tracing_on"), "0")
+        with open(os.path.join(self.root, "trace"), "rb") as src, open(path, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        for event in self.enabled:
+            _write(_enable_path(self.root, event), "0")
+        with open(path, "rb") as f:
+            lines = sum(1 for ln in f if not ln.startswith(b"#"))
+        return {"lines": lines, "enabled": self.enabled, "missing": self.missing,
+                "overrun": overrun(glob.glob(os.path.join(self.root, "per_cpu", "cpu*", "stats")))}
+
+
+def overrun(stats_files: list[str]) -> int:
+    """Events the ring buffer dropped: the `overrun:` lines of per_cpu/cpuN/stats, summed."""
+    total = 0
+    for name in stats_files:
+        with open(name) as f:
+            for ln in f:
+                key, _, value = ln.partition(":")
+                if key.strip() == "overrun" and value.strip().isdigit():
+                    total += int(value)
+    return total
