@@ -12,7 +12,7 @@ import pytest
 import synthetic
 from vmhelpers import fslab
 
-from harness.analysis import durability, durability_reading
+from harness.analysis import durability, durability_reading, durability_trace
 from harness.analysis.runs import label_runs, load_run
 
 KINDS = {"maildir": ["maildir-delivery", "mkdir-fsync"], "replace-nofsync": ["replace-nofsync", "mkdir-fsync"]}
@@ -396,3 +396,37 @@ def test_the_paper_profile_is_extrapolated_from_a_smaller_run_and_said_so(tmp_pa
     assert "extrapolated from this run's wall seconds per crash point" in sec.markdown
     assert "(not measured)" in sec.markdown
     assert "ext4 " in sec.markdown and "points at 1.33 s)" in sec.markdown and "3050 points" in sec.markdown
+
+
+def test_a_traced_case_lists_each_promises_kernel_events_kept_and_broken_side_by_side(tmp_path):
+    recs = pl_records("f2fs", "seq-1", 10, 1, 0, {}, total=10)
+    run_dir = synthetic.make_run(tmp_path / "t", "power-loss", recs, profile="seq-1-trace")
+    case = run_dir / "raw" / "f2fs" / "seq-1" / "run"
+    (case / "evidence").mkdir(parents=True)
+    (case / "evidence" / "p2.json").write_text("{}")  # p2 broke
+    (case / "promises.jsonl").write_text("\n".join(json.dumps(p) for p in (
+        {"rec": "workload"}, {"rec": "promise", "id": "p1", "sequence": "04-write.fsync"},
+        {"rec": "promise", "id": "p2", "sequence": "05-write.fdatasync"})) + "\n")
+    t = " python3-9 [001] ..... {}: {}"
+    (case / "trace.txt").write_text("\n".join(["# tracer: nop", *(t.format(f"1.{i}", e) for i, e in enumerate((
+        "tracing_mark_write: fslab mark s1", "f2fs_sync_file_enter: dev = (8,16), ino = 7, i_size = 12288",
+        "f2fs_do_write_data_page: dev = (8,16), ino = 7", "f2fs_sync_file_exit: dev = (8,16), ino = 7, "
+        "cp_reason: no needed, datasync = 0, ret = 0", "tracing_mark_write: fslab mark p1",
+        "f2fs_write_checkpoint: dev = (8,16), phase = start",  # between two sequences: in no window
+        "tracing_mark_write: fslab mark s2", "f2fs_sync_file_exit: dev = (8,16), ino = 8, cp_reason: no needed, "
+        "datasync = 1, ret = 0", "tracing_mark_write: fslab mark p2")))]) + "\n")
+    run = load_run(run_dir)
+    head, rows = durability_trace.table(run_dir, ["f2fs"], {"f2fs": ["seq-1"]})
+    got = [dict(zip(head, r, strict=True)) for r in rows]
+    assert [(g["promise"], g["sequence"], g["kept"]) for g in got] == [("p1", "04-write.fsync", "yes"),
+                                                                        ("p2", "05-write.fdatasync", "no")]
+    assert got[0]["events in its persistence point"] == (
+        "f2fs_do_write_data_page 1, f2fs_sync_file_enter 1, f2fs_sync_file_exit 1")
+    assert got[1]["its sync events"] == "f2fs_sync_file_exit: ino = 8, cp_reason: no needed, datasync = 1, ret = 0"
+    assert got[1]["trace"] == "raw/f2fs/seq-1/run/trace.txt"
+    label_runs([run])
+    (sec,) = durability.sections([run])
+    assert "The kernel's own events at each persistence point (2 promises" in sec.markdown
+    assert "| f2fs | seq-1 | p2 | 05-write.fdatasync | no |" in sec.markdown
+    (case / "trace.txt").unlink()  # an untraced case: no table
+    assert durability_trace.table(run_dir, ["f2fs"], {"f2fs": ["seq-1"]})[1] == []

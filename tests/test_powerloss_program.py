@@ -1279,9 +1279,11 @@ def test_record_zeroes_the_disks_runs_mkfs_marks_and_the_workload(tmp_path, monk
 
 
 def fake_tracefs(root: Path) -> Path:
-    """A tracefs as far as ktrace.py uses it: the files it writes, one event system (x), no other."""
-    for name in ("tracing_on", "trace_marker", "buffer_size_kb", "events/x/enable", "per_cpu/cpu0/stats",
-                 "per_cpu/cpu1/stats"):
+    """A tracefs as far as ktrace.py uses it: the files it writes, two event systems (x, block's two
+    request events), no other."""
+    for name in ("tracing_on", "trace_marker", "buffer_size_kb", "kprobe_events", "events/x/enable",
+                 "events/block/block_rq_issue/enable", "events/block/block_rq_complete/enable",
+                 "per_cpu/cpu0/stats", "per_cpu/cpu1/stats"):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text("")
     (root / "per_cpu/cpu1/stats").write_text("entries: 9\noverrun: 3\ncommit overrun: 0\n")
@@ -1295,16 +1297,21 @@ def test_record_with_trace_enables_the_events_from_mount_to_umount_and_marks_the
     seen: list[tuple[str, str]] = []  # (file, text) in the order written
     real_write = pl.ktrace._write
 
-    def write(path: str, text: str) -> None:
+    def write(path: str, text: str, mode: str = "w") -> None:
         seen.append((os.path.relpath(path, root), text))
-        real_write(path, text)
+        real_write(path, text, mode)
         if path.endswith("trace_marker"):  # the kernel appends a marker to the trace
             with open(root / "trace", "a") as f:
                 f.write(f"  python-1 [000] .... 1.0: tracing_mark_write: {text}\n")
+        if path.endswith("kprobe_events") and " x:known " in text:  # a symbol this kernel has: its event
+            (root / "events/fslab/ok").mkdir(parents=True)
+            (root / "events/fslab/ok/enable").write_text("")
+        elif path.endswith("kprobe_events") and text.startswith("p:"):
+            raise OSError(22, "Invalid argument")
 
     monkeypatch.setattr(pl.ktrace, "_write", write)
     (root / "trace").write_text("# tracer: nop\n")
-    cfg.trace = "{fstype},nosuch:event"
+    cfg.trace = "{fstype},nosuch:event,p:fslab/ok x:known a=$arg2:u32,p:fslab/no x:unknown"
     metrics: list[tuple] = []
     acks, _ = pl.record.record(cfg, out, lambda *a, **k: metrics.append((a, k)), str(tmp_path / "run"))
     marks = [c[1] for c in calls if c[0] == "mark"]
@@ -1312,10 +1319,12 @@ def test_record_with_trace_enables_the_events_from_mount_to_umount_and_marks_the
     assert traced == marks[1:] == [p["id"] for p in acks.promises] != []  # append: a pN mark per promise
     assert marks[0] == "mkfs"  # the trace starts after mkfs: its mark is the log's alone
     on = [t for f, t in seen if f == "tracing_on"]
-    assert on == ["0", "1", "0"] and ("events/x/enable", "1") in seen and seen[-1] == ("events/x/enable", "0")
+    assert on == ["0", "1", "0"] and ("events/x/enable", "1") in seen and ("events/x/enable", "0") in seen
+    assert seen[-1] == ("kprobe_events", "-:fslab/ok\n")  # its probe, removed last; the refused one never made
     ((name, lines, unit), fields), = [m for m in metrics if m[0][0] == "trace_lines"]
-    assert lines == len(traced) and fields == {"file": "trace.txt", "enabled": ["x"], "missing": ["nosuch:event"],
-                                               "overrun": 3}
+    assert lines == len(traced) and fields == {
+        "file": "trace.txt", "enabled": ["x", "block:block_rq_issue", "block:block_rq_complete", "fslab/ok"],
+        "missing": ["nosuch:event", "fslab/no (Invalid argument)"], "overrun": 3}
     assert (Path(out) / "trace.txt").read_text().count("tracing_mark_write: fslab mark ") == len(traced)
 
 

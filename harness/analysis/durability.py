@@ -34,7 +34,7 @@ import json
 from dataclasses import dataclass, field
 from html import escape
 
-from harness.analysis import durability_reorder, ranking
+from harness.analysis import durability_reorder, durability_trace, ranking
 from harness.analysis.durability_reading import DOCUMENTED, reading
 from harness.analysis.number_format import fmt
 from harness.analysis.runs import Run, measured
@@ -630,6 +630,13 @@ def sections(runs: list[Run]) -> list:
                     "workload's syncs had persisted, compared whole (type, size, content, link count, xattrs, "
                     "entries missing or never made) with the recovered tree, each read as above:")
             _said_with_table(html, md, text, ohead, orows)
+        thead, trows = durability_trace.table(run.dir, [d.fs for d in ds], {d.fs: list(d.sampling) for d in ds})
+        if trows:
+            text = (f"The kernel's own events at each persistence point ({len(trows)} promises, recorded with "
+                    "--trace: profile seq-1-trace): those between the promise's marks sN (its sync began) and pN "
+                    "(it returned) in the case's trace.txt, counted by event, and what the sync events said, a "
+                    "broken promise beside the kept ones of its kind (harness/analysis/durability_trace.py):")
+            _said_with_table(html, md, text, thead, trows)
         for text in sequences_said(ds, orows, brows):
             html.append(f"<p>{escape(text)}</p>")
             md += [text, ""]

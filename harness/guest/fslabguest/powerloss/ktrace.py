@@ -1,14 +1,17 @@
 """The kernel's own account of the recording (--trace): tracefs events written beside the log.
 
-The log says what reached the disk; it cannot say why a sync wrote nothing. With --trace SPEC
-(comma-separated tracefs event systems or system:event names, `{fstype}` for the filesystem's
-own system, e.g. `{fstype}` gives f2fs's f2fs_sync_file_enter/exit, whose exit names the
-checkpoint reason), those events are enabled from the mount after mkfs to the umount after the
-workload, and every mark the log takes (`pN`, `sN`) is also written to trace_marker as
-`fslab mark NAME`, so a persistence point's events sit between its two marks as its writes sit
-between them in the log. OUT/trace.txt holds the trace; the metric `trace_lines` says its lines,
-the events enabled, those this kernel lacks (said, never an error: jfs and reiserfs have no
-events) and the events the ring buffer dropped (`overrun`, from per_cpu/*/stats).
+The log says what reached the disk and in which order writes completed around each flush; it
+cannot say why a sync wrote nothing, or waited for nothing. With --trace SPEC (comma-separated
+tracefs event systems, system:event names, or kprobe definitions `p:GROUP/NAME [MOD:]SYMBOL
+ARGS`) those events are enabled from the mount after mkfs to the umount after the workload, and
+every mark the log takes (`pN`, `sN`) is also written to trace_marker as `fslab mark NAME`, so a
+persistence point's events sit between its two marks as its writes sit between them in the log.
+`{fstype}` stands for the filesystem's own event system (ext4's for ext2 and ext3), the block
+layer's request issue and completion (which write completed before a flush was issued), and
+fslab's probes where the filesystem's events do not say what its sync decided (PROBES). OUT/
+trace.txt holds the trace; the metric `trace_lines` says its lines, the events enabled, those this
+kernel lacks or refused (said, never an error: jfs and reiserfs have no events) and the events
+the ring buffer dropped (`overrun`, from per_cpu/*/stats). Probes are removed at the end.
 """
 
 from __future__ import annotations
@@ -28,31 +31,51 @@ MARK = "fslab mark "
 # {fstype}'s event system where it is not the type's name: Debian's kernels mount ext2 and ext3
 # with the ext4 driver (CONFIG_EXT4_USE_FOR_EXT2), and fs/ext2 has no events of its own
 EVENT_SYSTEM = {"ext2": "ext4", "ext3": "ext4"}
+BLOCK = ("block:block_rq_issue", "block:block_rq_complete")
+# what a filesystem's events leave out of its sync's decision. f2fs: the fsync waits for its node
+# writes by a sequence number, 0 meaning "nothing written" (6.1 node.c:
+# f2fs_wait_on_node_pages_writeback), and the number a node write gets is 0 right after a
+# checkpoint (f2fs_add_fsync_node_entry's post-increment): the probe shows the number waited for
+PROBES = {"f2fs": ("p:fslab/f2fs_wait_node f2fs:f2fs_wait_on_node_pages_writeback seq_id=$arg2:u32",)}
 
 
 def events_of(spec: str, fstype: str) -> list[str]:
-    """The event names a --trace SPEC asks for.
+    """The events (and probe definitions) a --trace SPEC asks for.
 
-    >>> events_of("{fstype}, block:block_rq_issue", "f2fs")
-    ['f2fs', 'block:block_rq_issue']
-    >>> events_of("ext4:ext4_sync_file_enter,", "ext4"), events_of("{fstype}", "ext2")
-    (['ext4:ext4_sync_file_enter'], ['ext4'])
+    >>> [event_name(e) for e in events_of("{fstype}", "f2fs")]
+    ['f2fs', 'block:block_rq_issue', 'block:block_rq_complete', 'fslab/f2fs_wait_node']
+    >>> events_of("ext4:ext4_sync_file_enter,", "ext4"), events_of("{fstype}", "ext2")[0]
+    (['ext4:ext4_sync_file_enter'], 'ext4')
     """
-    system = EVENT_SYSTEM.get(fstype, fstype)
-    return [e.strip().replace("{fstype}", system) for e in spec.split(",") if e.strip()]
+    out: list[str] = []
+    for item in (e.strip() for e in spec.split(",")):
+        if item == "{fstype}":
+            out += [EVENT_SYSTEM.get(fstype, fstype), *BLOCK, *PROBES.get(fstype, ())]
+        elif item:
+            out.append(item)
+    return out
+
+
+def event_name(item: str) -> str:
+    """What an item enables: SYSTEM, SYSTEM:EVENT, or a probe definition's GROUP/NAME.
+
+    >>> event_name("f2fs"), event_name("p:fslab/w f2fs:f a=$arg2:u32")
+    ('f2fs', 'fslab/w')
+    """
+    return item.split()[0][2:] if item[:2] in ("p:", "r:") else item
 
 
 def _enable_path(root: str, event: str) -> str:
-    """events/SYSTEM/enable or events/SYSTEM/EVENT/enable.
+    """events/SYSTEM/enable or events/SYSTEM/EVENT/enable (a probe's GROUP/NAME as SYSTEM:EVENT).
 
-    >>> _enable_path("/t", "f2fs"), _enable_path("/t", "f2fs:f2fs_sync_file_exit")
-    ('/t/events/f2fs/enable', '/t/events/f2fs/f2fs_sync_file_exit/enable')
+    >>> _enable_path("/t", "f2fs"), _enable_path("/t", "f2fs:f2fs_sync_file_exit"), _enable_path("/t", "a/b")
+    ('/t/events/f2fs/enable', '/t/events/f2fs/f2fs_sync_file_exit/enable', '/t/events/a/b/enable')
     """
-    return os.path.join(root, "events", *event.split(":", 1), "enable")
+    return os.path.join(root, "events", *event.replace("/", ":", 1).split(":", 1), "enable")
 
 
-def _write(path: str, text: str) -> None:
-    with open(path, "w") as f:
+def _write(path: str, text: str, mode: str = "w") -> None:
+    with open(path, mode) as f:
         f.write(text)
 
 
@@ -63,6 +86,7 @@ class KTrace:
         self.events, self.root = events, root or TRACEFS
         self.enabled: list[str] = []
         self.missing: list[str] = []
+        self.probes: list[str] = []  # GROUP/NAME of the probes this trace defined
 
     def start(self) -> None:
         if not os.path.exists(os.path.join(self.root, "trace_marker")):
@@ -73,7 +97,15 @@ class KTrace:
         _write(os.path.join(self.root, "tracing_on"), "0")
         _write(os.path.join(self.root, "trace"), "")  # opened for writing: the buffer emptied
         _write(os.path.join(self.root, "buffer_size_kb"), str(BUFFER_KB))
-        for event in self.events:
+        for item in self.events:
+            event = event_name(item)
+            if event != item:  # a probe: defined first (the kernel refuses a symbol it lacks)
+                try:
+                    _write(os.path.join(self.root, "kprobe_events"), item + "\n", "a")
+                except OSError as e:
+                    self.missing.append(f"{event} ({os.strerror(e.errno or 0)})")
+                    continue
+                self.probes.append(event)
             path = _enable_path(self.root, event)
             if os.path.exists(path):
                 _write(path, "1")
@@ -92,6 +124,8 @@ class KTrace:
             shutil.copyfileobj(src, dst)
         for event in self.enabled:
             _write(_enable_path(self.root, event), "0")
+        for event in self.probes:
+            _write(os.path.join(self.root, "kprobe_events"), f"-:{event}\n", "a")
         with open(path, "rb") as f:
             lines = sum(1 for ln in f if not ln.startswith(b"#"))
         return {"lines": lines, "enabled": self.enabled, "missing": self.missing,

@@ -1,0 +1,87 @@
+"""The kernel's events at each persistence point of a power-loss case recorded with --trace
+(profile seq-1-trace; the program's ktrace.py), for the report's durability section.
+
+A promise's persistence point starts at its mark `sN` and ends at `pN`, when its sync returned; in
+raw/<fs>/<case>/run/trace.txt both are `tracing_mark_write: fslab mark NAME` lines, so the events
+between them are what the kernel did for that sync. One row per promise: broken or kept (an
+evidence/<promise>.json exists when it broke), its events counted by name, and the sync events'
+own words (every event whose name holds "sync", "flush" or "wait", e.g. f2fs_sync_file_exit's
+cp_reason and the node writes fslab's probe saw it wait for), so a broken promise's row reads
+beside a kept one of the same kind.
+
+>>> lines = ["# tracer: nop", " p-1 [000] ..... 1.0: tracing_mark_write: fslab mark s1",
+...          " p-1 [000] ..... 1.1: f2fs_sync_file_enter: dev = (8,16), ino = 5",
+...          " p-1 [000] ..... 1.2: f2fs_sync_file_exit: dev = (8,16), ino = 5, cp_reason: no needed, ret = 0",
+...          " p-1 [000] ..... 1.3: tracing_mark_write: fslab mark p1",
+...          " p-1 [000] ..... 1.4: f2fs_write_checkpoint: between marks of none"]
+>>> w = windows(lines)
+>>> list(w), [name for name, _ in w["p1"]]
+(['p1'], ['f2fs_sync_file_enter', 'f2fs_sync_file_exit'])
+>>> counts(w["p1"])
+'f2fs_sync_file_enter 1, f2fs_sync_file_exit 1'
+>>> sync_words(w["p1"])
+'f2fs_sync_file_enter: ino = 5; f2fs_sync_file_exit: ino = 5, cp_reason: no needed, ret = 0'
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+TRACE_FILE = "trace.txt"
+HEAD = ["fs", "case", "promise", "sequence", "kept", "events in its persistence point", "its sync events", "trace"]
+_EVENT = re.compile(r"\s\d+\.\d+:\s+(\w+):\s?(.*)$")
+_MARK = "fslab mark "
+
+
+def windows(lines: list[str]) -> dict[str, list[tuple[str, str]]]:
+    """Each promise's events (name, text) between its `sN` and `pN` marks, by promise id."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    at: str | None = None
+    for line in lines:
+        m = _EVENT.search(line)
+        if m is None:
+            continue
+        name, text = m.groups()
+        if name == "tracing_mark_write" and text.startswith(_MARK):
+            mark = text[len(_MARK):].strip()
+            at = "p" + mark[1:] if mark[:1] == "s" and mark[1:].isdigit() else None
+            if at is not None:
+                out[at] = []
+        elif at is not None:
+            out[at].append((name, text))
+    return out
+
+
+def counts(events: list[tuple[str, str]]) -> str:
+    return ", ".join(f"{name} {n}" for name, n in sorted(Counter(name for name, _ in events).items())) or "none"
+
+
+def sync_words(events: list[tuple[str, str]]) -> str:
+    """The sync path's events' own words, without the device (the same on every line)."""
+    said = [f"{name}: " + re.sub(r"^dev = \([0-9,]+\), ", "", text) for name, text in events
+            if any(w in name for w in ("sync", "flush", "wait"))]
+    return "; ".join(said) or "-"
+
+
+def table(run_dir: Path, fs_names: list[str], cases: dict[str, list[str]]) -> tuple[list[str], list[list[str]]]:
+    """One row per promise of every case that has a trace; no rows without one."""
+    rows = []
+    for fs in fs_names:
+        for case in cases.get(fs, []):
+            out = run_dir / "raw" / fs / case / "run"
+            try:
+                lines = (out / TRACE_FILE).read_text(errors="replace").splitlines()
+                made = [json.loads(x) for x in (out / "promises.jsonl").read_text().splitlines()]
+            except (OSError, ValueError):
+                continue
+            win = windows(lines)
+            for p in (p for p in made if p.get("rec") == "promise"):
+                events = win.get(str(p["id"]))
+                kept = "no" if (out / "evidence" / f"{p['id']}.json").exists() else "yes"
+                rows.append([fs, case, str(p["id"]), str(p.get("sequence") or p.get("kind") or "-"), kept,
+                             counts(events) if events is not None else "no sN mark (not a generated workload)",
+                             sync_words(events or []), str((out / TRACE_FILE).relative_to(run_dir))])
+    return HEAD, rows
