@@ -1310,11 +1310,14 @@ def test_record_with_trace_enables_the_events_from_mount_to_umount_and_marks_the
             raise OSError(22, "Invalid argument")
 
     monkeypatch.setattr(pl.ktrace, "_write", write)
+    cmds: list[list[str]] = []
+    monkeypatch.setattr(pl.devmapper, "run_cmd", lambda argv, timeout=0: cmds.append(argv) or (1, ""))
     (root / "trace").write_text("# tracer: nop\n")
     cfg.trace = "{fstype},nosuch:event,p:fslab/ok x:known a=$arg2:u32,p:fslab/no x:unknown"
     metrics: list[tuple] = []
     acks, _ = pl.record.record(cfg, out, lambda *a, **k: metrics.append((a, k)), str(tmp_path / "run"))
     marks = [c[1] for c in calls if c[0] == "mark"]
+    assert cmds == [["modprobe", "-q", "nosuch"]]  # x's events were there; block's, built in, too
     traced = [t.removeprefix(pl.ktrace.MARK) for f, t in seen if f == "trace_marker"]
     assert traced == marks[1:] == [p["id"] for p in acks.promises] != []  # append: a pN mark per promise
     assert marks[0] == "mkfs"  # the trace starts after mkfs: its mark is the log's alone

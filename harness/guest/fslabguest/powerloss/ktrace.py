@@ -65,6 +65,25 @@ def event_name(item: str) -> str:
     return item.split()[0][2:] if item[:2] in ("p:", "r:") else item
 
 
+def modules_of(items: list[str]) -> list[str]:
+    """The modules whose events or symbols the items name: an event system, or a probe's MOD: prefix
+    (loading "block" fails quietly: it is built in, and its events are there).
+
+    >>> modules_of(["f2fs", "block:block_rq_issue", "p:fslab/w f2fs:f2fs_wait x=$arg2:u32", "p:g/n vfs_fsync"])
+    ['f2fs', 'block']
+    """
+    out: list[str] = []
+    for item in items:
+        if item[:2] in ("p:", "r:"):
+            where = item.split()[1] if len(item.split()) > 1 else ""
+            name = where.split(":", 1)[0] if ":" in where else ""
+        else:
+            name = item.split(":", 1)[0]
+        if name and name not in out:
+            out.append(name)
+    return out
+
+
 def _enable_path(root: str, event: str) -> str:
     """events/SYSTEM/enable or events/SYSTEM/EVENT/enable (a probe's GROUP/NAME as SYSTEM:EVENT).
 
@@ -97,6 +116,9 @@ class KTrace:
         _write(os.path.join(self.root, "tracing_on"), "0")
         _write(os.path.join(self.root, "trace"), "")  # opened for writing: the buffer emptied
         _write(os.path.join(self.root, "buffer_size_kb"), str(BUFFER_KB))
+        for module in modules_of(self.events):  # a module's events exist once it is loaded: f2fs's before its mount
+            if not os.path.isdir(os.path.join(self.root, "events", module)):
+                dm.run_cmd(["modprobe", "-q", module], 60)
         for item in self.events:
             event = event_name(item)
             if event != item:  # a probe: defined first (the kernel refuses a symbol it lacks)
