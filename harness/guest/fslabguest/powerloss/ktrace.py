@@ -94,8 +94,14 @@ def _enable_path(root: str, event: str) -> str:
 
 
 def _write(path: str, text: str, mode: str = "w") -> None:
-    with open(path, mode) as f:
-        f.write(text)
+    """One write(2) of `text`: mode "w" truncates first (the trace file: its buffer emptied), "a"
+    appends (kprobe_events: a probe added). Not open(path, "a"): Python seeks to the end of a file
+    opened to append, and tracefs files refuse SEEK_END with EINVAL (seen on 6.1)."""
+    fd = os.open(path, os.O_WRONLY | (os.O_APPEND if mode == "a" else os.O_TRUNC))
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
 
 
 class KTrace:
