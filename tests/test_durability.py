@@ -413,7 +413,9 @@ def test_a_traced_case_lists_each_promises_kernel_events_kept_and_broken_side_by
         "f2fs_do_write_data_page: dev = (8,16), ino = 7", "f2fs_sync_file_exit: dev = (8,16), ino = 7, "
         "cp_reason: no needed, datasync = 0, ret = 0", "tracing_mark_write: fslab mark p1",
         "f2fs_write_checkpoint: dev = (8,16), phase = start",  # between two sequences: in no window
-        "tracing_mark_write: fslab mark s2", "f2fs_sync_file_exit: dev = (8,16), ino = 8, cp_reason: no needed, "
+        "tracing_mark_write: fslab mark s2", "block_rq_issue: 8,0 WS 4096 () 36952 + 8 [python3]",
+        "block_rq_issue: 8,0 FF 0 () 0 + 0 [kworker/1:1H]", "block_rq_complete: 8,0 WS () 36952 + 8 [0]",
+        "f2fs_sync_file_exit: dev = (8,16), ino = 8, cp_reason: no needed, "
         "datasync = 1, ret = 0", "tracing_mark_write: fslab mark p2")))]) + "\n")
     run = load_run(run_dir)
     head, rows = durability_trace.table(run_dir, ["f2fs"], {"f2fs": ["seq-1"]})
@@ -424,6 +426,8 @@ def test_a_traced_case_lists_each_promises_kernel_events_kept_and_broken_side_by
         "f2fs_do_write_data_page 1, f2fs_sync_file_enter 1, f2fs_sync_file_exit 1")
     assert got[1]["its sync events"] == "f2fs_sync_file_exit: ino = 8, cp_reason: no needed, datasync = 1, ret = 0"
     assert got[1]["trace"] == "raw/f2fs/seq-1/run/trace.txt"
+    flight = "writes in flight when a flush was issued"
+    assert (got[0][flight], got[1][flight]) == ("none", "8,0 36952+8")  # p2's write completed after the flush
     label_runs([run])
     (sec,) = durability.sections([run])
     assert "The kernel's own events at each persistence point (2 promises" in sec.markdown

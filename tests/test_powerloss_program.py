@@ -1282,7 +1282,7 @@ def fake_tracefs(root: Path) -> Path:
     """A tracefs as far as ktrace.py uses it: the files it writes, two event systems (x, block's two
     request events), no other."""
     for name in ("tracing_on", "trace_marker", "buffer_size_kb", "kprobe_events", "events/x/enable",
-                 "events/block/block_rq_issue/enable", "events/block/block_rq_complete/enable",
+                 "events/block/block_bio_queue/enable", "events/block/block_bio_complete/enable",
                  "per_cpu/cpu0/stats", "per_cpu/cpu1/stats"):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text("")
@@ -1326,7 +1326,7 @@ def test_record_with_trace_enables_the_events_from_mount_to_umount_and_marks_the
     assert seen[-1] == ("kprobe_events", "-:fslab/ok\n")  # its probe, removed last; the refused one never made
     ((name, lines, unit), fields), = [m for m in metrics if m[0][0] == "trace_lines"]
     assert lines == len(traced) and fields == {
-        "file": "trace.txt", "enabled": ["x", "block:block_rq_issue", "block:block_rq_complete", "fslab/ok"],
+        "file": "trace.txt", "enabled": ["x", "block:block_bio_queue", "block:block_bio_complete", "fslab/ok"],
         "missing": ["nosuch:event", "fslab/no (Invalid argument)"], "overrun": 3}
     assert (Path(out) / "trace.txt").read_text().count("tracing_mark_write: fslab mark ") == len(traced)
 

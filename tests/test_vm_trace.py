@@ -30,7 +30,7 @@ def test_seq_1_on_f2fs_with_its_kernel_events(image, tmp_path):
     assert no_qemu_left(json.loads((run_dir / "manifest.json").read_text())["run_id"])
     (tr,) = [r for r in read_records(run_dir) if r["metric"] == "trace_lines"]
     assert tr["ok"] and tr["value"] > 0 and tr["file"] == "trace.txt"
-    enabled = ["f2fs", "block:block_rq_issue", "block:block_rq_complete", "fslab/f2fs_wait_node"]  # and a probe
+    enabled = ["f2fs", "block:block_bio_queue", "block:block_bio_complete", "fslab/f2fs_wait_node"]  # and a probe
     assert (tr["enabled"], tr["missing"], tr["overrun"]) == (enabled, [], 0)
     case = run_dir / "raw" / "f2fs" / "seq-1" / "run"
     trace = (case / "trace.txt").read_text().splitlines()

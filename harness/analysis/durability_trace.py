@@ -6,8 +6,9 @@ raw/<fs>/<case>/run/trace.txt both are `tracing_mark_write: fslab mark NAME` lin
 between them are what the kernel did for that sync. One row per promise: broken or kept (an
 evidence/<promise>.json exists when it broke), its events counted by name, and the sync events'
 own words (every event whose name holds "sync", "flush" or "wait", e.g. f2fs_sync_file_exit's
-cp_reason and the node writes fslab's probe saw it wait for), so a broken promise's row reads
-beside a kept one of the same kind.
+cp_reason and the node writes fslab's probe saw it wait for), and the writes still in flight
+when a flush was issued (the block layer's request events: what that flush did not cover), so a
+broken promise's row reads beside a kept one of the same kind.
 
 >>> lines = ["# tracer: nop", " p-1 [000] ..... 1.0: tracing_mark_write: fslab mark s1",
 ...          " p-1 [000] ..... 1.1: f2fs_sync_file_enter: dev = (8,16), ino = 5",
@@ -31,7 +32,13 @@ from collections import Counter
 from pathlib import Path
 
 TRACE_FILE = "trace.txt"
-HEAD = ["fs", "case", "promise", "sequence", "kept", "events in its persistence point", "its sync events", "trace"]
+HEAD = ["fs", "case", "promise", "sequence", "kept", "events in its persistence point", "its sync events",
+        "writes in flight when a flush was issued", "trace"]
+# block_bio_queue "253,0 WS 36952 + 8 [python3]", block_bio_complete "253,0 WS 36952 + 8 [0]"; the
+# request events' "8,0 WS 4096 () 36952 + 8 [python3]" read alike (traces made with them)
+_RQ = re.compile(r"^(\d+,\d+) (\S+) (?:\d+ )?(?:\(.*?\) )?(\d+) \+ (\d+)")
+_SUBMIT = {"block_bio_queue": "bio", "block_rq_issue": "rq"}
+_DONE = {"block_bio_complete": "bio", "block_rq_complete": "rq"}
 _EVENT = re.compile(r"\s\d+\.\d+:\s+(\w+):\s?(.*)$")
 _MARK = "fslab mark "
 
@@ -66,6 +73,39 @@ def sync_words(events: list[tuple[str, str]]) -> str:
     return "; ".join(said) or "-"
 
 
+def in_flight_at_flush(events: list[tuple[str, str]]) -> list[str]:
+    """The writes a flush did not cover: submitted to a device, not yet complete when a flush
+    (rwbs starting with F: a preflush, or an empty flush) was submitted to the same device. A flush
+    makes durable only the writes that completed before it was submitted, so a sync that returns
+    on such a flush leaves them to chance (a disk's cache may hold them). Bios and requests are
+    followed apart; said as "DEV SECTOR+N".
+
+    >>> ev = [("block_bio_queue", "253,0 WS 45168 + 8 [p]"), ("block_bio_complete", "253,0 WS 45168 + 8 [0]"),
+    ...       ("block_bio_queue", "253,0 WS 36952 + 8 [p]"), ("block_bio_queue", "253,0 FWS 0 + 0 [k]"),
+    ...       ("block_bio_complete", "253,0 WS 36952 + 8 [0]"), ("block_bio_queue", "8,16 FWS 0 + 0 [k]"),
+    ...       ("block_rq_issue", "8,0 WS 4096 () 36952 + 8 [p]"), ("block_rq_issue", "8,0 FF 0 () 0 + 0 [k]")]
+    >>> in_flight_at_flush(ev)
+    ['253,0 36952+8', '8,0 36952+8']
+    """
+    pending: dict[tuple[str, str, str, str], None] = {}
+    out: list[str] = []
+    for name, text in events:
+        m = _RQ.match(text)
+        kind = _SUBMIT.get(name) or _DONE.get(name)
+        if m is None or kind is None:
+            continue
+        dev, rwbs, sector, n = m.groups()
+        key = (kind, dev, sector, n)
+        if name in _DONE:
+            pending.pop(key, None)
+        elif rwbs.startswith("F"):
+            out += [f"{d} {sec}+{k}" for kd, d, sec, k in pending
+                    if (kd, d) == (kind, dev) and f"{d} {sec}+{k}" not in out]
+        elif "W" in rwbs:
+            pending[key] = None
+    return out
+
+
 def table(run_dir: Path, fs_names: list[str], cases: dict[str, list[str]]) -> tuple[list[str], list[list[str]]]:
     """One row per promise of every case that has a trace; no rows without one."""
     rows = []
@@ -83,5 +123,6 @@ def table(run_dir: Path, fs_names: list[str], cases: dict[str, list[str]]) -> tu
                 kept = "no" if (out / "evidence" / f"{p['id']}.json").exists() else "yes"
                 rows.append([fs, case, str(p["id"]), str(p.get("sequence") or p.get("kind") or "-"), kept,
                              counts(events) if events is not None else "no sN mark (not a generated workload)",
-                             sync_words(events or []), str((out / TRACE_FILE).relative_to(run_dir))])
+                             sync_words(events or []), ", ".join(in_flight_at_flush(events or [])) or "none",
+                             str((out / TRACE_FILE).relative_to(run_dir))])
     return HEAD, rows

@@ -7,7 +7,7 @@ ARGS`) those events are enabled from the mount after mkfs to the umount after th
 every mark the log takes (`pN`, `sN`) is also written to trace_marker as `fslab mark NAME`, so a
 persistence point's events sit between its two marks as its writes sit between them in the log.
 `{fstype}` stands for the filesystem's own event system (ext4's for ext2 and ext3), the block
-layer's request issue and completion (which write completed before a flush was issued), and
+layer's bio submission and completion (which write completed before a flush was submitted), and
 fslab's probes where the filesystem's events do not say what its sync decided (PROBES). OUT/
 trace.txt holds the trace; the metric `trace_lines` says its lines, the events enabled, those this
 kernel lacks or refused (said, never an error: jfs and reiserfs have no events) and the events
@@ -31,7 +31,10 @@ MARK = "fslab mark "
 # {fstype}'s event system where it is not the type's name: Debian's kernels mount ext2 and ext3
 # with the ext4 driver (CONFIG_EXT4_USE_FOR_EXT2), and fs/ext2 has no events of its own
 EVENT_SYSTEM = {"ext2": "ext4", "ext3": "ext4"}
-BLOCK = ("block:block_rq_issue", "block:block_rq_complete")
+# every bio submitted to a block device and completed, on every layer (the filesystem's on the
+# device-mapper device, dm-log-writes' on the disks): which write was still in flight when a flush
+# was submitted to the filesystem's own device (the request events show only the disk's side)
+BLOCK = ("block:block_bio_queue", "block:block_bio_complete")
 # what a filesystem's events leave out of its sync's decision. f2fs: the fsync waits for its node
 # writes by a sequence number, 0 meaning "nothing written" (6.1 node.c:
 # f2fs_wait_on_node_pages_writeback), and the number a node write gets is 0 right after a
@@ -43,7 +46,7 @@ def events_of(spec: str, fstype: str) -> list[str]:
     """The events (and probe definitions) a --trace SPEC asks for.
 
     >>> [event_name(e) for e in events_of("{fstype}", "f2fs")]
-    ['f2fs', 'block:block_rq_issue', 'block:block_rq_complete', 'fslab/f2fs_wait_node']
+    ['f2fs', 'block:block_bio_queue', 'block:block_bio_complete', 'fslab/f2fs_wait_node']
     >>> events_of("ext4:ext4_sync_file_enter,", "ext4"), events_of("{fstype}", "ext2")[0]
     (['ext4:ext4_sync_file_enter'], 'ext4')
     """
@@ -69,7 +72,7 @@ def modules_of(items: list[str]) -> list[str]:
     """The modules whose events or symbols the items name: an event system, or a probe's MOD: prefix
     (loading "block" fails quietly: it is built in, and its events are there).
 
-    >>> modules_of(["f2fs", "block:block_rq_issue", "p:fslab/w f2fs:f2fs_wait x=$arg2:u32", "p:g/n vfs_fsync"])
+    >>> modules_of(["f2fs", "block:block_bio_queue", "p:fslab/w f2fs:f2fs_wait x=$arg2:u32", "p:g/n vfs_fsync"])
     ['f2fs', 'block']
     """
     out: list[str] = []
