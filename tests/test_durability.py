@@ -413,9 +413,11 @@ def test_a_traced_case_lists_each_promises_kernel_events_kept_and_broken_side_by
         "f2fs_do_write_data_page: dev = (8,16), ino = 7", "f2fs_sync_file_exit: dev = (8,16), ino = 7, "
         "cp_reason: no needed, datasync = 0, ret = 0", "tracing_mark_write: fslab mark p1",
         "f2fs_write_checkpoint: dev = (8,16), phase = start",  # between two sequences: in no window
-        "tracing_mark_write: fslab mark s2", "block_rq_issue: 8,0 WS 4096 () 36952 + 8 [python3]",
-        "block_rq_issue: 8,0 FF 0 () 0 + 0 [kworker/1:1H]", "block_rq_complete: 8,0 WS () 36952 + 8 [0]",
-        "f2fs_sync_file_exit: dev = (8,16), ino = 8, cp_reason: no needed, "
+        "tracing_mark_write: fslab mark s2", "block_bio_queue: 253,0 WS 36952 + 8 [python3]",
+        "block_bio_queue: 8,0 WS 36952 + 8 [python3]",  # the layer below (dm-log-writes' clone): not f2fs's
+        "block_bio_queue: 253,0 FWS 0 + 0 [python3]", "block_bio_queue: 8,0 FWS 0 + 0 [python3]",
+        "block_bio_complete: 253,0 WS 36952 + 8 [0]",
+        "f2fs_sync_file_exit: dev = (253,0), ino = 8, cp_reason: no needed, "
         "datasync = 1, ret = 0", "tracing_mark_write: fslab mark p2")))]) + "\n")
     run = load_run(run_dir)
     head, rows = durability_trace.table(run_dir, ["f2fs"], {"f2fs": ["seq-1"]})
@@ -427,10 +429,16 @@ def test_a_traced_case_lists_each_promises_kernel_events_kept_and_broken_side_by
     assert got[1]["its sync events"] == "f2fs_sync_file_exit: ino = 8, cp_reason: no needed, datasync = 1, ret = 0"
     assert got[1]["trace"] == "raw/f2fs/seq-1/run/trace.txt"
     flight = "writes in flight when a flush was issued"
-    assert (got[0][flight], got[1][flight]) == ("none", "8,0 36952+8")  # p2's write completed after the flush
+    assert (got[0][flight], got[1][flight]) == ("none", "253,0 36952+8")  # p2's write completed after the flush
     label_runs([run])
     (sec,) = durability.sections([run])
     assert "The kernel's own events at each persistence point (2 promises" in sec.markdown
     assert "| f2fs | seq-1 | p2 | 05-write.fdatasync | no |" in sec.markdown
+    (case / "evidence" / "oracle.json").write_text(json.dumps({"mismatches": [{
+        "path": "seq1/33-setxattr.fsync/foo", "sequence": "33-setxattr.fsync", "what": "xattrs",
+        "expected": {"user.fslab": "b7481c3ae7837ff102c3"}, "found": {}, "points": [9]}]}))
+    ohead, (orow,) = durability.oracle_table(run, durability.collect(run))
+    o = dict(zip(ohead, orow, strict=True))
+    assert (o["expected"], o["found"]) == ("user.fslab b7481c3ae7837ff1", "none")  # an xattr lost: said, not blank
     (case / "trace.txt").unlink()  # an untraced case: no table
     assert durability_trace.table(run_dir, ["f2fs"], {"f2fs": ["seq-1"]})[1] == []

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from vmhelpers import fslab, no_qemu_left, read_records
 
-from harness.analysis.durability_trace import windows
+from harness.analysis.durability_trace import flights, windows
 
 pytestmark = pytest.mark.vm
 
@@ -46,9 +46,10 @@ def test_seq_1_on_f2fs_with_its_kernel_events(image, tmp_path):
     for p in synced:
         names = [text for name, text in win[p["id"]] if name == "f2fs_sync_file_exit"]
         assert names, (p["id"], p["sequence"], win[p["id"]][:5])
+    assert any("seq_id=" in ln for ln in trace if "f2fs_wait_node:" in ln)  # fslab's probe fired, with its field
     broken = sorted((f.stem for f in (case / "evidence").glob("p*.json")), key=lambda pid: int(pid[1:]))
     for pid in broken or [synced[0]["id"]]:
         seq = next(p["sequence"] for p in made if p["id"] == pid)
-        print(f"{pid} ({seq}), broken: {pid in broken}")
+        print(f"{pid} ({seq}), broken: {pid in broken}; writes in flight at its flush: {flights(win[pid])}")
         for name, text in win[pid]:
             print(f"    {name}: {text[:180]}")

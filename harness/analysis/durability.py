@@ -402,8 +402,10 @@ def oracle_table(run: Run, ds: list[FsDurability]) -> tuple[list[str], list[list
 
     def short(x: object) -> str:
         if isinstance(x, dict):
-            return ", ".join(f"{k} {str(v)[:16]}" for k, v in x.items() if k in ("type", "size", "sha256", "target",
-                                                                                  "exists", "error"))
+            keys = ("type", "size", "sha256", "target", "exists", "error")
+            if not any(k in x for k in keys):  # e.g. xattrs: name and value's hash, or none at all
+                return ", ".join(f"{k} {str(v)[:16]}" for k, v in x.items()) or "none"
+            return ", ".join(f"{k} {str(v)[:16]}" for k, v in x.items() if k in keys)
         return str(x)
 
     for d in ds:

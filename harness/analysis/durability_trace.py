@@ -6,9 +6,10 @@ raw/<fs>/<case>/run/trace.txt both are `tracing_mark_write: fslab mark NAME` lin
 between them are what the kernel did for that sync. One row per promise: broken or kept (an
 evidence/<promise>.json exists when it broke), its events counted by name, and the sync events'
 own words (every event whose name holds "sync", "flush" or "wait", e.g. f2fs_sync_file_exit's
-cp_reason and the node writes fslab's probe saw it wait for), and the writes still in flight
-when a flush was issued (the block layer's request events: what that flush did not cover), so a
-broken promise's row reads beside a kept one of the same kind.
+cp_reason and the node writes fslab's probe saw it wait for), and the writes to the
+filesystem's device still in flight when a flush was submitted to it (the block layer's bio
+events: what that flush did not cover), so a broken promise's row reads beside a kept one of
+the same kind.
 
 >>> lines = ["# tracer: nop", " p-1 [000] ..... 1.0: tracing_mark_write: fslab mark s1",
 ...          " p-1 [000] ..... 1.1: f2fs_sync_file_enter: dev = (8,16), ino = 5",
@@ -22,6 +23,8 @@ broken promise's row reads beside a kept one of the same kind.
 'f2fs_sync_file_enter 1, f2fs_sync_file_exit 1'
 >>> sync_words(w["p1"])
 'f2fs_sync_file_enter: ino = 5; f2fs_sync_file_exit: ino = 5, cp_reason: no needed, ret = 0'
+>>> sync_words([("f2fs_wait_node", "(f2fs_wait_on_node_pages_writeback+0x0/0x220 [f2fs]) seq_id=0")])
+'f2fs_wait_node: seq_id=0'
 """
 
 from __future__ import annotations
@@ -68,8 +71,8 @@ def counts(events: list[tuple[str, str]]) -> str:
 
 def sync_words(events: list[tuple[str, str]]) -> str:
     """The sync path's events' own words, without the device (the same on every line)."""
-    said = [f"{name}: " + re.sub(r"^dev = \([0-9,]+\), ", "", text) for name, text in events
-            if any(w in name for w in ("sync", "flush", "wait"))]
+    said = [f"{name}: " + re.sub(r"^dev = \([0-9,]+\), |^\([\w.]+\+0x\w+/0x\w+( \[\w+\])?\) ", "", text)
+            for name, text in events if any(w in name for w in ("sync", "flush", "wait"))]
     return "; ".join(said) or "-"
 
 
@@ -106,6 +109,39 @@ def in_flight_at_flush(events: list[tuple[str, str]]) -> list[str]:
     return out
 
 
+_DEV = re.compile(r"\bdev(?: =)? \(?(\d+)[,:](\d+)\)?")
+
+
+def flights(events: list[tuple[str, str]]) -> str:
+    """in_flight_at_flush on the filesystem's own device (the layers below it, dm-log-writes'
+    clones and its log, and other disks a sync(2) flushes, are not the filesystem's doing).
+
+    >>> flights([("f2fs_x", "dev = (253,0)"), ("block_bio_queue", "253,0 WS 9 + 8 [p]"),
+    ...          ("block_bio_queue", "8,0 WS 9 + 8 [p]"), ("block_bio_queue", "253,0 FWS 0 + 0 [p]"),
+    ...          ("block_bio_queue", "8,0 FWS 0 + 0 [p]")])
+    '253,0 9+8'
+    """
+    dev = fs_device(events)
+    said = [w for w in in_flight_at_flush(events) if dev is None or w.split()[0] == dev]
+    return ", ".join(said) or "none"
+
+
+def fs_device(events: list[tuple[str, str]]) -> str | None:
+    """The filesystem's own device ("MAJOR,MINOR"), as its events name it (f2fs "dev = (253,0)",
+    ext4 "dev 253,0", xfs "dev 253:0"); None when no event of it says.
+
+    >>> fs_device([("block_bio_queue", "8,0 WS 1 + 8 [p]"), ("f2fs_sync_file_exit", "dev = (253,0), ino = 5")])
+    '253,0'
+    >>> fs_device([("xfs_file_fsync", "dev 253:0 ino 0x83")]), fs_device([])
+    ('253,0', None)
+    """
+    for name, text in events:
+        m = None if name.startswith("block_") else _DEV.search(text)
+        if m:
+            return f"{m.group(1)},{m.group(2)}"
+    return None
+
+
 def table(run_dir: Path, fs_names: list[str], cases: dict[str, list[str]]) -> tuple[list[str], list[list[str]]]:
     """One row per promise of every case that has a trace; no rows without one."""
     rows = []
@@ -123,6 +159,6 @@ def table(run_dir: Path, fs_names: list[str], cases: dict[str, list[str]]) -> tu
                 kept = "no" if (out / "evidence" / f"{p['id']}.json").exists() else "yes"
                 rows.append([fs, case, str(p["id"]), str(p.get("sequence") or p.get("kind") or "-"), kept,
                              counts(events) if events is not None else "no sN mark (not a generated workload)",
-                             sync_words(events or []), ", ".join(in_flight_at_flush(events or [])) or "none",
+                             sync_words(events or []), flights(events or []),
                              str((out / TRACE_FILE).relative_to(run_dir))])
     return HEAD, rows
