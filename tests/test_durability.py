@@ -409,6 +409,7 @@ def test_a_traced_case_lists_each_promises_kernel_events_kept_and_broken_side_by
         {"rec": "promise", "id": "p2", "sequence": "05-write.fdatasync"})) + "\n")
     t = " python3-9 [001] ..... {}: {}"
     (case / "trace.txt").write_text("\n".join(["# tracer: nop", *(t.format(f"1.{i}", e) for i, e in enumerate((
+        "tracing_mark_write: fslab device 253,0",  # the program's first marker: the filesystem's device
         "tracing_mark_write: fslab mark s1", "f2fs_sync_file_enter: dev = (8,16), ino = 7, i_size = 12288",
         "f2fs_do_write_data_page: dev = (8,16), ino = 7", "f2fs_sync_file_exit: dev = (8,16), ino = 7, "
         "cp_reason: no needed, datasync = 0, ret = 0", "tracing_mark_write: fslab mark p1",

@@ -1331,6 +1331,15 @@ def test_record_with_trace_enables_the_events_from_mount_to_umount_and_marks_the
     assert (Path(out) / "trace.txt").read_text().count("tracing_mark_write: fslab mark ") == len(traced)
 
 
+def test_a_trace_names_the_filesystems_device_first(tmp_path):
+    root = fake_tracefs(tmp_path / "tracefs")
+    (root / "trace").write_text("")
+    t = pl.ktrace.KTrace(["x"], str(root))
+    t.start("253,0")
+    assert (root / "trace_marker").read_text() == "fslab device 253,0"
+    assert (root / "tracing_on").read_text() == "1" and t.enabled == ["x"]
+
+
 @pytest.mark.parametrize("status, kernel", [
     ("0 2048 log-writes 99 255 logging_disabled", []),
     ("0 2048 log-writes 99 255", ["device-mapper: log-writes: Ran out of space on the logdev"]),

@@ -44,6 +44,7 @@ _SUBMIT = {"block_bio_queue": "bio", "block_rq_issue": "rq"}
 _DONE = {"block_bio_complete": "bio", "block_rq_complete": "rq"}
 _EVENT = re.compile(r"\s\d+\.\d+:\s+(\w+):\s?(.*)$")
 _MARK = "fslab mark "
+_DEVICE_MARK = re.compile(r"tracing_mark_write: fslab device (\d+,\d+)")  # the program's first marker
 
 
 def windows(lines: list[str]) -> dict[str, list[tuple[str, str]]]:
@@ -112,16 +113,18 @@ def in_flight_at_flush(events: list[tuple[str, str]]) -> list[str]:
 _DEV = re.compile(r"\bdev(?: =)? \(?(\d+)[,:](\d+)\)?")
 
 
-def flights(events: list[tuple[str, str]]) -> str:
+def flights(events: list[tuple[str, str]], device: str | None = None) -> str:
     """in_flight_at_flush on the filesystem's own device (the layers below it, dm-log-writes'
-    clones and its log, and other disks a sync(2) flushes, are not the filesystem's doing).
+    clones and its log, and other disks a sync(2) flushes, are not the filesystem's doing): the
+    trace's `fslab device M,N` marker, else the device the filesystem's events name, else every
+    device (said with no filter).
 
-    >>> flights([("f2fs_x", "dev = (253,0)"), ("block_bio_queue", "253,0 WS 9 + 8 [p]"),
-    ...          ("block_bio_queue", "8,0 WS 9 + 8 [p]"), ("block_bio_queue", "253,0 FWS 0 + 0 [p]"),
-    ...          ("block_bio_queue", "8,0 FWS 0 + 0 [p]")])
-    '253,0 9+8'
+    >>> ev = [("block_bio_queue", "253,0 WS 9 + 8 [p]"), ("block_bio_queue", "8,0 WS 9 + 8 [p]"),
+    ...       ("block_bio_queue", "253,0 FWS 0 + 0 [p]"), ("block_bio_queue", "8,0 FWS 0 + 0 [p]")]
+    >>> flights([("f2fs_x", "dev = (253,0)"), *ev]), flights(ev, "253,0"), flights(ev)
+    ('253,0 9+8', '253,0 9+8', '253,0 9+8, 8,0 9+8')
     """
-    dev = fs_device(events)
+    dev = device or fs_device(events)
     said = [w for w in in_flight_at_flush(events) if dev is None or w.split()[0] == dev]
     return ", ".join(said) or "none"
 
@@ -154,11 +157,12 @@ def table(run_dir: Path, fs_names: list[str], cases: dict[str, list[str]]) -> tu
             except (OSError, ValueError):
                 continue
             win = windows(lines)
+            device = next((m.group(1) for ln in lines if (m := _DEVICE_MARK.search(ln))), None)
             for p in (p for p in made if p.get("rec") == "promise"):
                 events = win.get(str(p["id"]))
                 kept = "no" if (out / "evidence" / f"{p['id']}.json").exists() else "yes"
                 rows.append([fs, case, str(p["id"]), str(p.get("sequence") or p.get("kind") or "-"), kept,
                              counts(events) if events is not None else "no sN mark (not a generated workload)",
-                             sync_words(events or []), flights(events or []),
+                             sync_words(events or []), flights(events or [], device),
                              str((out / TRACE_FILE).relative_to(run_dir))])
     return HEAD, rows

@@ -5,7 +5,8 @@ cannot say why a sync wrote nothing, or waited for nothing. With --trace SPEC (c
 tracefs event systems, system:event names, or kprobe definitions `p:GROUP/NAME [MOD:]SYMBOL
 ARGS`) those events are enabled from the mount after mkfs to the umount after the workload, and
 every mark the log takes (`pN`, `sN`) is also written to trace_marker as `fslab mark NAME`, so a
-persistence point's events sit between its two marks as its writes sit between them in the log.
+persistence point's events sit between its two marks as its writes sit between them in the log;
+the first marker, `fslab device M,N`, names the filesystem's own block device.
 `{fstype}` stands for the filesystem's own event system (ext4's for ext2 and ext3), the block
 layer's bio submission and completion (which write completed before a flush was submitted), and
 fslab's probes where the filesystem's events do not say what its sync decided (PROBES). OUT/
@@ -26,6 +27,7 @@ from fslabguest.powerloss import devmapper as dm
 TRACEFS = "/sys/kernel/tracing"
 BUFFER_KB = 16384  # per CPU: a seq-1 run of f2fs's events fits many times over
 MARK = "fslab mark "
+DEVICE = "fslab device "
 
 
 # {fstype}'s event system where it is not the type's name: Debian's kernels mount ext2 and ext3
@@ -116,7 +118,9 @@ class KTrace:
         self.missing: list[str] = []
         self.probes: list[str] = []  # GROUP/NAME of the probes this trace defined
 
-    def start(self) -> None:
+    def start(self, device: str | None = None) -> None:
+        """Tracing on; `device` ("MAJOR,MINOR", the filesystem's own block device) written first
+        as `fslab device M,N`, so a reader tells its bios from the layers below it."""
         if not os.path.exists(os.path.join(self.root, "trace_marker")):
             os.makedirs(self.root, exist_ok=True)
             rc, out = dm.run_cmd(["mount", "-t", "tracefs", "nodev", self.root], 60)
@@ -144,6 +148,8 @@ class KTrace:
             else:
                 self.missing.append(event)
         _write(os.path.join(self.root, "tracing_on"), "1")
+        if device:
+            _write(os.path.join(self.root, "trace_marker"), DEVICE + device)
 
     def mark(self, name: str) -> None:
         _write(os.path.join(self.root, "trace_marker"), MARK + name)

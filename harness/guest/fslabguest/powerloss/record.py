@@ -112,7 +112,8 @@ def record(cfg: argparse.Namespace, out: str, emit: Callable, where: str = DIRTY
         dm.dm_mark(dm.LW, MKFS_MARK)
         if spec:
             trace = KTrace(events_of(spec, cfg.fstype))
-            trace.start()
+            st = os.stat(lw)
+            trace.start(f"{os.major(st.st_rdev)},{os.minor(st.st_rdev)}" if stat.S_ISBLK(st.st_mode) else None)
         os.makedirs(cfg.mnt, exist_ok=True)
         rc, text = dm.mount_fs(cfg.fstype, cfg.mount_options, lw, cfg.mnt)
         notes.append(f"$ mount -t {cfg.fstype} -o '{cfg.mount_options}' {lw} {cfg.mnt}\n{text}[exit code {rc}]\n")
