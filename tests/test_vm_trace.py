@@ -9,17 +9,14 @@ printed: that is what the trace is for."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
 from vmhelpers import fslab, no_qemu_left, read_records
 
-from harness.analysis.durability_trace import flights, windows
+from harness.analysis.durability_trace import flights, marks, windows
 
 pytestmark = pytest.mark.vm
-
-MARK = re.compile(r"tracing_mark_write: fslab mark (\S+)")
 
 
 def test_seq_1_on_f2fs_with_its_kernel_events(image, tmp_path):
@@ -35,11 +32,10 @@ def test_seq_1_on_f2fs_with_its_kernel_events(image, tmp_path):
     case = run_dir / "raw" / "f2fs" / "seq-1" / "run"
     trace = (case / "trace.txt").read_text().splitlines()
     assert sum(1 for ln in trace if not ln.startswith("#")) == tr["value"]
-    marks = [m.group(1) for ln in trace if (m := MARK.search(ln))]
     promises = [json.loads(x) for x in (case / "promises.jsonl").read_text().splitlines()]
     made = [p for p in promises if p.get("rec") == "promise"]
     ids = [p["id"] for p in made]
-    assert marks == [m for pid in ids for m in ("s" + pid[1:], pid)]  # as the log took them, in its order
+    assert marks(trace) == [m for pid in ids for m in ("s" + pid[1:], pid)]  # as the log took them, in its order
     win = windows(trace)
     synced = [p for p in made if p["sequence"].endswith((".fsync", ".fdatasync"))]
     assert synced

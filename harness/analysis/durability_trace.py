@@ -17,8 +17,8 @@ the same kind.
 ...          " p-1 [000] ..... 1.3: tracing_mark_write: fslab mark p1",
 ...          " p-1 [000] ..... 1.4: f2fs_write_checkpoint: between marks of none"]
 >>> w = windows(lines)
->>> list(w), [name for name, _ in w["p1"]]
-(['p1'], ['f2fs_sync_file_enter', 'f2fs_sync_file_exit'])
+>>> marks(lines), list(w), [name for name, _ in w["p1"]]
+(['s1', 'p1'], ['p1'], ['f2fs_sync_file_enter', 'f2fs_sync_file_exit'])
 >>> counts(w["p1"])
 'f2fs_sync_file_enter 1, f2fs_sync_file_exit 1'
 >>> sync_words(w["p1"])
@@ -32,9 +32,13 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
-TRACE_FILE = "trace.txt"
+from harness.guest_programs import guest_module
+
+_KTRACE = guest_module("fslabguest.powerloss.ktrace")  # the program's trace: its file and markers, one home
+TRACE_FILE: str = guest_module("fslabguest.powerloss.record").TRACE_FILE
 HEAD = ["fs", "case", "promise", "sequence", "kept", "events in its persistence point", "its sync events",
         "writes in flight when a flush was issued", "trace"]
 # block_bio_queue "253,0 WS 36952 + 8 [python3]", block_bio_complete "253,0 WS 36952 + 8 [0]"; the
@@ -43,21 +47,32 @@ _RQ = re.compile(r"^(\d+,\d+) (\S+) (?:\d+ )?(?:\(.*?\) )?(\d+) \+ (\d+)")
 _SUBMIT = {"block_bio_queue": "bio", "block_rq_issue": "rq"}
 _DONE = {"block_bio_complete": "bio", "block_rq_complete": "rq"}
 _EVENT = re.compile(r"\s\d+\.\d+:\s+(\w+):\s?(.*)$")
-_MARK = "fslab mark "
-_DEVICE_MARK = re.compile(r"tracing_mark_write: fslab device (\d+,\d+)")  # the program's first marker
+_MARK: str = _KTRACE.MARK
+_DEVICE_MARK = re.compile("tracing_mark_write: " + re.escape(_KTRACE.DEVICE) + r"(\d+,\d+)")  # its first marker
+
+
+def _events(lines: list[str]) -> Iterator[tuple[str, str, str | None]]:
+    """(name, text, mark) of every event line; mark: the name of a mark the log took, else None."""
+    for line in lines:
+        m = _EVENT.search(line)
+        if m is None:
+            continue
+        name, text = m.groups()
+        marked = name == "tracing_mark_write" and text.startswith(_MARK)
+        yield name, text, text[len(_MARK):].strip() if marked else None
+
+
+def marks(lines: list[str]) -> list[str]:
+    """The log's marks as the trace has them, in its order."""
+    return [mark for _, _, mark in _events(lines) if mark is not None]
 
 
 def windows(lines: list[str]) -> dict[str, list[tuple[str, str]]]:
     """Each promise's events (name, text) between its `sN` and `pN` marks, by promise id."""
     out: dict[str, list[tuple[str, str]]] = {}
     at: str | None = None
-    for line in lines:
-        m = _EVENT.search(line)
-        if m is None:
-            continue
-        name, text = m.groups()
-        if name == "tracing_mark_write" and text.startswith(_MARK):
-            mark = text[len(_MARK):].strip()
+    for name, text, mark in _events(lines):
+        if mark is not None:
             at = "p" + mark[1:] if mark[:1] == "s" and mark[1:].isdigit() else None
             if at is not None:
                 out[at] = []
