@@ -5,9 +5,11 @@ point is a metric line of its own, with its seconds split by part, written as it
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import random
+import time
 
 import pytest
 from test_powerloss_program import (
@@ -15,6 +17,7 @@ from test_powerloss_program import (
     METRICS,
     NOTES,
     SLOT,
+    FakeSystem,
     LogBuilder,
     _file,
     fake_case,
@@ -287,6 +290,92 @@ def test_two_workers_find_what_one_finds(tmp_path, monkeypatch, kw):
         assert _found(r2) == _found(r1) and r1
     assert not list((out2).glob("points-w*")) and not list((out2 / "evidence").glob(".found-*"))
     assert not list((tmp_path / "two").glob("fslab-powerloss-*"))  # every target and store removed
+
+
+def _turn_held() -> bool:
+    """Whether someone holds the mount turn (devmapper.py TURNS): a lock of our own refused."""
+    fd = os.open(pl.devmapper.TURNS, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def test_workers_that_take_turns_mount_only_in_their_turn_and_find_what_one_finds(tmp_path, monkeypatch):
+    """btrfs's workers take turns to mount (one fsid): with two, every mount is made holding the
+    turn, the records are one worker's, the metric says so, and the lock file goes after."""
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    monkeypatch.setattr(os, "urandom", lambda n: bytes(n))
+    p1, m1, _, _ = fake_case(tmp_path / "one", monkeypatch, replay_target="ram")
+    monkeypatch.setattr(pl.workers, "TAKE_TURNS", ("fakefs",))
+    seen = tmp_path / "seen"
+    mount = FakeSystem.mount
+
+    def mount_in_turn(self, *a):
+        with open(seen, "a") as f:
+            f.write(f"{os.getpid()} {int(_turn_held())}\n")
+        return mount(self, *a)
+
+    monkeypatch.setattr(FakeSystem, "mount", mount_in_turn)
+    p2, m2, _, _ = fake_case(tmp_path / "two", monkeypatch, replay_target="ram", workers=2)
+    assert _found(p2) == _found(p1) and m2[("workers", None)] == 2
+    assert NOTES[("workers", None)].startswith("2 workers, one mounted at a time: fakefs refuses")
+    mounts = [ln.split() for ln in seen.read_text().splitlines()]
+    assert len(mounts) == 4 and len({pid for pid, _ in mounts}) == 2 and all(held == "1" for _, held in mounts)
+    assert pl.devmapper.TURNS is None and not list((tmp_path / "two").glob("fslab-powerloss-turns-*"))
+
+
+def test_the_checker_runs_outside_the_mount_turn(tmp_path, monkeypatch):
+    """The turn covers the mount, the promises and the umount; the checker runs beside another
+    worker's mount (the point of taking turns rather than one worker)."""
+    monkeypatch.setattr(pl.devmapper, "TURNS", str(tmp_path / "turns"))
+    held: dict[str, list[bool]] = {"mount": [], "checker": []}
+    mount, checker = FakeSystem.mount, FakeSystem.checker
+    monkeypatch.setattr(FakeSystem, "mount", lambda self, *a: held["mount"].append(_turn_held()) or mount(self, *a))
+    monkeypatch.setattr(FakeSystem, "checker", lambda self, *a: held["checker"].append(_turn_held()) or
+                        checker(self, *a))
+    points, _, _, _ = fake_case(tmp_path, monkeypatch, fail_mount_at={1})
+    assert held == {"mount": [True] * 4, "checker": [False] * 4}
+    assert "turn" in points[0]["cost_s"]  # the wait is a part of the point's cost
+
+
+def test_mount_turns_exclude_each_other_across_processes(tmp_path, monkeypatch):
+    """Two processes each hold the turn for 0.2 s, started together: their turns do not overlap."""
+    monkeypatch.setattr(pl.devmapper, "TURNS", str(tmp_path / "turns"))
+    spans = tmp_path / "spans"
+    pids = []
+    for _ in range(2):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                with pl.devmapper.mount_turn():
+                    t0 = time.monotonic()
+                    time.sleep(0.2)
+                    with open(spans, "a") as f:
+                        f.write(f"{t0} {time.monotonic()}\n")
+            finally:
+                os._exit(0)
+        pids.append(pid)
+    for pid in pids:
+        os.waitpid(pid, 0)
+    (a0, a1), (b0, b1) = sorted(tuple(map(float, ln.split())) for ln in spans.read_text().splitlines())
+    assert a1 <= b0, (a0, a1, b0, b1)
+
+
+def test_btrfs_forget_refused_stops_in_one_line_naming_the_control_device(tmp_path):
+    """The forget is an ioctl on /dev/btrfs-control (no btrfs(8) per crash point); where it cannot
+    be made, one line says what and why (a VM test makes it for real: test_vm_power_loss.py)."""
+    with pytest.raises(pl.PowerlossError, match=r"^btrfs: .*BTRFS_IOC_FORGET_DEV on /nowhere/btrfs-control\) "
+                                                r"failed: No such file or directory$"):
+        pl.devmapper.btrfs_forget("/nowhere/btrfs-control")
+    plain = tmp_path / "control"
+    plain.write_bytes(b"")
+    with pytest.raises(pl.PowerlossError, match=r"failed: Inappropriate ioctl for device$"):
+        pl.devmapper.btrfs_forget(str(plain))
 
 
 def test_a_worker_that_fails_stops_the_case_in_one_line(tmp_path, monkeypatch):

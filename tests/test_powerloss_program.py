@@ -1535,8 +1535,9 @@ def test_a_data_disk_without_a_volatile_write_cache_is_refused(tmp_path):
 def test_a_mount_refused_as_a_second_copy_stops_the_case_instead_of_counting_as_unmountable():
     """Two workers each mount a copy of one filesystem: xfs refuses a UUID it has mounted and btrfs
     an fsid (the quick run of 2026-11-27 counted 22.5 % of xfs's and 36 % of btrfs's crash points
-    unmountable that way). xfs's crash images mount with nouuid, btrfs gets one worker, and a
-    refusal of that kind that still happens is the harness's fault: the case stops, saying so."""
+    unmountable that way). xfs's crash images mount with nouuid, btrfs's workers take turns to
+    mount (workers.py TAKE_TURNS), and a refusal of that kind that still happens is the harness's
+    fault: the case stops, saying so."""
     point = pl.points.Point(7, 0, 0, 0, 0)
     for line in ("XFS (dm-1): Filesystem has duplicate UUID 78f00c08-64b9-456b-97d8-7b6300f0f839 - can't mount",
                  "BTRFS warning: duplicate device /dev/dm-0 devid 1 generation 6 scanned by python3 (3065)"):
@@ -1545,5 +1546,6 @@ def test_a_mount_refused_as_a_second_copy_stops_the_case_instead_of_counting_as_
     pl.check._not_a_second_copy(point, ["XFS (dm-0): log mount failed", "EXT4-fs (dm-0): bad geometry"])
     assert pl.check.crash_mount_options(Namespace(fstype="xfs", mount_options="logbsize=256k")) == \
         "logbsize=256k,nouuid"
-    assert pl.workers.how_many(2, 1 << 20, "auto", 1 << 30, 1 << 30, "btrfs")[0] == 1
+    n, why = pl.workers.how_many(2, 1 << 20, "auto", 1 << 30, 1 << 30, "btrfs")
+    assert n == 2 and why.startswith("2 workers, one mounted at a time: btrfs refuses to mount a second copy")
     assert pl.workers.how_many(2, 1 << 20, "auto", 1 << 30, 1 << 30, "xfs")[0] == 2

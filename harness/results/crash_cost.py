@@ -10,7 +10,8 @@ import statistics
 from typing import Any
 
 METRIC = "point_s"
-PARTS = ("replay_s", "snapshot_s", "mount_s", "umount_s", "checker_s", "other_s")
+# turn_s and forget_s: btrfs only (its workers take turns to mount; the kernel forgets its devices)
+PARTS = ("replay_s", "snapshot_s", "turn_s", "forget_s", "mount_s", "umount_s", "checker_s", "other_s")
 
 
 def summary(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -89,38 +89,13 @@ def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str,
     kmsg.take()
     snap = dm.dm_create(dm.SNAP, table)
     kmsg.mine = os.path.basename(snap)  # another worker's snapshot is not this point's (workers.py)
-    check_text, found = "", {}
+    check_text, found = "", dict[str, bytes]()
     try:
         if prepare is not None:
             prepare(snap)
-        rc, text = _mount(cfg, snap)
-        rec["mount"] = {"rc": rc, "output": _lines(text), "kernel": kmsg.take()}
-        if rc != 0:
-            _not_a_second_copy(point, rec["mount"]["kernel"])
-        if rc != 0 and _EIO in text:  # the same bytes again, on a fresh snapshot: said, never hidden
-            first = rec["mount"]
-            snap = _fresh_snapshot(cfg, table, sectors, prepare)
-            kmsg.mine = os.path.basename(snap)
-            rc, text = _mount(cfg, snap)
-            rec["mount"] = {"rc": rc, "output": _lines(text), "kernel": kmsg.take(), "first_try": first}
-        rec["mounted"] = rc == 0
-        if rc == 0:
-            try:
-                res = verify(cfg.mnt, acks.ops, acks.promises, point.due, point.final)
-                whole = bool(point.new) or point.final or cfg.workload not in GENERATED
-                rec["oracle"] = full_state(cfg.mnt, acks, point.due, point.final, 0 if whole else SCOPE_DEPTH)
-                for r in res["results"]:
-                    if not r["ok"] and r["found"].get("type") == "file" and not r["found"].get("error"):
-                        with open(os.path.join(cfg.mnt, r["path"]), "rb") as f:
-                            found[f"{r['promise']}:{r['path']}"] = f.read(CHUNK)
-            finally:
-                urc, utext = dm.umount_fs(cfg.mnt)
-            _umounted(urc, utext, point, "crash image")
-            rec.update(promises_checked=res["checked"], promise_kinds=res["kinds"], broken=res["broken"],
-                       promises_kept=[p for p in res["checked"] if p not in res["broken"]],
-                       failures=[r for r in res["results"] if not r["ok"]],
-                       unsynced_present=res["unsynced_present"], unsynced_lost=res["unsynced_lost"])
-        else:  # the checker then sees the crash image as it was, not what the failed mount left
+        with dm.mount_turn():  # workers that must not mount at once take turns (workers.py)
+            snap = _mount_and_verify(point, cfg, acks, rec, found, kmsg, snap, (table, sectors, prepare))
+        if not rec["mounted"]:  # the checker then sees the crash image as it was, not what the failed mount left
             snap = _fresh_snapshot(cfg, table, sectors, prepare)
         check: dict
         if same_check is not None:
@@ -158,9 +133,45 @@ def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str,
     return rec, check_text, found
 
 
+def _mount_and_verify(point: Point, cfg: argparse.Namespace, acks: Acks, rec: dict, found: dict[str, bytes],
+                      kmsg: dm.Kmsg, snap: str, again: tuple[str, int, Callable[[str], None] | None]) -> str:
+    """The point's mount (tried once more on a fresh snapshot after EIO), its promises and full state
+    checked, its umount: into rec (mount, mounted, the promises) and found (the wrong files' first
+    MiB); returns the snapshot in use (again: its table, sectors and prepare, to make it afresh)."""
+    table, sectors, prepare = again
+    rc, text = _mount(cfg, snap)
+    rec["mount"] = {"rc": rc, "output": _lines(text), "kernel": kmsg.take()}
+    if rc != 0:
+        _not_a_second_copy(point, rec["mount"]["kernel"])
+    if rc != 0 and _EIO in text:  # the same bytes again, on a fresh snapshot: said, never hidden
+        first = rec["mount"]
+        snap = _fresh_snapshot(cfg, table, sectors, prepare)
+        kmsg.mine = os.path.basename(snap)
+        rc, text = _mount(cfg, snap)
+        rec["mount"] = {"rc": rc, "output": _lines(text), "kernel": kmsg.take(), "first_try": first}
+    rec["mounted"] = rc == 0
+    if rc == 0:
+        try:
+            res = verify(cfg.mnt, acks.ops, acks.promises, point.due, point.final)
+            whole = bool(point.new) or point.final or cfg.workload not in GENERATED
+            rec["oracle"] = full_state(cfg.mnt, acks, point.due, point.final, 0 if whole else SCOPE_DEPTH)
+            for r in res["results"]:
+                if not r["ok"] and r["found"].get("type") == "file" and not r["found"].get("error"):
+                    with open(os.path.join(cfg.mnt, r["path"]), "rb") as f:
+                        found[f"{r['promise']}:{r['path']}"] = f.read(CHUNK)
+        finally:
+            urc, utext = dm.umount_fs(cfg.mnt)
+        _umounted(urc, utext, point, "crash image")
+        rec.update(promises_checked=res["checked"], promise_kinds=res["kinds"], broken=res["broken"],
+                   promises_kept=[p for p in res["checked"] if p not in res["broken"]],
+                   failures=[r for r in res["results"] if not r["ok"]],
+                   unsynced_present=res["unsynced_present"], unsynced_lost=res["unsynced_lost"])
+    return snap
+
+
 def _mount(cfg: argparse.Namespace, snap: str) -> tuple[int, str]:
     if cfg.fstype == "btrfs":  # btrfs refuses a device older than one it saw (the recording's)
-        dm.run_cmd(["btrfs", "device", "scan", "--forget"], 60)
+        dm.btrfs_forget()
     return dm.mount_fs(cfg.fstype, crash_mount_options(cfg), snap, cfg.mnt)
 
 
@@ -203,13 +214,14 @@ def _after_preen(point: Point, cfg: argparse.Namespace, acks: Acks, snap: str) -
     """The promises again on the snapshot the preen repaired, as a boot's fsck leaves the disk:
     does the repair bring a broken promise back, or clear what it promised (an entry naming an
     inode never written)? Only at a point that broke a promise or did not mount."""
-    rc, text = dm.mount_fs(cfg.fstype, crash_mount_options(cfg), snap, cfg.mnt)
-    if rc != 0:
-        return {"mounted": False, "mount": _lines(text)}
-    try:
-        res = verify(cfg.mnt, acks.ops, acks.promises, point.due, point.final)
-    finally:
-        urc, utext = dm.umount_fs(cfg.mnt)
+    with dm.mount_turn():
+        rc, text = _mount(cfg, snap)
+        if rc != 0:
+            return {"mounted": False, "mount": _lines(text)}
+        try:
+            res = verify(cfg.mnt, acks.ops, acks.promises, point.due, point.final)
+        finally:
+            urc, utext = dm.umount_fs(cfg.mnt)
     _umounted(urc, utext, point, "preened crash image")
     return {"mounted": True, "broken": res["broken"],
             "failures": [{k: r[k] for k in ("promise", "path", "verdict")} for r in res["results"] if not r["ok"]][:20]}
@@ -487,9 +499,7 @@ def _metadata_control(cfg: argparse.Namespace, log: Log, dev_fd: int, dropped: s
     assert isinstance(baseline, dict)
 
     def sectors_of_files(snap: str) -> set[bytes]:
-        if cfg.fstype == "btrfs":  # as check_point: btrfs refuses a device older than one it saw
-            dm.run_cmd(["btrfs", "device", "scan", "--forget"], 60)
-        rc, _ = dm.mount_fs(cfg.fstype, crash_mount_options(cfg), snap, cfg.mnt)
+        rc, _ = _mount(cfg, snap)
         if rc != 0:
             return set()
         try:

@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-PARTS = ("replay", "snapshot", "mount", "umount", "checker")
+PARTS = ("replay", "snapshot", "turn", "forget", "mount", "umount", "checker")  # turn, forget: btrfs (devmapper.py)
 
 
 class Clock:

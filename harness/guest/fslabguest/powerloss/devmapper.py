@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import fcntl
 import os
 import re
 import shutil
@@ -26,6 +27,51 @@ def use_names(fs_name: str) -> None:
     kernel (a hung mount on a corrupt image) does not block the next filesystem's."""
     global LW, SNAP
     LW, SNAP = f"fslab-pl-lw-{fs_name}", f"fslab-pl-snap-{fs_name}"
+
+
+# Workers that must not mount at once (btrfs: the kernel mounts one copy of a filesystem's fsid;
+# workers.py) take turns through this lock file: None, every worker mounts when it likes.
+TURNS: str | None = None
+
+
+@contextmanager
+def mount_turn() -> Iterator[None]:
+    """This worker's turn to mount (TURNS): held from before the mount to after the umount, so
+    that no two copies of one filesystem are mounted at once; the replay, the snapshots and the
+    checker go on beside it. The wait is the point's part `turn`."""
+    if TURNS is None:
+        yield
+        return
+    with CLOCK.part("turn"):
+        fd = os.open(TURNS, os.O_RDWR | os.O_CREAT, 0o600)  # its own open file: flock is per open file
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        os.close(fd)  # the lock goes with it
+
+
+BTRFS_CONTROL = "/dev/btrfs-control"
+# BTRFS_IOC_FORGET_DEV = _IOW(0x94, 5, struct btrfs_ioctl_vol_args), 4096 bytes: an empty name
+# forgets every device no mount holds (linux fs/btrfs/super.c btrfs_control_ioctl)
+_BTRFS_IOC_FORGET_DEV = (1 << 30) | (4096 << 16) | (0x94 << 8) | 5
+
+
+def btrfs_forget(control: str = BTRFS_CONTROL) -> None:
+    """What `btrfs device scan --forget` does (the kernel drops every btrfs device it registered
+    that no mount holds), by its ioctl: btrfs refuses a device older than one it saw (the
+    recording's), and under TCG starting btrfs(8) at every crash point cost about as much as a
+    mount. A kernel that refuses it stops the case in one line (Linux has had it since 5.0)."""
+    with CLOCK.part("forget"):
+        try:
+            fd = os.open(control, os.O_RDWR)
+            try:
+                fcntl.ioctl(fd, _BTRFS_IOC_FORGET_DEV, bytearray(4096), True)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            raise PowerlossError(f"btrfs: forgetting the devices no mount holds (BTRFS_IOC_FORGET_DEV on {control}) "
+                                 f"failed: {os.strerror(e.errno or 0)}") from None
 
 
 def one_line(text: str) -> str:

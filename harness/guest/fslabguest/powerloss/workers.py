@@ -11,7 +11,9 @@ device). Each writes its points as it checks them (their `point_s` metric lines,
 points-w<k>.jsonl with the checker's output and the evidence files' bytes), and the parent,
 once all are done, counts them in point order as one worker would have (check.py), so the
 totals, evidence and points.jsonl do not depend on N. A worker that fails stops the case with its
-one line. One worker (the default) runs in the program's own process.
+one line. One worker (the default) runs in the program's own process. Where the kernel mounts one
+copy of a filesystem at a time (btrfs: TAKE_TURNS), the workers take turns from mount to umount
+(devmapper.py mount_turn) and replay, snapshot and run the checker beside each other.
 """
 
 from __future__ import annotations
@@ -170,6 +172,9 @@ def run_all(job: Job, n: int, chosen: list[Point], target_want: str) -> tuple[li
     parts = chunks(chosen, n) if n > 1 else [chosen]
     if len(parts) <= 1:
         results = [work(job, 0, chosen, target_want)]
+    elif job.cfg.fstype in TAKE_TURNS:
+        with _taking_turns(job.cfg.cow_dir):
+            results = _forked(job, parts, target_want)
     else:
         results = _forked(job, parts, target_want)
     lines: list[dict] = []
@@ -187,6 +192,19 @@ def run_all(job: Job, n: int, chosen: list[Point], target_want: str) -> tuple[li
     merged = {"reorder": [t for r in results for t in r["reorder"]], "target": results[0]["target"],
               "dropped": sorted({d for r in results for d in r["dropped"]}), "workers": len(parts)}
     return lines, merged
+
+
+@contextmanager
+def _taking_turns(lock_dir: str) -> Iterator[None]:
+    """The workers forked inside take turns to mount (devmapper.py TURNS: a lock file of this
+    process's, removed after)."""
+    dm.TURNS = os.path.join(lock_dir, f"fslab-powerloss-turns-{os.getpid()}")
+    try:
+        yield
+    finally:
+        if os.path.exists(dm.TURNS):
+            os.unlink(dm.TURNS)
+        dm.TURNS = None
 
 
 def _forked(job: Job, parts: list[list[Point]], target_want: str) -> list[dict]:
@@ -261,32 +279,47 @@ def _stop(pids: list[int], grace_s: float = 20) -> None:
             pass
 
 
+# btrfs (Linux 6.1) will not mount a second copy of a filesystem while the first is mounted (one
+# fsid: "duplicate device", EEXIST), and each worker mounts its own copy of the same filesystem:
+# its workers take turns to mount (devmapper.py TURNS), the replay and the checker run beside.
+TAKE_TURNS = ("btrfs",)
+
+
+def turns_note(n: int, fstype: str) -> str:
+    """What the `workers` metric says of workers that take turns to mount ("" when they need not).
+
+    >>> turns_note(2, "btrfs")[:40], turns_note(1, "btrfs"), turns_note(2, "xfs")
+    ('2 workers, one mounted at a time: btrfs ', '', '')
+    """
+    if n <= 1 or fstype not in TAKE_TURNS:
+        return ""
+    return (f"{n} workers, one mounted at a time: {fstype} refuses to mount a second copy of a mounted "
+            "filesystem (same fsid), so each worker's mount, verify and umount wait their turn; the replay, "
+            "snapshot and checker run beside (a point's part `turn` is its wait)")
+
+
 def how_many(want: int, touched: int, target_want: str, available: int, free: int,
              fstype: str = "") -> tuple[int, str]:
     """Workers to run: `want`, or fewer where their RAM targets would not fit (target.py's rule for
-    one, times the workers); one on the data disk (there is one disk); one for btrfs, which will
-    not mount a second copy of a filesystem while the first is mounted (one fsid: "duplicate
-    device", EEXIST; each worker mounts its own copy of the same filesystem).
+    one, times the workers); one on the data disk (there is one disk). btrfs's take turns to
+    mount (TAKE_TURNS), said in the note.
 
     >>> how_many(2, 40 << 20, "auto", 800 << 20, 500 << 20)
     (2, '')
     >>> how_many(2, 300 << 20, "auto", 800 << 20, 5 << 30)[0], how_many(2, 1, "disk", 1 << 30, 1 << 30)[0]
     (1, 1)
     >>> how_many(2, 40 << 20, "auto", 800 << 20, 500 << 20, "btrfs")[0]
-    1
+    2
     """
     from fslabguest.powerloss.target import HEADROOM, RAM_SHARE
 
     if want <= 1:
         return 1, ""
-    if fstype == "btrfs":
-        return 1, ("one worker: btrfs refuses to mount a second copy of a mounted filesystem (same fsid), and "
-                   "each worker mounts its own copy")
     if target_want == "disk":
         return 1, "one worker: the crash states are rebuilt on the data disk (--replay-target disk)"
     for n in range(want, 1, -1):
         need = n * (touched + HEADROOM)
         if need <= RAM_SHARE * available and need <= free:
-            return n, ""
+            return n, turns_note(n, fstype)
     return 1, (f"one worker: {want} replay targets of the {touched >> 20} MiB the log touches do not fit in "
                f"{RAM_SHARE:.0%} of the guest's available memory ({available >> 20} MiB)")
