@@ -6,9 +6,11 @@ point is a metric line of its own, with its seconds split by part, written as it
 from __future__ import annotations
 
 import fcntl
+import fnmatch
 import json
 import os
 import random
+import re
 import time
 
 import pytest
@@ -247,6 +249,11 @@ def test_udev_leaves_the_programs_devices_alone_while_it_checks_and_only_then(tm
         (rule,) = rules.iterdir()
         text = rule.read_text()
         assert rule.name.startswith("00-") and 'ATTR{dm/name}=="fslab-pl-*"' in text and "last_rule" in text
+        # and the loop devices over its RAM targets and copy-on-write stores (udev's btrfs scan of one)
+        (loops,) = re.findall(r'KERNEL=="loop\*".*ATTR\{loop/backing_file\}=="([^"]+)".*last_rule', text)
+        for name in ("fslab-powerloss-target-353-w1", "fslab-powerloss-cow-353"):
+            assert fnmatch.fnmatchcase(f"/dev/shm/{name}", loops), (name, loops)
+        assert not fnmatch.fnmatchcase("/srv/images/disk.img", loops)
         assert calls == [["udevadm", "control", "--reload"]] and "rc 0" in what
     assert not list(rules.iterdir()) and len(calls) == 2
     # the names it matches are the program's own

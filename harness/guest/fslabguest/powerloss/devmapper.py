@@ -209,7 +209,12 @@ UDEV_RULE = (
     "# fslab-powerloss: no udev rule for its own device-mapper devices while it checks crash points (a\n"
     "# snapshot a point: blkid's probe and dmsetup's are processes under TCG, and hold the device when it is\n"
     "# removed); nothing uses their /dev/mapper links. Removed when the check ends.\n"
-    'SUBSYSTEM=="block", KERNEL=="dm-*", ACTION=="add|change", ATTR{dm/name}=="fslab-pl-*", OPTIONS+="last_rule"\n')
+    'SUBSYSTEM=="block", KERNEL=="dm-*", ACTION=="add|change", ATTR{dm/name}=="fslab-pl-*", OPTIONS+="last_rule"\n'
+    "# Nor for the loop devices over its replay targets and copy-on-write stores: udev's btrfs scan of a\n"
+    "# worker's target registered it with the kernel as a copy of the filesystem another worker had mounted\n"
+    "# (\"BTRFS warning: duplicate device /dev/loop1\", 2026-11-28).\n"
+    'SUBSYSTEM=="block", KERNEL=="loop*", ACTION=="add|change", ATTR{loop/backing_file}=="*/fslab-powerloss-*", '
+    'OPTIONS+="last_rule"\n')
 
 
 @contextmanager
