@@ -127,7 +127,8 @@ these (the report's durability section does it per run, harness/results/crash_co
 `extrapolate`; not measured): ext4 0.34 h (3,253 points at 0.34 s), xfs 0.48 h (2,237 at 0.71 s).
 Those xfs figures hold 13 points the kernel refused to mount (two workers mounting copies of one
 filesystem: "duplicate UUID"), cheap because nothing was mounted; xfs now mounts crash images with
-nouuid, btrfs has one worker. Re-measured after that fix (same config, load 6-7 beside a study run
+nouuid, btrfs has one worker (since 2026-11-28 two, taking turns from mount to umount: the
+program's workers.py TAKE_TURNS). Re-measured after that fix (same config, load 6-7 beside a study run
 and the VM tests): wall per point ext4 1.07-1.31 s, xfs 2.11-2.14 s; the load doubled ext4 as well,
 and xfs against ext4 is 1.6-2.0x after against 1.8-2.4x before, so the fix costs xfs little.
 """
