@@ -336,6 +336,16 @@ def test_workers_that_take_turns_mount_only_in_their_turn_and_find_what_one_find
     assert pl.devmapper.TURNS is None and not list((tmp_path / "two").glob("fslab-powerloss-turns-*"))
 
 
+def test_a_case_with_one_point_says_one_worker_and_no_turns(tmp_path, monkeypatch):
+    """No more workers than chosen points, and the note matches the workers run (it said "2 workers,
+    one mounted at a time" for a case of one point)."""
+    monkeypatch.setattr(pl.workers, "TAKE_TURNS", ("fakefs",))
+    select = pl.check.select_points
+    monkeypatch.setattr(pl.check, "select_points", lambda pts, cap: (select(pts, cap)[0][-1:], 0))
+    points, m, _, _ = fake_case(tmp_path, monkeypatch, replay_target="ram", workers=2)
+    assert len(points) == 1 and m[("workers", None)] == 1 and ("workers", None) not in NOTES
+
+
 def test_the_checker_runs_outside_the_mount_turn(tmp_path, monkeypatch):
     """The turn covers the mount, the promises and the umount; the checker runs beside another
     worker's mount (the point of taking turns rather than one worker)."""

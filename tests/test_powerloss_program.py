@@ -899,6 +899,83 @@ def test_a_point_the_preen_repairs_is_checked_again_as_a_boot_would_leave_it(tmp
     assert all("after_preen" not in p for p in points if not p.get("broken"))  # only where a promise broke
 
 
+def c_header_flushed_without_its_data(a: bytes, b: bytes, c: bytes) -> LogBuilder:
+    """a and b as fake_log has them, then c's header flushed with no data: the checker finds an inode with
+    no data there, and c was never promised."""
+    lb = LogBuilder()
+    lb.write(0, fake_header({"fakefs": 1}))
+    lb.flush()
+    lb.mark("mkfs")
+    fake_file(lb, 1, "a", a)
+    lb.flush()
+    lb.mark("p1")
+    fake_file(lb, 2, "b", b)
+    lb.flush()
+    lb.mark("p2")
+    lb.write(3 * SLOT // 512 + 1, bytes(512))  # where c's data would be: zeros (the data disk is random here)
+    lb.write(3 * SLOT // 512, fake_header({"path": "c", "size": len(c)}))
+    lb.flush()
+    lb.mark("dm-log-writes-end")
+    return lb
+
+
+def test_where_e2fscks_table_tells_the_preen_it_is_not_run_but_where_its_image_is_needed(tmp_path, monkeypatch):
+    """checkers.preen_by_table told for every finding (the fake checker is no e2fsck): the preen is
+    left out at a point that broke nothing, run where the preened image is needed (a broken promise),
+    and that run says whether it agreed with the table."""
+    monkeypatch.setitem(pl.checkers.TOOLS, "fsck.fake", ({}, ["fsck.fake", "-p", "{dev}"]))
+    monkeypatch.setattr(pl.checkers, "preen_by_table", lambda argv, rc, out: "by the table" if rc else "")
+    monkeypatch.setattr(pl.checkers, "PREEN_SAMPLE", 1000)  # never sampled: only the image's need runs it
+    for sub, kw, ran in (("quiet", {"log": c_header_flushed_without_its_data}, False),
+                         ("broken", {"fault": "drop-flushed-write"}, True)):
+        (tmp_path / sub).mkdir()
+        points, m, out, _ = fake_case(tmp_path / sub, monkeypatch, **kw)
+        preened = [p for p in points if p["check"].get("verdict") == "fixed by preen"]
+        assert preened and all(bool(p.get("broken")) is ran and p["check"]["preen"]["ran"] is ran for p in preened)
+        assert all(p["check"]["preen"]["table_agrees"] and p["after_preen"]["broken"] == ["p1"] for p in preened
+                   if ran) and all("after_preen" not in p for p in preened if not ran)
+        assert m[("points_preen_fixed", None)] == len(preened)
+        assert m[("points_preen_by_table", None)] == (0 if ran else len(preened))
+        assert m[("points_preen_table_disagreed", None)] == 0
+
+
+PASS5_ONLY = ("e2fsck 1.47.0 (5-Feb-2023)\nPass 1: Checking inodes, blocks, and sizes\nPass 2: Checking directory "
+              "structure\nPass 3: Checking directory connectivity\nPass 4: Checking reference counts\n"
+              "Pass 5: Checking group summary information\nBlock bitmap differences:  +(66050--66053) +66560\n"
+              "Fix? no\n\nInode bitmap differences:  +(16385--16394)\nFix? no\n\nDirectories count wrong for "
+              "group #2 (1, counted=2).\nFix? no\n\n\n/dev/dm-1: ********** WARNING: Filesystem still has errors "
+              "**********\n\n/dev/dm-1: 11/32768 files (0.0% non-contiguous), 2161/131072 blocks\n")
+
+
+@pytest.mark.parametrize("index,prc,verdict,ran,agrees", [
+    (3, None, "fixed by preen", False, None),  # told by the table, the preen not run
+    (8, 1, "fixed by preen", True, True),  # a sampled point: the preen run, and it agrees
+    (16, 4, "needs repair", True, False),  # it disagrees: its own exit code is the verdict
+])
+def test_e2fscks_table_says_fixed_by_preen_and_a_sample_runs_the_preen_to_check(monkeypatch, index, prc, verdict, ran,
+                                                                                 agrees):
+    runs = []
+    monkeypatch.setattr(pl.check, "_preen", lambda cfg, snap: runs.append(snap) or (["e2fsck", "-f", "-p", snap], prc,
+                                                                                      "out\n"))
+    check = {"ran": True, "argv": ["e2fsck", "-f", "-n", "/dev/dm-1"], "rc": 4, "verdict": "needs repair",
+             "why": "e2fsck exit 4: errors left uncorrected"}
+    text = pl.check._preen_verdict(Namespace(), "/dev/dm-1", pl.points.Point(index, index, index, index, 0, []),
+                                   check, PASS5_ONLY)
+    assert check["verdict"] == verdict and check["preen"]["ran"] is ran and len(runs) == int(ran)
+    assert check["preen"].get("table_agrees") is agrees
+    assert ("PR_PREEN_OK" in check["why"]) is (not ran) and ("not run" in text) is (not ran)
+    assert check["why"].startswith("e2fsck exit 4: errors left uncorrected; ")
+
+
+def test_e2fscks_table_does_not_tell_past_pass_5_or_for_other_exit_codes():
+    more = PASS5_ONLY.replace("Pass 3:", "Unattached inode 16386\nConnect to /lost+found? no\n\nPass 3:")
+    assert pl.checkers.preen_by_table(["e2fsck", "-f", "-n", "d"], 4, PASS5_ONLY)
+    assert not pl.checkers.preen_by_table(["e2fsck", "-f", "-n", "d"], 4, more)  # pass 4's finding: run the preen
+    assert not pl.checkers.preen_by_table(["e2fsck", "-f", "-n", "d"], 4, PASS5_ONLY + "Inode 12 ref count is 2\n")
+    assert not pl.checkers.preen_by_table(["e2fsck", "-f", "-n", "d"], 8, PASS5_ONLY)
+    assert not pl.checkers.preen_by_table(["e2fsck", "-f", "-n", "d"], 4, PASS5_ONLY.split("Pass 5")[0])
+
+
 def a_whole_before_p1s_flush(a: bytes, b: bytes, c: bytes) -> LogBuilder:
     """a's data and header flushed, its header written again (FUA, the same bytes), then p1's flush
     and mark: the crash image at the FUA write (p1 not yet due) and at p1's flush (p1 due) are the
@@ -1361,6 +1438,7 @@ def test_stale_devices_of_a_killed_run_are_removed_first(tmp_path, monkeypatch):
     (mapper / "fslab-pl-snap-w1").touch()  # a second worker's (workers.py)
     (mapper / "fslab-pl-snapshot-of-something-else").touch()
     (shm / "fslab-powerloss-cow-123").touch()
+    (shm / "fslab-powerloss-turns-77").touch()  # btrfs workers' mount lock of a killed run (workers.py)
     (shm / "someone-else").touch()
     calls = []
 
@@ -1370,7 +1448,8 @@ def test_stale_devices_of_a_killed_run_are_removed_first(tmp_path, monkeypatch):
     monkeypatch.setattr(pl.devmapper, "run_cmd", run_cmd)
     done = pl.devmapper.clean_stale(str(tmp_path / "not-mounted"), str(shm), str(mapper))
     assert done == ["dmsetup remove fslab-pl-snap: rc 0", "dmsetup remove fslab-pl-snap-w1: rc 0",
-                    "losetup --detach /dev/loop3: rc 0", f"rm {shm}/fslab-powerloss-cow-123"]
+                    "losetup --detach /dev/loop3: rc 0", f"rm {shm}/fslab-powerloss-cow-123",
+                    f"rm {shm}/fslab-powerloss-turns-77"]
     assert ["dmsetup", "remove", "--retry", "fslab-pl-snap"] in calls and sorted(os.listdir(shm)) == ["someone-else"]
     assert pl.devmapper.clean_stale(str(tmp_path / "not-mounted"), str(shm), str(tmp_path / "none")) == []
 

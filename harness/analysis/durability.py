@@ -66,6 +66,9 @@ class FsDurability:
     mount_retried: int = 0  # points whose mount failed with EIO once and was tried again (check.py)
     repair: int = 0  # needs repair by a human
     preen: int = 0  # fixed by the automatic preen
+    preen_by_table: int = 0  # of them, told by e2fsck's problem table, the preen not run (checkers.py)
+    preen_table_checked: int = 0  # where the table decided, the preen run anyway
+    preen_table_disagreed: int = 0  # and its exit code said otherwise
     clean: int = 0
     checker_failed: int = 0
     verdicts: bool = False  # the run counts the checker's verdicts apart (points_clean, ...)
@@ -183,6 +186,10 @@ def collect(run: Run) -> list[FsDurability]:
                 "unsynced_present": "unsynced_present", "oracle_points_checked": "oracle_points",
                 "oracle_paths_checked": "oracle_paths", "oracle_mismatches": "oracle_mismatches",
                 "sequences_run": "sequences", "sequences_skipped": "sequences_skipped"}.get(metric)
+        if metric == "points_preen_table_disagreed":
+            d.preen_table_checked += int(r.get("checked") or 0)
+        attr = attr or {"points_preen_by_table": "preen_by_table",
+                        "points_preen_table_disagreed": "preen_table_disagreed"}.get(metric)
         if attr is not None:
             setattr(d, attr, getattr(d, attr) + _num(r))
     for fs, recs in controls.items():
@@ -265,9 +272,19 @@ def _repair(d: FsDurability) -> str:
 
 
 def _preen(d: FsDurability) -> str:
+    """The share fixed by preen, and how many of them e2fsck's problem table told (checkers.py).
+
+    >>> _preen(FsDurability("r", "ext2", points=10, preen=8, clean=2, preen_by_table=7, preen_table_checked=1))
+    "80 % (7 by e2fsck's table; 1 checked by the preen: agreed)"
+    """
     if d.points and d.points == d.no_checker:
         return "-"
-    return _pct(d.preen_pct)
+    if not d.preen_by_table and not d.preen_table_checked:
+        return _pct(d.preen_pct)
+    agreed = ("agreed" if not d.preen_table_disagreed else
+              f"disagreed at {d.preen_table_disagreed}, whose verdict is then the preen's")
+    return (f"{_pct(d.preen_pct)} ({d.preen_by_table} by e2fsck's table; {d.preen_table_checked} checked by the "
+            f"preen: {agreed})")
 
 
 def _label_of(ds: list[FsDurability], kind: str) -> str:
@@ -535,7 +552,9 @@ LEAD = ("Each case recorded every write the filesystem made from mkfs on (dm-log
         "as the sampling table says), mounted it (journal replay), checked every promise the workload had been "
         "told was durable, "
         "and ran the filesystem's own checker read-only. Unmountable is a share of the crash points checked; "
-        "fixed by preen (what the boot's automatic fsck -p repairs by itself: e2fsck only) and needing repair "
+        "fixed by preen (what the boot's automatic fsck -p repairs by itself: e2fsck only; where e2fsck -n found "
+        "only pass 5's summary differences, all marked PR_PREEN_OK in e2fsck's problem table, told by that table, "
+        "the preen itself run at 1 in 8 of those points to check it) and needing repair "
         "(by a human) are shares of the points that mounted where the checker gave a verdict, from each "
         "checker's documented exit codes; a checker that failed (operational error, timeout) is counted apart; "
         "a promise counts once however many points break it. Broken promises are split "

@@ -115,17 +115,16 @@ def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str,
             if crc != 0:
                 check["lines"] = _lines(check_text)
             if verdict == checkers.REPAIR and checkers.preen_argv(cfg.check):  # would the boot's preen repair it?
-                pargv, prc, ptext = _preen(cfg, snap)
-                verdict, pwhy = checkers.classify_preen(prc)
-                check.update(verdict=verdict, why=f"{why}; {pwhy}",
-                             preen={"argv": pargv, "rc": prc, "lines": _lines(ptext)})
-                check_text += f"\n$ {' '.join(pargv)}\n{ptext}[exit code {prc}]\n"
-            check["clean"] = verdict == checkers.CLEAN
+                check_text += _preen_verdict(cfg, snap, point, check, check_text)
+            check["clean"] = check["verdict"] == checkers.CLEAN
         rec["check"] = check
         if check.get("verdict") == checkers.PREEN and (rec.get("broken") or not rec["mounted"]):
             if same_check is not None:  # the earlier point's preen ran on its own snapshot: again on this one
                 _preen(cfg, snap)
-            rec["after_preen"] = _after_preen(point, cfg, acks, snap)
+            elif not check["preen"]["ran"]:  # decided by the table: the preened image is needed, so run it now
+                check_text += _run_preen(cfg, snap, check, check["preen"]["by_table"])
+            if check["verdict"] == checkers.PREEN:
+                rec["after_preen"] = _after_preen(point, cfg, acks, snap)
     finally:
         dm.dm_remove(dm.SNAP)
         _empty_cow(cfg, sectors)
@@ -200,6 +199,31 @@ def _preen(cfg: argparse.Namespace, snap: str) -> tuple[list[str], int, str]:
     pargv = substitute(checkers.preen_argv(cfg.check) or [], snap, cfg.mnt, cfg.fs_name, "check")
     prc, ptext = dm.run_checker(pargv)
     return pargv, prc, ptext
+
+
+def _preen_verdict(cfg: argparse.Namespace, snap: str, point: Point, check: dict, output: str) -> str:
+    """After e2fsck -n found errors: would the boot's preen repair them? Told by e2fsck's problem
+    table where it can be (checkers.preen_by_table), with the preen itself run at 1 in
+    checkers.PREEN_SAMPLE of those points; elsewhere by running the preen. Updates `check`; returns
+    what to add to the checker's output."""
+    by_table = checkers.preen_by_table(check["argv"], check["rc"], output)
+    if by_table and point.index % checkers.PREEN_SAMPLE:
+        check.update(verdict=checkers.PREEN, why=f"{check['why']}; {by_table}",
+                     preen={"ran": False, "by_table": by_table})
+        return f"\n[the preen (e2fsck -p) not run: {by_table}]\n"
+    return _run_preen(cfg, snap, check, by_table)
+
+
+def _run_preen(cfg: argparse.Namespace, snap: str, check: dict, by_table: str) -> str:
+    """The preen run on the snapshot, its exit code the verdict; where the table had decided
+    (`by_table`), whether the preen agrees with it."""
+    pargv, prc, ptext = _preen(cfg, snap)
+    verdict, pwhy = checkers.classify_preen(prc)
+    preen = {"ran": True, "argv": pargv, "rc": prc, "lines": _lines(ptext)}
+    if by_table:
+        preen["table_agrees"] = verdict == checkers.PREEN
+    check.update(verdict=verdict, why=f"{check['why'].split('; ')[0]}; {pwhy}", preen=preen)
+    return f"\n$ {' '.join(pargv)}\n{ptext}[exit code {prc}]\n"
 
 
 def _umounted(urc: int, utext: str, point: Point, what: str) -> None:
@@ -326,12 +350,14 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
     os.makedirs(os.path.join(out, "checker"), exist_ok=True)
     fault = None
     st = os.statvfs(cfg.cow_dir)
-    n, why = workers.how_many(getattr(cfg, "workers", 1), touched_bytes(log), cfg.replay_target, mem_available(),
+    want = min(getattr(cfg, "workers", 1), max(1, len(chosen)))  # no more workers than points
+    n, why = workers.how_many(want, touched_bytes(log), cfg.replay_target, mem_available(),
                               st.f_bavail * st.f_frsize, cfg.fstype)
-    emit("workers", min(n, len(chosen)) or 1, **({"note": why} if why else {}))
+    emit("workers", n, **({"note": why} if why else {}))
     fsck_at = sampling.checker_points(chosen, cfg.check_every)
     tot: dict = {"points": 0, "sampled_out": 0, "same_state": 0, "same_state_unmounted": 0,
-                 "check_every": cfg.check_every, "unmountable": 0, "mount_retried": 0, "no_checker": 0,
+                 "check_every": cfg.check_every, "preen_by_table": 0, "preen_table_checked": 0,
+                 "preen_table_disagreed": 0, "unmountable": 0, "mount_retried": 0, "no_checker": 0,
                  "checks": 0, "checks_broken": 0, "unreachable": 0, "present": 0, "lost": 0, "unmountable_not_clean": 0,
                  "verdicts": dict.fromkeys(checkers.VERDICTS, 0)}
     checked: dict[str, str] = {}
@@ -435,6 +461,10 @@ def _tally(tot: dict, rec: dict, check_text: str, how: str, out: str) -> None:
     tot["same_state"] += "same_state_as" in rec
     tot["same_state_unmounted"] += how == same_state.ALL
     tot["no_checker"] += not c["ran"] and not c.get("sampled_out")
+    if "preen" in c and "same_state_as" not in c:  # checkers.preen_by_table: decided by the table, or run
+        tot["preen_by_table"] += not c["preen"]["ran"]
+        tot["preen_table_checked"] += "table_agrees" in c["preen"]
+        tot["preen_table_disagreed"] += c["preen"].get("table_agrees") is False
     if not c["ran"] and not c.get("sampled_out"):  # why: none, or missing
         tot.setdefault("no_checker_why", c["note"])
     if c["ran"] and not c["clean"]:

@@ -42,11 +42,21 @@ Anything else, and exit 124 (fslab's timeout) or 127 (not found), is "checker fa
 -n that answered no to a fix it needs to go on and stopped ("Salvage? no", "e2fsck: aborted", exit
 12: 8 | 4, seen on ext2's crash images with a corrupted directory block) found damage: needs
 repair (and the preen is asked, as for any e2fsck finding).
+
+The preen by e2fsck's problem table (`preen_by_table`): where e2fsck -n exits 4 having found only
+pass 5's summary differences (block and inode bitmap differences, free block, free inode and
+directory counts, bitmap padding), every one of them is PR_PREEN_OK in e2fsck's problem table
+(e2fsck/problem.c, PR_5_*): the boot's preen fixes them by itself, so the verdict is "fixed by
+preen" without a second e2fsck run (the dearest part of an ext2 point under TCG, issue 24 item 11).
+check.py still runs the preen at 1 in PREEN_SAMPLE of those points, and wherever the preened image
+is needed (a broken promise, no mount): the record says whether the preen agreed with the table,
+and where it did not, its own exit code gives the verdict.
 """
 
 from __future__ import annotations
 
 import os
+import re
 
 CLEAN, PREEN, REPAIR, FAILED = "clean", "fixed by preen", "needs repair", "checker failed"
 VERDICTS = (CLEAN, PREEN, REPAIR, FAILED)
@@ -80,6 +90,16 @@ for _ext in E2FSCK[1:]:
 E2FSCK_DECLINED_ABORT = "e2fsck: aborted"  # -n answered no to a fix it needed to go on ("Salvage? no")
 BTRFS_NOT_OPENED = ("cannot open", "no valid btrfs found", "could not open")
 BTRFS_BAD_TREE = ("bad tree block", "checksum verify failed")  # what it found, by address
+PREEN_SAMPLE = 8  # the preen still runs where the table decided at points whose index is a multiple of it
+E2FSCK_PASS5_PREEN_OK = re.compile("|".join((  # pass 5's findings, all PR_PREEN_OK (e2fsck/problem.c), as -n prints them
+    r"(Block|Inode) bitmap differences: [-+()0-9 ]*",
+    r"Free (blocks|inodes) count wrong( for group #\d+)? \(\d+, counted=\d+\)\.",
+    r"Directories count wrong for group #\d+ \(\d+, counted=\d+\)\.",
+    r"Padding at end of (inode|block) bitmap is not set\. *(Fix\? no)?",
+    r"Fix\? no",
+    r"\S+: \*+ WARNING: Filesystem still has errors \*+",
+    r"\S+: \d+/\d+ files \([0-9.]+% non-contiguous\), \d+/\d+ blocks")))
+E2FSCK_BEFORE_PASS5 = re.compile(r"e2fsck \S+ \(.*\)|Pass [1-4][A-D]?: .*")  # the version line and pass headers
 
 
 def tool_of(argv: list[str]) -> str:
@@ -128,6 +148,34 @@ def classify(argv: list[str], rc: int, output: str = "") -> tuple[str, str]:
     if not codes:
         return REPAIR, f"{tool} exit {rc}: not clean (no documented exit codes known for {tool})"
     return FAILED, f"{tool} exit {rc}: not one of its documented exit codes"
+
+
+def preen_by_table(argv: list[str], rc: int, output: str) -> str:
+    """Why the preen fixes what e2fsck -n found, by e2fsck's problem table, or "" where the preen
+    must be run to tell (anything but pass 5's summary differences, another tool, another exit code).
+
+    >>> out = ("e2fsck 1.47.0 (5-Feb-2023)\\nPass 1: Checking inodes, blocks, and sizes\\n"
+    ...        "Pass 5: Checking group summary information\\nBlock bitmap differences:  +66050 +(66560--66565)\\n"
+    ...        "Fix? no\\n\\nFree blocks count wrong for group #0 (7919, counted=7918).\\nFix? no\\n\\n"
+    ...        "/dev/dm-1: ********** WARNING: Filesystem still has errors **********\\n\\n"
+    ...        "/dev/dm-1: 11/32768 files (9.1% non-contiguous), 2161/131072 blocks\\n")
+    >>> preen_by_table(["e2fsck", "-f", "-n", "d"], 4, out)[:60]
+    "e2fsck -n found only pass 5's summary differences (bitmaps, "
+    >>> preen_by_table(["e2fsck", "-f", "-n", "d"], 4, out.replace("Pass 5", "Entry 'a' has deleted/unused inode 12.\\nPass 5"))
+    ''
+    >>> preen_by_table(["e2fsck", "-f", "-n", "d"], 12, out), preen_by_table(["xfs_repair", "-n", "d"], 4, out)
+    ('', '')
+    """
+    if tool_of(argv) not in E2FSCK or rc != 4:
+        return ""
+    head, sep, tail = output.partition("\nPass 5: ")
+    if not sep or not all(E2FSCK_BEFORE_PASS5.fullmatch(ln.strip()) for ln in head.splitlines() if ln.strip()):
+        return ""
+    lines = [ln.strip() for ln in tail.splitlines()[1:] if ln.strip()]
+    if not lines or not all(E2FSCK_PASS5_PREEN_OK.fullmatch(ln) for ln in lines):
+        return ""
+    return ("e2fsck -n found only pass 5's summary differences (bitmaps, counts), each PR_PREEN_OK in e2fsck's "
+            "problem table: the boot's preen fixes them by itself")
 
 
 def preen_argv(argv: list[str]) -> list[str] | None:

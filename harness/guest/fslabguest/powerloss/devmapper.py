@@ -250,7 +250,10 @@ def clean_stale(mnt: str, cow_dir: str, mapper: str = "/dev/mapper") -> list[str
         if os.path.exists(os.path.join(mapper, name)):
             done.append(f"dmsetup remove {name}: rc {run_cmd(['dmsetup', 'remove', '--retry', name], 120)[0]}")
     for entry in sorted(os.listdir(cow_dir)) if os.path.isdir(cow_dir) else []:
-        if entry.startswith(("fslab-powerloss-cow-", "fslab-powerloss-target-")):
+        if entry.startswith("fslab-powerloss-turns-"):  # workers.py's mount lock file: nothing holds it now
+            os.unlink(os.path.join(cow_dir, entry))
+            done.append(f"rm {os.path.join(cow_dir, entry)}")
+        elif entry.startswith(("fslab-powerloss-cow-", "fslab-powerloss-target-")):
             path = os.path.join(cow_dir, entry)
             rc, out = run_cmd(["losetup", "--associated", path, "--noheadings", "--output", "NAME"], 60)
             for dev in out.split() if rc == 0 else []:

@@ -40,6 +40,13 @@ def report(acks: Acks, tot: dict, emit: Callable) -> None:
                   "(evidence: the point's mount.first_try); points_unmountable counts the second try")
     emit("points_clean", v[CLEAN])
     emit("points_preen_fixed", v[PREEN])
+    if tot.get("preen_by_table") or tot.get("preen_table_checked"):  # checkers.preen_by_table
+        emit("points_preen_by_table", tot["preen_by_table"],
+             note=f"fixed by preen by e2fsck's problem table (e2fsck -n found only pass 5's summary differences, "
+                  f"all PR_PREEN_OK), the preen not run; where the table decided, the preen was run anyway at "
+                  f"{tot['preen_table_checked']} points and disagreed at {tot['preen_table_disagreed']} "
+                  f"(there its own exit code is the verdict)")
+        emit("points_preen_table_disagreed", tot["preen_table_disagreed"], checked=tot["preen_table_checked"])
     emit("points_needing_repair", v[REPAIR])
     emit("points_checker_failed", v[FAILED])
     emit("points_unmountable_checker_not_clean", tot["unmountable_not_clean"])
