@@ -122,15 +122,6 @@ def test_every_point_is_a_metric_line_with_its_parts_written_as_it_is_checked(tm
         assert set(parts) >= {"replay_s", "other_s"} and abs(sum(parts.values()) - x["value"]) < 0.01
 
 
-def test_blanking_a_ram_target_zeroes_it_without_writing_and_leaves_a_disk_alone(tmp_path):
-    f = tmp_path / "t"
-    f.write_bytes(b"x" * 8192)
-    with open(f, "r+b") as fh:
-        assert pl.target.blank(pl.target.Target("ram", str(f), "/dev/loop9", True, "", 0), fh.fileno())
-        assert not pl.target.blank(pl.target.Target("disk", str(f), str(f), False, "", 0), fh.fileno())
-    assert f.read_bytes() == bytes(8192) and os.stat(f).st_blocks == 0
-
-
 def zero_heavy_log(rng: random.Random, n: int):
     """random_log's entries with zero writes mixed in (mkfs writes megabytes of them), and
     flushes with nothing before them (identical states)."""
@@ -254,6 +245,7 @@ def test_udev_leaves_the_programs_devices_alone_while_it_checks_and_only_then(tm
         for name in ("fslab-powerloss-target-353-w1", "fslab-powerloss-cow-353"):
             assert fnmatch.fnmatchcase(f"/dev/shm/{name}", loops), (name, loops)
         assert not fnmatch.fnmatchcase("/srv/images/disk.img", loops)
+        assert 'KERNEL=="ram*", ACTION=="add|change", OPTIONS+="last_rule"' in text  # brd's disks (target.py)
         assert calls == [["udevadm", "control", "--reload"]] and "rc 0" in what
     assert not list(rules.iterdir()) and len(calls) == 2
     # the names it matches are the program's own
@@ -297,6 +289,51 @@ def test_two_workers_find_what_one_finds(tmp_path, monkeypatch, kw):
         assert _found(r2) == _found(r1) and r1
     assert not list((out2).glob("points-w*")) and not list((out2 / "evidence").glob(".found-*"))
     assert not list((tmp_path / "two").glob("fslab-powerloss-*"))  # every target and store removed
+
+
+@pytest.mark.parametrize("kw", [{"fault": "drop-flushed-write"}, {"fail_mount_at": {1}}])
+def test_ram_disks_find_what_files_behind_loop_devices_find(tmp_path, monkeypatch, kw):
+    """brd's disks as the RAM targets (files here, target.RAM_DISK): one per worker and one each for
+    the metadata control and the other-order recheck, the same records, totals and evidence as the
+    sparse files behind loop devices; and they say which they were."""
+    (tmp_path / "loop").mkdir()
+    (tmp_path / "brd").mkdir()
+    monkeypatch.setattr(os, "urandom", lambda n: bytes(n))
+    p1, m1, out1, fake1 = fake_case(tmp_path / "loop", monkeypatch, replay_target="ram", workers=2, **kw)
+    note1 = NOTES[("replay_in_ram", None)]
+    p2, m2, out2, fake2 = fake_case(tmp_path / "brd", monkeypatch, replay_target="ram", workers=2, ram_disks=True,
+                                    **kw)
+    skip = ("replay_s", "point_s", "record_s", "workload_s")  # timings
+    assert {k: v for k, v in m2.items() if k[0] not in skip} == {k: v for k, v in m1.items() if k[0] not in skip}
+    assert _found(p2) == _found(p1) and len(p2) == 4
+    assert ("modprobe", "brd", "rd_nr=4", f"rd_size={5 * SLOT // 1024}", "max_part=0") in fake2.calls  # 2 + 2
+    assert not [c for c in fake2.calls if c[:2] == ("losetup", "--find") and "target" in c[-1]]  # no file target
+    # the parent's snapshots (the workers' are in their own processes): the metadata control's, on disk 3
+    snaps = {c[2].split()[3] for c in fake2.calls if c[0] == "create"}
+    assert snaps == ({str(tmp_path / "brd" / "ram3")} if "fault" in kw else set()), snaps
+    assert NOTES[("replay_in_ram", None)].endswith("on a RAM disk (brd)")  # worker 0's
+    assert "behind a loop device (no brd (modprobe brd: modprobe: FATAL: Module brd not found" in note1
+
+
+def test_ram_disks_not_made_say_why(tmp_path, monkeypatch):
+    monkeypatch.setattr(pl.target, "BRD_SYS", str(tmp_path))  # brd loaded already
+    monkeypatch.setattr(pl.target, "RAM_DISK", str(tmp_path / "ram{}"))
+    calls = []
+
+    def run_cmd(argv, timeout=None):
+        calls.append(argv)
+        return (1, "rmmod: ERROR: Module brd is in use\n") if argv[0] == "rmmod" else (0, "")
+    monkeypatch.setattr(pl.target.dm, "run_cmd", run_cmd)
+    assert pl.target.load_ram_disks(3, 1 << 20) == [] and calls == [["rmmod", "brd"]]
+    assert pl.target.RAM_DISKS_WHY == "brd is loaded and in use (rmmod brd: rmmod: ERROR: Module brd is in use)"
+    monkeypatch.setattr(pl.target, "BRD_SYS", str(tmp_path / "none"))
+    assert pl.target.load_ram_disks(3, 1 << 20) == []  # modprobe said yes, but no disks appeared
+    assert pl.target.RAM_DISKS_WHY == "modprobe brd rd_nr=3 rd_size=1024 did not make 3 disks of 1048576 bytes"
+    for i in range(3):
+        (tmp_path / f"ram{i}").write_bytes(bytes(1 << 20))
+    assert pl.target.load_ram_disks(3, 1 << 20) == [str(tmp_path / f"ram{i}") for i in range(3)]
+    pl.target.unload_ram_disks()
+    assert pl.target.RAM_DISKS == [] and calls[-1] == ["rmmod", "brd"]
 
 
 def _turn_held() -> bool:

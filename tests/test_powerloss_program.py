@@ -732,8 +732,10 @@ class FakeSystem:
         self.eio_at = eio_at  # the mounts (0, 1, ... in order) that fail with EIO
         self.checker_rc = checker_rc  # every checker run exits with this (None: it checks the image)
         self.loops: dict[str, str] = {}
+        self.ram_disks: list[Path] = []  # what `modprobe brd` makes (none: it fails, as on a kernel without brd)
 
     def install(self, monkeypatch) -> None:
+        monkeypatch.setattr(pl.target, "BRD_SYS", str(self.data.parent / "no-brd-loaded"))
         monkeypatch.setattr(pl.devmapper, "dm_create", self.dm_create)
         monkeypatch.setattr(pl.devmapper, "dm_remove", lambda name: self.calls.append(("remove", name)))
         monkeypatch.setattr(pl.devmapper, "mount_fs", self.mount)
@@ -780,6 +782,13 @@ class FakeSystem:
 
     def run_cmd(self, argv, timeout=None):
         self.calls.append(tuple(argv))
+        if argv[:2] == ["modprobe", "brd"] and not self.ram_disks:  # no RAM disks here: the targets are files
+            return 1, "modprobe: FATAL: Module brd not found in directory /lib/modules/test\n"
+        if argv[:2] == ["modprobe", "brd"]:  # RAM disks as files (target.py only checks they exist and their size)
+            for path in self.ram_disks[:int(argv[2].split("=")[1])]:
+                path.write_bytes(b"")
+                os.truncate(path, int(argv[3].split("=")[1]) * 1024)
+            return 0, ""
         if argv[:3] == ["losetup", "--find", "--show"]:  # a loop device over the file: the file itself
             dev = f"/dev/loop{7 + len(self.loops)}"
             self.loops[dev] = argv[3]
@@ -812,7 +821,7 @@ METRICS: list[dict] = []  # the last fake_case's metric lines, in order
 
 def fake_case(tmp_path, monkeypatch, fault=None, fail_mount_at=frozenset(), check=("fsck.fake", "{dev}"),
               log=fake_log, checker_rc=None, replay_target="disk", check_every=1, reorder=0, workers=1,
-              eio_at=frozenset()):
+              eio_at=frozenset(), ram_disks=False):
     a, b, c = pl.promises.blob("a", 2048), pl.promises.blob("b", 1536), pl.promises.blob("c", 512)
     logp = _file(tmp_path, log(a, b, c).build())
     data = tmp_path / "data.img"
@@ -836,6 +845,9 @@ def fake_case(tmp_path, monkeypatch, fault=None, fail_mount_at=frozenset(), chec
                     reorder=reorder, workers=workers)
     fake = FakeSystem(data, fail_mount_at, checker_rc, eio_at)
     fake.install(monkeypatch)
+    if ram_disks:  # brd's disks: files here
+        fake.ram_disks = [tmp_path / f"ram{i}" for i in range(8)]
+        monkeypatch.setattr(pl.target, "RAM_DISK", str(tmp_path / "ram{}"))
     metrics = METRICS  # filled as the loop emits (a test may read it while the loop runs)
     metrics.clear()
     tot = pl.check.check_all(cfg, acks, str(out),

@@ -35,8 +35,9 @@ One run owns the filesystem's whole life, because every write from mkfs on must 
 3. Replay and check. The log is parsed (format below), the crash points are chosen (crash model
    below), and for each point the crash state is rebuilt as that crash would leave DATA: the
    ranges the log touches are zeroed, then entries are applied in log order (a discard zeroes
-   its range), incrementally from point to point. The state is rebuilt in RAM (a sparse file in
-   /dev/shm behind a loop device, nothing to zero) when the log's writes fit, else on DATA
+   its range), incrementally from point to point. The state is rebuilt in RAM (a fresh disk of
+   brd's, the kernel's RAM disk, one per worker; without brd a sparse file in /dev/shm behind a
+   loop device; nothing to zero either way) when the log's writes fit, else on DATA
    itself (target.py; metric replay_in_ram says which and why). A dm-snapshot (non-persistent,
    its copy-on-write store a sparse file on a loop device in /dev/shm; made and removed by the
    device-mapper ioctl, dmioctl.py) keeps the crash image pristine while it is mounted (mount(2):
@@ -176,7 +177,7 @@ from fslabguest.powerloss.record import record, remember_written
 from fslabguest.powerloss.replay import FAULTS
 from fslabguest.powerloss.report import report
 from fslabguest.powerloss.seqgen import GENERATED, sequences  # noqa: F401  (sequences: the suite's seq-N profiles)
-from fslabguest.powerloss.target import REPLAY_TARGETS
+from fslabguest.powerloss.target import REPLAY_TARGETS, unload_ram_disks
 from fslabguest.powerloss.workloads import WORKLOADS
 
 
@@ -334,7 +335,10 @@ def main(argv: list[str] | None = None) -> int:
         emit("record_s", round(time.monotonic() - t0, 3), "s")
         emit("workload_s", round(wl_s, 3), "s")
         with quiet_udev():
-            tot = check_all(cfg, acks, cfg.out, emit)
+            try:
+                tot = check_all(cfg, acks, cfg.out, emit)
+            finally:
+                unload_ram_disks()  # target.py: brd frees its pages only when unloaded
         remember_written(cfg.data, device_bytes(cfg.data), tot["written"])  # the next case zeroes only these
         report(acks, tot, emit)
         return 0

@@ -30,6 +30,7 @@ from fslabguest.powerloss.promises import Acks, verify
 from fslabguest.powerloss.record import substitute
 from fslabguest.powerloss.replay import CHUNK, Extents, Replayer, find_fault
 from fslabguest.powerloss.seqgen import GENERATED
+from fslabguest.powerloss import target
 from fslabguest.powerloss.target import mem_available, touched_bytes
 
 SCOPE_DEPTH = 2  # a generated workload's sequence directories: seqN/NNN-...
@@ -373,6 +374,8 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
             fault = find_fault(log, lf.fileno(), acks.promises, marks)
             emit("fault_dropped_entry", fault["entry"], "", promise=fault["promise"], path=fault["path"])
     job = workers.Job(cfg, acks, log, points, fsck_at, [fault["entry"]] if fault else [], size, out, emit, check_point)
+    if cfg.replay_target != "disk":  # a fresh RAM disk for each worker, the other-order recheck and the control
+        target.load_ram_disks(n + 2, size)  # (unloaded by the program when the check ends: fslab_powerloss.py)
     lines, merged = workers.run_all(job, n, chosen, cfg.replay_target)
     tot["reorder"] = merged["reorder"]
     first = merged.get("target")
@@ -410,20 +413,20 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
     drop = [fault["entry"]] if fault else []
     todo = other_order.plan(evidence, points, summary["fua_overlaps"], drop)
     if todo:  # a FUA/plain overlap in a broken promise's state: the other order too (other_order.py)
-        with workers.resources(job, 0, cfg.replay_target) as (mine, target, cow_dev), open(cfg.log, "rb") as lf, \
-                open(target.path, "r+b", buffering=0) as dev:
+        with workers.resources(job, 0, cfg.replay_target, n) as (mine, tg, cow_dev), open(cfg.log, "rb") as lf, \
+                open(tg.path, "r+b", buffering=0) as dev:
             kmsg = dm.Kmsg()
             tot["other_order_states"] = other_order.recheck(
-                evidence, todo, points, log, lf.fileno(), dev.fileno(), target.fresh, drop,
+                evidence, todo, points, log, lf.fileno(), dev.fileno(), tg.fresh, drop,
                 lambda pt, prep: check_point(pt, mine, acks, cow_dev, sectors, kmsg, False, None, prep)[0])
     if cfg.fault and chosen and chosen[-1].final:  # the metadata control, on the disk as the recording left it
         # (every logged write, without the data control's dropped one: on ext2 that write was seen to
         # carry a directory block too); not the last crash state, which on ext2, jfs and ext4
         # barrier=0 lacks the writes no flush followed and was seen needing repair before any corruption
-        with workers.resources(job, 0, cfg.replay_target) as (mine, target, cow_dev), open(cfg.log, "rb") as lf, \
-                open(target.path, "r+b", buffering=0) as dev:
+        with workers.resources(job, 0, cfg.replay_target, n + 1) as (mine, tg, cow_dev), open(cfg.log, "rb") as lf, \
+                open(tg.path, "r+b", buffering=0) as dev:
             whole = Replayer(log, lf.fileno(), dev.fileno(), [])
-            whole.reset(fresh=target.fresh)
+            whole.reset(fresh=tg.fresh)
             whole.goto(whole_log(log))
             os.fsync(dev.fileno())
             tot["metadata_control"] = _metadata_control(mine, log, dev.fileno(), set(), cow_dev, sectors)

@@ -214,7 +214,9 @@ UDEV_RULE = (
     "# worker's target registered it with the kernel as a copy of the filesystem another worker had mounted\n"
     "# (\"BTRFS warning: duplicate device /dev/loop1\", 2026-11-28).\n"
     'SUBSYSTEM=="block", KERNEL=="loop*", ACTION=="add|change", ATTR{loop/backing_file}=="*/fslab-powerloss-*", '
-    'OPTIONS+="last_rule"\n')
+    'OPTIONS+="last_rule"\n'
+    "# Nor for brd's RAM disks, loaded by this program for its replay targets (target.py).\n"
+    'SUBSYSTEM=="block", KERNEL=="ram*", ACTION=="add|change", OPTIONS+="last_rule"\n')
 
 
 @contextmanager

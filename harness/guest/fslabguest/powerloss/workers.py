@@ -74,12 +74,15 @@ class Job:
 
 
 @contextmanager
-def resources(job: Job, k: int, target_want: str) -> Iterator[tuple[argparse.Namespace, Target, str]]:
-    """Worker k's replay target, copy-on-write store and loop device, mount point: its cfg (data:
-    the snapshots' origin), the target and the store's loop device."""
+def resources(job: Job, k: int, target_want: str, slot: int | None = None) -> Iterator[tuple[argparse.Namespace,
+                                                                                         Target, str]]:
+    """Worker k's replay target (brd's disk `slot`, default k: target.py), copy-on-write store and
+    loop device, mount point: its cfg (data: the snapshots' origin), the target and the store's
+    loop device."""
     cfg = job.cfg
     suffix = f"-w{k}" if k else ""
-    target = open_target(cfg.data, job.size, job.log, cfg.cow_dir, f"{os.getpid()}{suffix}", target_want)
+    target = open_target(cfg.data, job.size, job.log, cfg.cow_dir, f"{os.getpid()}{suffix}", target_want,
+                         k if slot is None else slot)
     cow_file = cfg.cow_file + suffix
     mine = argparse.Namespace(**{**vars(cfg), "data": target.origin, "cow_file": cow_file, "mnt": cfg.mnt + suffix})
     cow_dev = ""
