@@ -193,6 +193,25 @@ def test_checker_verdicts_are_counted_apart(tmp_path):
     assert row["fixed by preen"] == "35.71 %" and row["needing repair"] == "21.43 % (checker failed at 4)"
 
 
+def test_the_preen_told_by_e2fscks_table_is_said_with_how_often_the_preen_checked_it(tmp_path):
+    """points_preen_by_table and points_preen_table_disagreed (its `checked`) summed over the cases
+    into the preen cell; a disagreement is said."""
+    recs = pl_records("ext2", "maildir", 20, 0, 3, {}, verdicts=(5, 0)) + pl_records("ext2", "append", 10, 0, 0, {},
+                                                                                        verdicts=(4, 0))
+    def rec(case: str, metric: str, value: int, **kw: Any) -> dict:
+        return synthetic.record("power-loss", case, "ext2", metric, value, "", 0, step="run", ops=3, **kw)
+
+    recs += [rec("maildir", "points_preen_by_table", 3), rec("maildir", "points_preen_table_disagreed", 0, checked=2),
+             rec("append", "points_preen_by_table", 2), rec("append", "points_preen_table_disagreed", 1, checked=2)]
+    run = load_run(synthetic.make_run(tmp_path / "t", "power-loss", recs))
+    label_runs([run])
+    (d,) = durability.collect(run)
+    assert (d.preen, d.preen_by_table, d.preen_table_checked, d.preen_table_disagreed) == (9, 5, 4, 1)
+    head, rows = durability.table([d])
+    assert dict(zip(head, rows[0], strict=True))["fixed by preen"] == "30 % (table 5; preen 4, 1 disagreed: the " \
+                                                                     "preen's verdict)"
+
+
 def test_the_sample_is_said_per_case_and_never_called_every_point(tmp_path):
     recs = (pl_records("ext4", "maildir", 12, 0, 0, {}, total=30) + pl_records("ext4", "append", 9, 0, 0, {}, total=9)
             + pl_records("xfs", "maildir", 5, 0, 0, {}, total=5, overlaps=2))

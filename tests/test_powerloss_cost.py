@@ -325,7 +325,8 @@ def test_ram_disks_not_made_say_why(tmp_path, monkeypatch):
         return (1, "rmmod: ERROR: Module brd is in use\n") if argv[0] == "rmmod" else (0, "")
     monkeypatch.setattr(pl.target.dm, "run_cmd", run_cmd)
     assert pl.target.load_ram_disks(3, 1 << 20) == [] and calls == [["rmmod", "brd"]]
-    assert pl.target.RAM_DISKS_WHY == "brd is loaded and in use (rmmod brd: rmmod: ERROR: Module brd is in use)"
+    assert pl.target.RAM_DISKS_WHY == ("brd is loaded and cannot be unloaded (rmmod brd: rmmod: ERROR: Module brd is "
+                                       "in use)")
     monkeypatch.setattr(pl.target, "BRD_SYS", str(tmp_path / "none"))
     assert pl.target.load_ram_disks(3, 1 << 20) == []  # modprobe said yes, but no disks appeared
     assert pl.target.RAM_DISKS_WHY == "modprobe brd rd_nr=3 rd_size=1024 did not make 3 disks of 1048576 bytes"

@@ -275,16 +275,14 @@ def _preen(d: FsDurability) -> str:
     """The share fixed by preen, and how many of them e2fsck's problem table told (checkers.py).
 
     >>> _preen(FsDurability("r", "ext2", points=10, preen=8, clean=2, preen_by_table=7, preen_table_checked=1))
-    "80 % (7 by e2fsck's table; 1 checked by the preen: agreed)"
+    '80 % (table 7; preen 1, agreed)'
     """
     if d.points and d.points == d.no_checker:
         return "-"
     if not d.preen_by_table and not d.preen_table_checked:
         return _pct(d.preen_pct)
-    agreed = ("agreed" if not d.preen_table_disagreed else
-              f"disagreed at {d.preen_table_disagreed}, whose verdict is then the preen's")
-    return (f"{_pct(d.preen_pct)} ({d.preen_by_table} by e2fsck's table; {d.preen_table_checked} checked by the "
-            f"preen: {agreed})")
+    agreed = "agreed" if not d.preen_table_disagreed else f"{d.preen_table_disagreed} disagreed: the preen's verdict"
+    return f"{_pct(d.preen_pct)} (table {d.preen_by_table}; preen {d.preen_table_checked}, {agreed})"
 
 
 def _label_of(ds: list[FsDurability], kind: str) -> str:
@@ -553,8 +551,9 @@ LEAD = ("Each case recorded every write the filesystem made from mkfs on (dm-log
         "told was durable, "
         "and ran the filesystem's own checker read-only. Unmountable is a share of the crash points checked; "
         "fixed by preen (what the boot's automatic fsck -p repairs by itself: e2fsck only; where e2fsck -n found "
-        "only pass 5's summary differences, all marked PR_PREEN_OK in e2fsck's problem table, told by that table, "
-        "the preen itself run at 1 in 8 of those points to check it) and needing repair "
+        "only pass 5's summary differences, all marked PR_PREEN_OK in e2fsck's problem table, told by that table "
+        "(the cell's \"table N\"), the preen itself run to check it at 1 in 8 of those points and wherever its "
+        "repaired image is checked again (\"preen M\", and whether it agreed)) and needing repair "
         "(by a human) are shares of the points that mounted where the checker gave a verdict, from each "
         "checker's documented exit codes; a checker that failed (operational error, timeout) is counted apart; "
         "a promise counts once however many points break it. Broken promises are split "

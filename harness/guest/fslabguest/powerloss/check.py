@@ -21,6 +21,7 @@ from fslabguest.powerloss import (
     other_order,
     same_state,
     sampling,
+    target,
     workers,
 )
 from fslabguest.powerloss import devmapper as dm
@@ -30,7 +31,6 @@ from fslabguest.powerloss.promises import Acks, verify
 from fslabguest.powerloss.record import substitute
 from fslabguest.powerloss.replay import CHUNK, Extents, Replayer, find_fault
 from fslabguest.powerloss.seqgen import GENERATED
-from fslabguest.powerloss import target
 from fslabguest.powerloss.target import mem_available, touched_bytes
 
 SCOPE_DEPTH = 2  # a generated workload's sequence directories: seqN/NNN-...

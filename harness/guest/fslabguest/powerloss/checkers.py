@@ -91,7 +91,8 @@ E2FSCK_DECLINED_ABORT = "e2fsck: aborted"  # -n answered no to a fix it needed t
 BTRFS_NOT_OPENED = ("cannot open", "no valid btrfs found", "could not open")
 BTRFS_BAD_TREE = ("bad tree block", "checksum verify failed")  # what it found, by address
 PREEN_SAMPLE = 8  # the preen still runs where the table decided at points whose index is a multiple of it
-E2FSCK_PASS5_PREEN_OK = re.compile("|".join((  # pass 5's findings, all PR_PREEN_OK (e2fsck/problem.c), as -n prints them
+# pass 5's findings, all PR_PREEN_OK in e2fsck/problem.c, as e2fsck -n prints them
+E2FSCK_PASS5_PREEN_OK = re.compile("|".join((
     r"(Block|Inode) bitmap differences: [-+()0-9 ]*",
     r"Free (blocks|inodes) count wrong( for group #\d+)? \(\d+, counted=\d+\)\.",
     r"Directories count wrong for group #\d+ \(\d+, counted=\d+\)\.",
@@ -161,7 +162,8 @@ def preen_by_table(argv: list[str], rc: int, output: str) -> str:
     ...        "/dev/dm-1: 11/32768 files (9.1% non-contiguous), 2161/131072 blocks\\n")
     >>> preen_by_table(["e2fsck", "-f", "-n", "d"], 4, out)[:60]
     "e2fsck -n found only pass 5's summary differences (bitmaps, "
-    >>> preen_by_table(["e2fsck", "-f", "-n", "d"], 4, out.replace("Pass 5", "Entry 'a' has deleted/unused inode 12.\\nPass 5"))
+    >>> entry = "Entry 'a' has deleted/unused inode 12.\\nPass 5"
+    >>> preen_by_table(["e2fsck", "-f", "-n", "d"], 4, out.replace("Pass 5", entry))
     ''
     >>> preen_by_table(["e2fsck", "-f", "-n", "d"], 12, out), preen_by_table(["xfs_repair", "-n", "d"], 4, out)
     ('', '')

@@ -114,7 +114,7 @@ def load_ram_disks(count: int, size: int) -> list[str]:
     if os.path.isdir(BRD_SYS):
         rc, out = dm.run_cmd(["rmmod", "brd"], 60)
         if rc != 0:
-            RAM_DISKS_WHY = f"brd is loaded and in use (rmmod brd: {dm.one_line(out)})"
+            RAM_DISKS_WHY = f"brd is loaded and cannot be unloaded (rmmod brd: {dm.one_line(out)})"
             return []
     kib = -(-size // 1024)
     rc, out = dm.run_cmd(["modprobe", "brd", f"rd_nr={count}", f"rd_size={kib}", "max_part=0"], 60)
