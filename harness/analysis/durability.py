@@ -185,11 +185,11 @@ def collect(run: Run) -> list[FsDurability]:
                 "points_without_checker": "no_checker", "unsynced_lost": "unsynced_lost",
                 "unsynced_present": "unsynced_present", "oracle_points_checked": "oracle_points",
                 "oracle_paths_checked": "oracle_paths", "oracle_mismatches": "oracle_mismatches",
-                "sequences_run": "sequences", "sequences_skipped": "sequences_skipped"}.get(metric)
+                "sequences_run": "sequences", "sequences_skipped": "sequences_skipped",
+                "points_preen_by_table": "preen_by_table",
+                "points_preen_table_disagreed": "preen_table_disagreed"}.get(metric)
         if metric == "points_preen_table_disagreed":
             d.preen_table_checked += int(r.get("checked") or 0)
-        attr = attr or {"points_preen_by_table": "preen_by_table",
-                        "points_preen_table_disagreed": "preen_table_disagreed"}.get(metric)
         if attr is not None:
             setattr(d, attr, getattr(d, attr) + _num(r))
     for fs, recs in controls.items():
