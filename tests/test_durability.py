@@ -324,6 +324,9 @@ def test_ext2_findings_at_a_point_the_preen_repaired_are_read_from_what_the_pree
     assert read("seq-fsync-file-dir", {"mounted": True, "broken": ["p7"]}) == (
         "bug", "a linux-convention promise broken though its syncs issued a barrier and the log is sound; still "
                "broken after the boot's preen (e2fsck -p)")
+    assert read("seq-fsync-file-dir", {"mounted": True, "broken": ["p7"], "by_table": "not run"})[1].endswith(
+        "still broken after the boot's preen (e2fsck -p), told by e2fsck's problem table: the preen fixes only "
+        "bitmaps and counts")
     assert read("seq-fsync-file-dir", {"mounted": False})[0] == "bug"
     verdict, why = read("seq-fsync-dir", {"mounted": True, "broken": ["p7"]})
     assert verdict == "expected" and why.startswith("ext2 has no journal: its directory's fsync made the entry durable")

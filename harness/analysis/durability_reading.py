@@ -111,7 +111,8 @@ def reading(ev: dict, *, fs_type: str, mount_options: str, label: str, points_to
                                 f"{check}), and {then}")
         if promise.get("kind") == "seq-fsync-dir":
             return "expected", f"{EXT2_DIR_FSYNC}; the boot's preen (e2fsck -p) clears the entry"
-        preened = "; still broken after the boot's preen (e2fsck -p)"
+        by_table = ", told by e2fsck's problem table: the preen fixes only bitmaps and counts"
+        preened = "; still broken after the boot's preen (e2fsck -p)" + (by_table if after.get("by_table") else "")
     other = ev.get("other_order")
     if other is None and overlaps:
         return "unsure", (f"{overlaps} FUA/plain overlap(s) in this log: there the log's order may not be the "

@@ -120,12 +120,7 @@ def check_point(point: Point, cfg: argparse.Namespace, acks: Acks, cow_dev: str,
             check["clean"] = check["verdict"] == checkers.CLEAN
         rec["check"] = check
         if check.get("verdict") == checkers.PREEN and (rec.get("broken") or not rec["mounted"]):
-            if same_check is not None:  # the earlier point's preen ran on its own snapshot: again on this one
-                _preen(cfg, snap)
-            elif not check["preen"]["ran"]:  # decided by the table: the preened image is needed, so run it now
-                check_text += _run_preen(cfg, snap, check, check["preen"]["by_table"])
-            if check["verdict"] == checkers.PREEN:
-                rec["after_preen"] = _after_preen(point, cfg, acks, snap)
+            check_text += _after_the_preen(point, cfg, acks, snap, rec, same_check is not None)
     finally:
         dm.dm_remove(dm.SNAP)
         _empty_cow(cfg, sectors)
@@ -216,15 +211,45 @@ def _preen_verdict(cfg: argparse.Namespace, snap: str, point: Point, check: dict
 
 
 def _run_preen(cfg: argparse.Namespace, snap: str, check: dict, by_table: str) -> str:
-    """The preen run on the snapshot, its exit code the verdict; where the table had decided
-    (`by_table`), whether the preen agrees with it."""
+    """The preen run on the snapshot, its exit code the verdict (its reason added to the check's);
+    where the table had decided (`by_table`), whether the preen agrees with it."""
     pargv, prc, ptext = _preen(cfg, snap)
     verdict, pwhy = checkers.classify_preen(prc)
     preen = {"ran": True, "argv": pargv, "rc": prc, "lines": _lines(ptext)}
     if by_table:
         preen["table_agrees"] = verdict == checkers.PREEN
-    check.update(verdict=verdict, why=f"{check['why'].split('; ')[0]}; {pwhy}", preen=preen)
+    check.update(verdict=verdict, why=f"{check['why']}; {pwhy}", preen=preen)
     return f"\n$ {' '.join(pargv)}\n{ptext}[exit code {prc}]\n"
+
+
+def _after_the_preen(point: Point, cfg: argparse.Namespace, acks: Acks, snap: str, rec: dict, taken: bool) -> str:
+    """rec's `after_preen` at a point "fixed by preen" that broke a promise or did not mount: its
+    promises on the image as the boot's preen leaves it. Where e2fsck's problem table decided and the
+    crash image mounted, the preen's fixes are pass 5's alone (bitmaps and counts): no read of a file
+    or directory sees them, so the promises stand as before it, said so (`by_table`) and checked by
+    the sampled points, where the preen runs and its image is mounted (`table_agrees` covers both).
+    `taken`: the check is an earlier point's (same_state.py), whose preen ran on its own snapshot.
+    Returns what to add to the checker's output."""
+    check, text = rec["check"], ""
+    preen = check.get("preen") or {}
+    if preen.get("by_table") and not preen["ran"] and rec["mounted"]:
+        failures = [{k: r[k] for k in ("promise", "path", "verdict")} for r in rec["failures"]][:20]
+        rec["after_preen"] = {"mounted": True, "broken": rec["broken"], "by_table": AFTER_PREEN_BY_TABLE,
+                              "failures": failures}
+        return text
+    if taken:
+        _preen(cfg, snap)
+    elif not preen.get("ran"):  # decided by the table where the crash image did not mount: run it now
+        text = _run_preen(cfg, snap, check, preen["by_table"])
+    if check["verdict"] == checkers.PREEN:
+        rec["after_preen"] = after = _after_preen(point, cfg, acks, snap)
+        if not taken and check["preen"].get("table_agrees") and rec["mounted"]:  # a sampled point: the derivation too
+            check["preen"]["table_agrees"] = after["mounted"] and after["broken"] == rec["broken"]
+    return text
+
+
+AFTER_PREEN_BY_TABLE = ("not run: e2fsck's problem table told the preen's fixes, pass 5's bitmaps and counts alone, "
+                        "which no read of a file or directory sees: the promises as before it")
 
 
 def _umounted(urc: int, utext: str, point: Point, what: str) -> None:

@@ -18,7 +18,7 @@ file: check.py loads it (`load_ram_disks`) with a disk for each worker and one e
 other-order recheck and the metadata control, so every target starts fresh (all zeros, no page
 taken until written) and is used once; and unloads it at the end (`unload_ram_disks`). A read
 of a snapshot's origin is then served by brd in the caller's context, where a loop device hands
-each one to its worker thread to read the file: under TCG a crash image's mount took 0.38-0.53 s
+each one to its worker thread to read the file: under TCG a crash image's mount took 0.37-0.53 s
 on the loop device and 0.31-0.33 s on brd (reiserfs; nilfs2 0.35-0.37 and 0.28-0.29; five mounts
 each, 2026-11-28). The replayer writes the disk through its page cache and fsyncs before each
 snapshot (workers.py), as for the data disk. Without brd (a kernel built without it, or a brd
