@@ -931,24 +931,44 @@ def c_header_flushed_without_its_data(a: bytes, b: bytes, c: bytes) -> LogBuilde
     return lb
 
 
-def test_where_e2fscks_table_tells_the_preen_it_is_not_run_but_where_its_image_is_needed(tmp_path, monkeypatch):
+def test_where_e2fscks_table_tells_the_preen_it_is_not_run_and_the_promises_after_it_are_those_before(
+        tmp_path, monkeypatch):
     """checkers.preen_by_table told for every finding (the fake checker is no e2fsck): the preen is
-    left out at a point that broke nothing, run where the preened image is needed (a broken promise),
-    and that run says whether it agreed with the table."""
+    left out at a point that broke nothing, and at a mounted point that broke a promise its image's
+    promises are said to be those before it (pass 5's fixes change no file), marked `by_table`."""
     monkeypatch.setitem(pl.checkers.TOOLS, "fsck.fake", ({}, ["fsck.fake", "-p", "{dev}"]))
     monkeypatch.setattr(pl.checkers, "preen_by_table", lambda argv, rc, out: "by the table" if rc else "")
-    monkeypatch.setattr(pl.checkers, "PREEN_SAMPLE", 1000)  # never sampled: only the image's need runs it
-    for sub, kw, ran in (("quiet", {"log": c_header_flushed_without_its_data}, False),
-                         ("broken", {"fault": "drop-flushed-write"}, True)):
+    monkeypatch.setattr(pl.checkers, "PREEN_SAMPLE", 1000)  # never sampled
+    for sub, kw, broken in (("quiet", {"log": c_header_flushed_without_its_data}, False),
+                            ("broken", {"fault": "drop-flushed-write"}, True)):
         (tmp_path / sub).mkdir()
         points, m, out, _ = fake_case(tmp_path / sub, monkeypatch, **kw)
         preened = [p for p in points if p["check"].get("verdict") == "fixed by preen"]
-        assert preened and all(bool(p.get("broken")) is ran and p["check"]["preen"]["ran"] is ran for p in preened)
-        assert all(p["check"]["preen"]["table_agrees"] and p["after_preen"]["broken"] == ["p1"] for p in preened
-                   if ran) and all("after_preen" not in p for p in preened if not ran)
-        assert m[("points_preen_fixed", None)] == len(preened)
-        assert m[("points_preen_by_table", None)] == (0 if ran else len(preened))
+        assert preened and all(bool(p.get("broken")) is broken and not p["check"]["preen"]["ran"] for p in preened)
+        if broken:
+            assert all(p["after_preen"]["broken"] == ["p1"] and p["after_preen"]["by_table"] for p in preened)
+        else:
+            assert all("after_preen" not in p for p in preened)
+        assert m[("points_preen_fixed", None)] == m[("points_preen_by_table", None)] == len(preened)
         assert m[("points_preen_table_disagreed", None)] == 0
+
+
+@pytest.mark.parametrize("after_broken,agrees", [(["p1"], True), ([], False)])
+def test_a_sampled_point_checks_the_promises_after_the_preen_against_the_table(tmp_path, monkeypatch, after_broken,
+                                                                               agrees):
+    """Where the table decided and the point is sampled, the preen runs and its image is mounted:
+    `table_agrees` holds only if the promises broken after it are those broken before."""
+    monkeypatch.setattr(pl.check, "_preen", lambda cfg, snap: (["e2fsck", "-f", "-p", snap], 1, "fixed\n"))
+    monkeypatch.setattr(pl.check, "_after_preen", lambda point, cfg, acks, snap: {"mounted": True,
+                                                                                   "broken": after_broken})
+    check = {"ran": True, "argv": ["e2fsck", "-f", "-n", "/dev/dm-1"], "rc": 4, "verdict": "needs repair",
+             "why": "e2fsck exit 4: errors left uncorrected"}
+    point = pl.points.Point(8, 8, 8, 8, 0, [])
+    pl.check._preen_verdict(Namespace(), "/dev/dm-1", point, check, PASS5_ONLY)
+    rec = {"check": check, "mounted": True, "broken": ["p1"], "failures": []}
+    pl.check._after_the_preen(point, Namespace(), None, "/dev/dm-1", rec, False)
+    assert check["preen"]["ran"] and check["preen"]["table_agrees"] is agrees
+    assert rec["after_preen"]["broken"] == after_broken and "by_table" not in rec["after_preen"]
 
 
 PASS5_ONLY = ("e2fsck 1.47.0 (5-Feb-2023)\nPass 1: Checking inodes, blocks, and sizes\nPass 2: Checking directory "
