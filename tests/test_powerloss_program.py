@@ -93,7 +93,8 @@ def test_program_and_its_package_are_stdlib_only_and_the_program_is_the_command_
     src = PROGRAM.read_text()
     assert src.startswith("#!/usr/bin/env python3\n")
     defined = {n.name for n in ast.parse(src).body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-    assert defined <= {"_json_list", "_int_at_least", "load_plan_fs", "parse_args", "resolve", "inspect", "main"}
+    assert defined <= {"_json_list", "_int_at_least", "_workers", "load_plan_fs", "parse_args", "resolve", "inspect",
+                       "main"}
 
 
 def test_parse_a_hand_built_log(tmp_path):

@@ -7,6 +7,7 @@ into records, raw evidence, the durability section and the figure.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -45,7 +46,7 @@ def test_cases_one_per_workload_then_the_control(profile, ids, ops, max_points):
         assert argv[0] == "/usr/local/bin/fslab-powerloss" and opt["--plan"] == PLAN_PATH
         assert (opt["--fs"], opt["--data"], opt["--log"], opt["--mnt"], opt["--out"], opt["--seed"]) == (
             "{name}", "{disk0}", "{disk1}", "{mnt}", "{out}", "{rep}")
-        assert opt["--workers"] == "{ncpu}"  # one worker per vCPU (the program's workers.py)
+        assert opt["--workers"] == "auto"  # one more than the vCPUs (the program's workers.py auto)
         control = c.id == "control"
         assert opt["--workload"] == ("replace-fsync" if control else c.id)
         assert int(opt["--max-points"]) == (0 if control else max_points)
@@ -64,11 +65,10 @@ def test_the_program_parses_the_suites_argv():
         for c in pl.SUITE.cases(profile):
             argv = [a.replace("{name}", "ext4").replace("{disk0}", "/dev/vdb").replace("{disk1}", "/dev/vdc")
                     .replace("{mnt}", "/mnt/fslab/ext4").replace("{out}", "/tmp/o").replace("{rep}", "0")
-                    .replace("{ncpu}", "2")
                     for a in c.to_json()["steps"][0]["argv"][1:]]
             args = pl.program().parse_args(argv)
             assert args.workload in (*WORKLOADS, "seq-1", "seq-2") and args.seed == 0 and args.out == "/tmp/o"
-            assert args.workers == 2
+            assert args.workers == (os.cpu_count() or 1) + 1  # --workers auto: one more than the CPUs
 
 
 def test_the_full_vmconfig_has_every_variant_on_two_disks():

@@ -6,7 +6,7 @@ command line; what it does is in the package fslabguest.powerloss, one module pe
 crash points, replay, promises, workloads, device mapper, recording, the check loop, the report).
 
     fslab-powerloss --plan /run/fslab/plan.json --fs NAME --data DEV --log DEV --workload W
-                    [--seed S] [--ops N] [--max-points N] [--check-every K] [--reorder N] [--workers N]
+                    [--seed S] [--ops N] [--max-points N] [--check-every K] [--reorder N] [--workers N|auto]
                     [--trace EVENTS] [--fault drop-flushed-write] --out DIR
     (or --mkfs-json '["mkfs.ext4","-F","{dev}"]' --fstype ext4 [--mount-options O]
         [--check-json '["e2fsck","-fn","{dev}"]'] instead of --plan/--fs)
@@ -53,8 +53,9 @@ One run owns the filesystem's whole life, because every write from mkfs on must 
    byte-identical to the last checked one, and takes from it whether it mounts and the checker's
    verdict, verified again only where more promises are due (same_state.py, metric
    points_same_state); --workers N checks N runs of neighbouring points at once, each in a process
-   of its own (workers.py; the suite passes one per vCPU); udev leaves the program's device-mapper
-   devices alone while it checks (a runtime rule in /run/udev/rules.d); the recording zeroes only
+   of its own (workers.py; the suite passes auto: one more than the vCPUs); udev leaves the
+   program's device-mapper devices alone while it checks (a runtime rule in /run/udev/rules.d);
+   the recording zeroes only
    what the last case of the boot wrote to the data disk (record.py, metric zero_bytes).
 
 The dm-log-writes log (learned from the kernel's drivers/md/dm-log-writes.c and fstests'
@@ -160,7 +161,7 @@ import sys
 import time
 
 from fslabguest.commands import add_sbin_to_path, run_cmd
-from fslabguest.powerloss import PowerlossError
+from fslabguest.powerloss import PowerlossError, workers
 from fslabguest.powerloss.check import check_all
 from fslabguest.powerloss.devmapper import (
     check_free_device,
@@ -201,6 +202,11 @@ def _int_at_least(low: int):
             raise argparse.ArgumentTypeError(f"{v} is below {low}")
         return v
     return parse
+
+
+def _workers(text: str) -> int:
+    """--workers N, or auto (workers.auto())."""
+    return workers.auto() if text == "auto" else _int_at_least(1)(text)
 
 
 def load_plan_fs(plan_path: str, name: str) -> dict:
@@ -248,9 +254,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="at each crash point at a flush, also check up to N states the disk could hold just before "
                         "it: subsets of the epoch's plain writes, overlapping ones in either order (reorder.py; "
                         "default 0: none)")
-    p.add_argument("--workers", type=_int_at_least(1), default=1,
-                   help="check the crash points with N processes at once, each its own run of neighbouring points "
-                        "(workers.py; fewer where their RAM replay targets do not fit; default 1)")
+    p.add_argument("--workers", type=_workers, default=1,
+                   help="check the crash points with N processes at once, each its own run of neighbouring points, "
+                        "or 'auto': one more than the CPUs (workers.py; fewer where their RAM replay targets do not "
+                        "fit; default 1)")
     p.add_argument("--trace", metavar="EVENTS",
                    help="record these tracefs events (comma-separated systems or system:event, {fstype} for the "
                         "filesystem's own) from mount to umount, the log's marks written beside them, into "

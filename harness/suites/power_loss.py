@@ -91,7 +91,7 @@ Profiles (ops = durability points the workload makes; points = crash points chec
           before it (profile key `reorder`; the program's reorder.py, CrashMonkey's in-flight
           writes: subsets of the plain writes of the epoch the flush ends, overlapping ones in
           either order, on the state before it), counted apart (reorder_* metrics; the CI boot)
-Every case checks its points with one worker per vCPU (`--workers {ncpu}`, the program's
+Every case checks its points with one worker more than the vCPUs (`--workers auto`, the program's
 workers.py: runs of neighbouring points, each in a process of its own, counted as one would).
 Timeouts: a case may take TIMEOUT_BASE_S plus SECONDS_PER_POINT for every point it may check
 (paper: the points its ops can make, POINTS_PER_OP each). At the timeout, or when the program
@@ -216,7 +216,7 @@ def _case(cid: str, workload: str, ops: int, max_points: int, check_every: int, 
           reorder: int = 0, trace: str | None = None) -> Case:
     argv = [PROGRAM, "--plan", PLAN_PATH, "--fs", "{name}", "--data", "{disk0}", "--log", "{disk1}",
             "--workload", workload, "--seed", "{rep}", "--ops", str(ops), "--max-points", str(max_points),
-            "--check-every", str(check_every), "--workers", "{ncpu}", "--mnt", "{mnt}", "--out", "{out}"]
+            "--check-every", str(check_every), "--workers", "auto", "--mnt", "{mnt}", "--out", "{out}"]
     if reorder:
         argv += ["--reorder", str(reorder)]
     if trace:
