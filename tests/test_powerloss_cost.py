@@ -294,8 +294,9 @@ def test_two_workers_find_what_one_finds(tmp_path, monkeypatch, kw):
 @pytest.mark.parametrize("kw", [{"fault": "drop-flushed-write"}, {"fail_mount_at": {1}}])
 def test_ram_disks_find_what_files_behind_loop_devices_find(tmp_path, monkeypatch, kw):
     """brd's disks as the RAM targets (files here, target.RAM_DISK): one per worker and one each for
-    the metadata control and the other-order recheck, the same records, totals and evidence as the
-    sparse files behind loop devices; and they say which they were."""
+    the metadata control and the other-order recheck, each with a disk for its copy-on-write store,
+    the same records, totals and evidence as the sparse files behind loop devices; and they say
+    which they were."""
     (tmp_path / "loop").mkdir()
     (tmp_path / "brd").mkdir()
     monkeypatch.setattr(os, "urandom", lambda n: bytes(n))
@@ -306,12 +307,14 @@ def test_ram_disks_find_what_files_behind_loop_devices_find(tmp_path, monkeypatc
     skip = ("replay_s", "point_s", "record_s", "workload_s")  # timings
     assert {k: v for k, v in m2.items() if k[0] not in skip} == {k: v for k, v in m1.items() if k[0] not in skip}
     assert _found(p2) == _found(p1) and len(p2) == 4
-    assert ("modprobe", "brd", "rd_nr=4", f"rd_size={5 * SLOT // 1024}", "max_part=0") in fake2.calls  # 2 + 2
-    assert not [c for c in fake2.calls if c[:2] == ("losetup", "--find") and "target" in c[-1]]  # no file target
-    # the parent's snapshots (the workers' are in their own processes): the metadata control's, on disk 3
-    snaps = {c[2].split()[3] for c in fake2.calls if c[0] == "create"}
-    assert snaps == ({str(tmp_path / "brd" / "ram3")} if "fault" in kw else set()), snaps
-    assert NOTES[("replay_in_ram", None)].endswith("on a RAM disk (brd)")  # worker 0's
+    # (2 workers + 2) slots, a replay target and a copy-on-write store each
+    assert ("modprobe", "brd", "rd_nr=8", f"rd_size={5 * SLOT // 1024}", "max_part=0") in fake2.calls
+    assert not [c for c in fake2.calls if c[:2] == ("losetup", "--find")]  # no file target, no file store
+    # the parent's snapshots (the workers' are in their own processes): the metadata control's, of
+    # disk 3, its store on disk 7
+    snaps = {tuple(c[2].split()[3:5]) for c in fake2.calls if c[0] == "create"}
+    assert snaps == ({(str(tmp_path / "brd" / "ram3"), str(tmp_path / "brd" / "ram7"))} if "fault" in kw else set())
+    assert NOTES[("replay_in_ram", None)].endswith("on a RAM disk (brd), the snapshots' copy-on-write stores too")
     assert "behind a loop device (no brd (modprobe brd: modprobe: FATAL: Module brd not found" in note1
 
 
@@ -324,15 +327,16 @@ def test_ram_disks_not_made_say_why(tmp_path, monkeypatch):
         calls.append(argv)
         return (1, "rmmod: ERROR: Module brd is in use\n") if argv[0] == "rmmod" else (0, "")
     monkeypatch.setattr(pl.target.dm, "run_cmd", run_cmd)
-    assert pl.target.load_ram_disks(3, 1 << 20) == [] and calls == [["rmmod", "brd"]]
+    assert pl.target.load_ram_disks(2, 1 << 20) == [] and calls == [["rmmod", "brd"]]
     assert pl.target.RAM_DISKS_WHY == ("brd is loaded and cannot be unloaded (rmmod brd: rmmod: ERROR: Module brd is "
                                        "in use)")
     monkeypatch.setattr(pl.target, "BRD_SYS", str(tmp_path / "none"))
-    assert pl.target.load_ram_disks(3, 1 << 20) == []  # modprobe said yes, but no disks appeared
-    assert pl.target.RAM_DISKS_WHY == "modprobe brd rd_nr=3 rd_size=1024 did not make 3 disks of 1048576 bytes"
-    for i in range(3):
+    assert pl.target.load_ram_disks(2, 1 << 20) == []  # modprobe said yes, but no disks appeared
+    assert pl.target.RAM_DISKS_WHY == "modprobe brd rd_nr=4 rd_size=1024 did not make 4 disks of 1048576 bytes"
+    for i in range(4):
         (tmp_path / f"ram{i}").write_bytes(bytes(1 << 20))
-    assert pl.target.load_ram_disks(3, 1 << 20) == [str(tmp_path / f"ram{i}") for i in range(3)]
+    assert pl.target.load_ram_disks(2, 1 << 20) == [str(tmp_path / f"ram{i}") for i in range(4)]
+    assert pl.target.cow_disk(1) == str(tmp_path / "ram3") and pl.target.cow_disk(2) is None
     pl.target.unload_ram_disks()
     assert pl.target.RAM_DISKS == [] and calls[-1] == ["rmmod", "brd"]
 

@@ -847,7 +847,7 @@ def fake_case(tmp_path, monkeypatch, fault=None, fail_mount_at=frozenset(), chec
     fake = FakeSystem(data, fail_mount_at, checker_rc, eio_at)
     fake.install(monkeypatch)
     if ram_disks:  # brd's disks: files here
-        fake.ram_disks = [tmp_path / f"ram{i}" for i in range(8)]
+        fake.ram_disks = [tmp_path / f"ram{i}" for i in range(12)]
         monkeypatch.setattr(pl.target, "RAM_DISK", str(tmp_path / "ram{}"))
     metrics = METRICS  # filled as the loop emits (a test may read it while the loop runs)
     metrics.clear()

@@ -171,8 +171,10 @@ def _mount(cfg: argparse.Namespace, snap: str) -> tuple[int, str]:
 
 
 def _empty_cow(cfg: argparse.Namespace, sectors: int) -> None:
-    """The copy-on-write store emptied (cut to nothing and back, no write): the next snapshot
-    starts from the replayed image alone, and the memory the last one held is freed."""
+    """The copy-on-write store's file emptied (cut to nothing and back, no write): the memory the
+    last snapshot held is freed. A store on brd (no `cow_file`) is left as it is (target.py)."""
+    if not cfg.cow_file:
+        return
     os.truncate(cfg.cow_file, 0)
     os.truncate(cfg.cow_file, sectors * 512)
 
@@ -400,7 +402,7 @@ def check_all(cfg: argparse.Namespace, acks: Acks, out: str, emit: Callable) -> 
             emit("fault_dropped_entry", fault["entry"], "", promise=fault["promise"], path=fault["path"])
     job = workers.Job(cfg, acks, log, points, fsck_at, [fault["entry"]] if fault else [], size, out, emit, check_point)
     if cfg.replay_target != "disk":  # a fresh RAM disk for each worker, the other-order recheck and the control
-        target.load_ram_disks(n + 2, size)  # (unloaded by the program when the check ends: fslab_powerloss.py)
+        target.load_ram_disks(n + 2, size)  # and their stores (unloaded when the check ends: fslab_powerloss.py)
     lines, merged = workers.run_all(job, n, chosen, cfg.replay_target)
     tot["reorder"] = merged["reorder"]
     first = merged.get("target")

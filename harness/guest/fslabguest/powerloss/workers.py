@@ -37,7 +37,7 @@ from fslabguest.powerloss.log import Log
 from fslabguest.powerloss.points import Point
 from fslabguest.powerloss.promises import Acks
 from fslabguest.powerloss.replay import Replayer
-from fslabguest.powerloss.target import Target, close_target, open_target
+from fslabguest.powerloss.target import Target, close_target, cow_disk, open_target
 
 
 def chunks(chosen: list[Point], n: int) -> list[list[Point]]:
@@ -76,26 +76,28 @@ class Job:
 @contextmanager
 def resources(job: Job, k: int, target_want: str, slot: int | None = None) -> Iterator[tuple[argparse.Namespace,
                                                                                          Target, str]]:
-    """Worker k's replay target (brd's disk `slot`, default k: target.py), copy-on-write store and
-    loop device, mount point: its cfg (data: the snapshots' origin), the target and the store's
-    loop device."""
+    """Worker k's replay target (brd's disk `slot`, default k: target.py), copy-on-write store
+    (brd's disk for the slot, else a tmpfs file behind a loop device: its cfg's `cow_file`, "" on
+    brd), mount point: its cfg (data: the snapshots' origin), the target and the store's device."""
     cfg = job.cfg
     suffix = f"-w{k}" if k else ""
-    target = open_target(cfg.data, job.size, job.log, cfg.cow_dir, f"{os.getpid()}{suffix}", target_want,
-                         k if slot is None else slot)
-    cow_file = cfg.cow_file + suffix
+    slot = k if slot is None else slot
+    target = open_target(cfg.data, job.size, job.log, cfg.cow_dir, f"{os.getpid()}{suffix}", target_want, slot)
+    on_brd = cow_disk(slot)
+    cow_file = "" if on_brd else cfg.cow_file + suffix
     mine = argparse.Namespace(**{**vars(cfg), "data": target.origin, "cow_file": cow_file, "mnt": cfg.mnt + suffix})
-    cow_dev = ""
+    loop = ""
     try:
         os.makedirs(mine.mnt, exist_ok=True)
-        with open(cow_file, "wb") as f:
-            f.truncate(job.size)
-        cow_dev = dm.must(["losetup", "--find", "--show", cow_file], "losetup").strip()
-        yield mine, target, cow_dev
+        if cow_file:
+            with open(cow_file, "wb") as f:
+                f.truncate(job.size)
+            loop = dm.must(["losetup", "--find", "--show", cow_file], "losetup").strip()
+        yield mine, target, on_brd or loop
     finally:
-        if cow_dev:
-            dm.run_cmd(["losetup", "--detach", cow_dev], 60)
-        if os.path.exists(cow_file):
+        if loop:
+            dm.run_cmd(["losetup", "--detach", loop], 60)
+        if cow_file and os.path.exists(cow_file):
             os.unlink(cow_file)
         close_target(target)
 
