@@ -140,16 +140,17 @@ def load_ram_disks(slots: int, size: int) -> list[str]:
     return RAM_DISKS
 
 
-def cow_disk(slot: int) -> str | None:
-    """The brd disk for slot `slot`'s copy-on-write stores, or None (no brd: a tmpfs file).
+def cow_disk(slot: int, disks: list[str] | None = None) -> str | None:
+    """The brd disk for slot `slot`'s copy-on-write stores (of `disks`, default RAM_DISKS), or None
+    (no brd: a tmpfs file).
 
-    >>> RAM_DISKS[:] = [f"/dev/ram{i}" for i in range(6)]
-    >>> cow_disk(0), cow_disk(2), cow_disk(3)
-    ('/dev/ram3', '/dev/ram5', None)
-    >>> RAM_DISKS.clear()
+    >>> ram = [f"/dev/ram{i}" for i in range(6)]
+    >>> cow_disk(0, ram), cow_disk(2, ram), cow_disk(3, ram), cow_disk(0, [])
+    ('/dev/ram3', '/dev/ram5', None, None)
     """
-    slots = len(RAM_DISKS) // 2
-    return RAM_DISKS[slots + slot] if slot < slots else None
+    disks = RAM_DISKS if disks is None else disks
+    slots = len(disks) // 2
+    return disks[slots + slot] if slot < slots else None
 
 
 def unload_ram_disks() -> None:
