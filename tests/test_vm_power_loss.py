@@ -141,7 +141,8 @@ def test_power_loss_smoke_on_ext4_and_ext2(smoke):
         assert any(m["path"] == dropped["path"] and m["what"] == "content" for m in oracle["mismatches"]), oracle
         # reordered states (the program's reorder.py): each on the state before a flush, a subset of the
         # plain writes in flight before it; checked as a point is (mount, promises, oracle, checker)
-        assert wl[("workers", None)] == _workers(wl) and ctl[("workers", None)] == _workers(ctl)
+        assert wl[("workers", None)] == _workers(recs, fs, "maildir") >= 2, fs
+        assert ctl[("workers", None)] == _workers(recs, fs, "control") >= 2, fs
         states = [json.loads(x) for x in
                   (run_dir / "raw" / fs / "maildir" / "run" / "reorder.jsonl").read_text().splitlines()]
         assert len(states) == wl[("reorder_states", None)] > 0 and wl[("reorder_epochs", None)] > 0, fs
@@ -180,10 +181,15 @@ def test_power_loss_smoke_on_ext4_and_ext2(smoke):
     print(f"\npower-loss smoke: {wall:.0f} s wall; {json.dumps(summary)}")
 
 
-def _workers(vals: dict) -> int:
-    """The workers a case of the smoke boot runs: one more than its 2 vCPUs (--workers auto), never
-    more than the points it checks."""
-    return min(2 + 1, vals[("points_checked", None)])
+def _workers(recs: list[dict], fs: str, case: str) -> int:
+    """The workers a case of the smoke boot should run: one more than its 2 vCPUs (--workers auto),
+    never more than the points it checks, and fewer only where the `workers` note says that their
+    RAM replay targets do not fit (the boot's 1 GiB: xfs's log touches more than ext4's)."""
+    (w,) = [r for r in recs if r["fs"] == fs and r["case"] == case and r["metric"] == "workers"]
+    want = min(2 + 1, _values(recs, fs, case)[("points_checked", None)])
+    fewer = re.match(r"(\d) workers of 3: 3 replay targets of the \d+ MiB the log touches do not fit",
+                     w.get("note", ""))
+    return int(fewer.group(1)) if fewer and want == 3 else want
 
 
 def test_every_xfs_and_btrfs_crash_image_mounts_though_workers_copy_the_filesystem(smoke):
@@ -198,7 +204,7 @@ def test_every_xfs_and_btrfs_crash_image_mounts_though_workers_copy_the_filesyst
     for fs in ("xfs", "btrfs"):
         for case in ("maildir", "control"):
             vals = _values(recs, fs, case)
-            assert vals[("workers", None)] == _workers(vals), (fs, case)
+            assert vals[("workers", None)] == _workers(recs, fs, case) >= 2, (fs, case)
             assert vals[("points_checked", None)] > 0 and vals[("points_unmountable", None)] == 0, (fs, case)
             points = points_of(run_dir, fs, case)
             assert all(p["mounted"] for p in points), [p["mount"] for p in points if not p["mounted"]][:2]

@@ -318,8 +318,8 @@ def auto() -> int:
 def how_many(want: int, touched: int, target_want: str, available: int, free: int,
              fstype: str = "") -> tuple[int, str]:
     """Workers to run: `want`, or fewer where their RAM targets would not fit (target.py's rule for
-    one, times the workers); one on the data disk (there is one disk). btrfs's take turns to
-    mount (TAKE_TURNS), said in the note.
+    one, times the workers), said in the note; one on the data disk (there is one disk). btrfs's
+    take turns to mount (TAKE_TURNS), said in the note.
 
     >>> how_many(2, 40 << 20, "auto", 800 << 20, 500 << 20)
     (2, '')
@@ -327,6 +327,9 @@ def how_many(want: int, touched: int, target_want: str, available: int, free: in
     (1, 1)
     >>> how_many(2, 40 << 20, "auto", 800 << 20, 500 << 20, "btrfs")[0]
     2
+    >>> n, note = how_many(3, 100 << 20, "auto", 700 << 20, 5 << 30)
+    >>> n, note[:60]
+    (2, '2 workers of 3: 3 replay targets of the 100 MiB the log touc')
     """
     from fslabguest.powerloss.target import HEADROOM, RAM_SHARE
 
@@ -334,9 +337,11 @@ def how_many(want: int, touched: int, target_want: str, available: int, free: in
         return 1, ""
     if target_want == "disk":
         return 1, "one worker: the crash states are rebuilt on the data disk (--replay-target disk)"
+    why = (f"{want} replay targets of the {touched >> 20} MiB the log touches do not fit in {RAM_SHARE:.0%} of the "
+           f"guest's available memory ({available >> 20} MiB) or the {free >> 20} MiB free for them")
     for n in range(want, 1, -1):
         need = n * (touched + HEADROOM)
         if need <= RAM_SHARE * available and need <= free:
-            return n, turns_note(n, fstype)
-    return 1, (f"one worker: {want} replay targets of the {touched >> 20} MiB the log touches do not fit in "
-               f"{RAM_SHARE:.0%} of the guest's available memory ({available >> 20} MiB)")
+            fewer = f"{n} workers of {want}: {why}" if n < want else ""
+            return n, "; ".join(t for t in (fewer, turns_note(n, fstype)) if t)
+    return 1, f"one worker: {why}"
