@@ -186,7 +186,7 @@ def _workers(recs: list[dict], fs: str, case: str) -> int:
     never more than the points it checks, and fewer only where the `workers` note says that their
     RAM replay targets do not fit (the boot's 1 GiB: xfs's log touches more than ext4's)."""
     (w,) = [r for r in recs if r["fs"] == fs and r["case"] == case and r["metric"] == "workers"]
-    want = min(2 + 1, _values(recs, fs, case)[("points_checked", None)])
+    want = min(2 + 1, int(str(_values(recs, fs, case)[("points_checked", None)])))
     fewer = re.match(r"(\d) workers of 3: 3 replay targets of the \d+ MiB the log touches do not fit",
                      w.get("note", ""))
     return int(fewer.group(1)) if fewer and want == 3 else want
