@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 
 from test_guest_agent import agent, make_plan, run_agent, steps_case  # noqa: F401  (agent: a fixture)
 
@@ -27,6 +28,22 @@ def test_a_step_gone_silent_is_stopped_and_keeps_what_it_wrote(agent, tmp_path):
     case = json.loads((run_dir / "raw/ext4/ops/case.json").read_text())
     assert case["error"].startswith("step run went silent (no output for 1 s)")
     assert '"point_s"' in (run_dir / "raw/ext4/ops/run.stdout").read_text()  # the point already checked
+
+
+def test_a_quiet_step_is_described_to_the_host_before_it_is_stopped(agent, tmp_path, monkeypatch):  # noqa: F811
+    """The step-quiet progress event: once per quiet spell, each of the step's processes with its
+    state, wait channel and kernel stack (a hung crash-point check says where it waits)."""
+    monkeypatch.setattr(agent, "QUIET_NOTE_S", 0.5)
+    child = "import subprocess, sys\n" + SILENT.replace("time.sleep(60)", "subprocess.run(['sleep', '3'])")
+    plan = make_plan([steps_case([{"name": "run", "argv": [sys.executable, "-c", child], "silent_s": 30,
+                                   "parse": "metrics"}], timeout_s=600)])
+    rc, col, run_dir, events = run_agent(agent, tmp_path, plan)
+    (quiet,) = [e for e in events if e["event"] == "step-quiet"]
+    assert (quiet["fs"], quiet["case"], quiet["rep"], quiet["step"]) == ("ext4", "ops", 0, "run")
+    assert 0.5 <= quiet["quiet_s"] < 3
+    assert [p["comm"] for p in quiet["processes"]] == [Path(sys.executable).name[:15], "sleep"]  # the step, its child
+    assert all(p["state"] == "S" and p["wchan"] and isinstance(p["stack"], list) for p in quiet["processes"])
+    assert json.loads((run_dir / "raw/ext4/ops/case.json").read_text())["ok"]  # nothing stopped by it
 
 
 def test_a_step_that_outlives_sigkill_loses_only_its_filesystem(agent, tmp_path, monkeypatch):  # noqa: F811

@@ -157,9 +157,10 @@ def plan_json() -> dict:
         {"name": "make", "argv": ["sh", "-c", "echo made > {out}/made.txt"], "collect": True, "timed": False},
         {"name": "absent", "argv": ["true"], "needs_paths": ["{mnt}/not-there"]},
         {"name": "drop", "argv": [], "builtin": "drop-caches"},
-        # parsed as metrics: its line goes out while it runs (<step>.stdout.live), then its whole stdout
+        # parsed as metrics: its line goes out while it runs (<step>.stdout.live), then its whole stdout;
+        # then quiet for longer than QUIET_NOTE_S (0.5 s here): the step-quiet event
         {"name": "work", "argv": [sys.executable, "-c", "import time; print('{\"metric\": \"m\", \"value\": 1}', "
-                                  "flush=True); time.sleep(1.5)"], "parse": "metrics"},
+                                  "flush=True); time.sleep(1.5)"], "parse": "metrics", "silent_s": 60},
     ]
     disk = {"id": "d0", "serial": "fslab-d0", "size_bytes": 1 << 30, "format": "raw", "preallocation": "off",
             "cache": "none", "aio": "threads", "bus": "virtio-blk"}
@@ -186,6 +187,7 @@ def agent_run(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     try:
         agent = faked_agent("fslab_guest_schema", tmp, mp, "ext4")
+        mp.setattr(agent, "QUIET_NOTE_S", 0.5)
         plan = plan_json()
         (tmp / "plan.json").write_text(json.dumps(plan))
         for f in ("results.tar", "progress.jsonl"):

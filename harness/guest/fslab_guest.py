@@ -60,6 +60,10 @@ FIO_STOP_GRACE_S = 30.0
 STEP_STOP_GRACE_S = 60.0
 # A process still there this long after SIGKILL is stuck in the kernel: the agent goes on without it.
 KILL_WAIT_S = 30.0
+# A step with silent_s whose output has not grown for this long is described to the host once per
+# quiet spell (the `step-quiet` progress event: its processes' states, wait channels and kernel
+# stacks), so a guest that then hangs for good has already said where (run_timed).
+QUIET_NOTE_S = 120.0
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+-]*$")
 
 
@@ -336,6 +340,14 @@ def _proc_table() -> dict[int, tuple[int, str]]:
     return table
 
 
+def tree_of(pid: int) -> list[int]:
+    """`pid` and its descendants (parents before children), as /proc has them now."""
+    table, tree = _proc_table(), [pid]
+    while new := [p for p, (ppid, _) in table.items() if p not in tree and ppid in tree]:
+        tree += new
+    return tree
+
+
 def kill_tree(pid: int, wait_s: float = 30.0) -> list[int]:
     """SIGKILL `pid` and all its descendants; return those still alive after `wait_s`.
 
@@ -588,7 +600,8 @@ def run_fio(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter) -
 
 
 def run_timed(argv: list[str], cwd: str, env: dict, stdout, stderr, timeout: float | None,
-              grace: float = STEP_STOP_GRACE_S, silent_s: float = 0, live=None) -> dict:
+              grace: float = STEP_STOP_GRACE_S, silent_s: float = 0, live=None, quiet=None,
+              quiet_s: float | None = None) -> dict:
     """Run one step and measure it like `/usr/bin/time`: real seconds from a monotonic clock,
     user and system CPU seconds of the step and all its children (os.wait4's rusage).
 
@@ -600,7 +613,11 @@ def run_timed(argv: list[str], cwd: str, env: dict, stdout, stderr, timeout: flo
     A process that outlives SIGKILL for KILL_WAIT_S is stuck in the kernel (D state: a hung
     mount, a kernel oops holding a lock): it is left, listed in `stuck` (pid, state, wchan,
     kernel stack), and the step ends with rc None instead of waiting for it forever. `live`, when
-    given, is called while the step runs (fslabguest/live.py: its stdout's lines sent as it goes)."""
+    given, is called while the step runs (fslabguest/live.py: its stdout's lines sent as it goes).
+    `quiet`, when given with `silent_s`, is called once each time the stdout has not grown for
+    `quiet_s` (default QUIET_NOTE_S) with the seconds quiet and describe_stuck of each process of
+    the step's tree: what a step that may be hung is doing, said before anything is stopped."""
+    quiet_s = QUIET_NOTE_S if quiet_s is None else quiet_s
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=stdout,
                             stderr=stderr, start_new_session=True)
@@ -608,7 +625,7 @@ def run_timed(argv: list[str], cwd: str, env: dict, stdout, stderr, timeout: flo
     stuck: list[dict] = []
     deadline = None if timeout is None else t0 + timeout
     out_fd = stdout.fileno() if silent_s and hasattr(stdout, "fileno") else None
-    size, heard = -1, t0
+    size, heard, told = -1, t0, False
     status: int | None = None
     ru: resource.struct_rusage | None = None
     while True:
@@ -622,9 +639,12 @@ def run_timed(argv: list[str], cwd: str, env: dict, stdout, stderr, timeout: flo
         if out_fd is not None and not timed_out:
             n = os.fstat(out_fd).st_size
             if n != size:
-                size, heard = n, now
+                size, heard, told = n, now, False
             elif now - heard > silent_s:
                 silent, deadline = True, now
+            elif quiet is not None and not told and now - heard > quiet_s:
+                told = True
+                quiet(round(now - heard, 1), [describe_stuck(p) for p in tree_of(proc.pid)])
         if deadline is not None and now >= deadline and not timed_out:
             timed_out = True
             _signal_group(proc.pid, signal.SIGTERM)
@@ -769,7 +789,10 @@ def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter)
                 try:
                     res.update(run_timed(argv, cwd, env, so, se, max(1.0, deadline - time.monotonic()),
                                          silent_s=float(step.get("silent_s") or 0),
-                                         live=live.poll if live else None))
+                                         live=live.poll if live else None,
+                                         quiet=lambda secs, procs, name=name: rep.event(
+                                             "step-quiet", fs=ctx["vals"]["{name}"], case=case["id"],
+                                             rep=case.get("rep", 0), step=name, quiet_s=secs, processes=procs)))
                 except OSError as e:
                     res.update(rc=127, error=f"{argv[0]}: {e.strerror}")
             if before is not None:  # no sync: the suites' steps follow one another as in the articles
