@@ -39,6 +39,23 @@ def no_qemu_left(run_id: str) -> bool:
     return subprocess.run(["pgrep", "-f", f"fslab-{run_id}"], capture_output=True).returncode != 0
 
 
+def what_it_left(cp: subprocess.CompletedProcess[str] | None, results_dir: Path) -> str:
+    """For a failed run's assertion message: the CLI's last words (if it ended), and of each run
+    directory under `results_dir` the agent's last progress events, the crash points whose lines
+    came back, and the guest console's last lines (what a hung or slow guest was doing)."""
+    out = [f"stdout: {cp.stdout[-2000:]}\nstderr: {cp.stderr[-2000:]}"] if cp is not None else []
+    for run_dir in sorted(results_dir.glob("*/")):
+        progress = run_dir / "progress.jsonl"
+        events = progress.read_text().splitlines()[-4:] if progress.exists() else []
+        records = run_dir / "results.jsonl"
+        points = records.read_text().count('"metric": "point_s"') if records.exists() else 0
+        console = run_dir / "console.log"
+        tail = console.read_text(errors="replace").splitlines()[-30:] if console.exists() else []
+        out.append(f"{run_dir.name}: last events {events}; {points} point_s records; console's last lines:\n"
+                   + "\n".join(tail))
+    return "\n".join(out)
+
+
 def run_ok(vmconfig: str, results_dir: Path, *args: str, timeout: float = 3600) -> tuple[Path, list[dict], float]:
     """`fslab run VMCONFIG --results-dir DIR ARGS` that must succeed, leave no QEMU and give only ok
     records; (run directory, records, wall seconds)."""
