@@ -205,8 +205,18 @@ def _int_at_least(low: int):
 
 
 def _workers(text: str) -> int:
-    """--workers N, or auto (workers.auto())."""
-    return workers.auto() if text == "auto" else _int_at_least(1)(text)
+    """--workers N (1 or more), or auto (workers.auto()).
+
+    >>> _workers("x")
+    Traceback (most recent call last):
+    argparse.ArgumentTypeError: 'x' is neither a whole number of 1 or more nor auto
+    """
+    if text == "auto":
+        return workers.auto()
+    try:
+        return _int_at_least(1)(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a whole number of 1 or more nor auto") from None
 
 
 def load_plan_fs(plan_path: str, name: str) -> dict:
