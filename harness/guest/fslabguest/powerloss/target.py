@@ -140,17 +140,28 @@ def load_ram_disks(slots: int, size: int) -> list[str]:
     return RAM_DISKS
 
 
+def ram_disk(slot: int, disks: list[str] | None = None) -> str | None:
+    """The brd disk for slot `slot`'s replay target (of `disks`, default RAM_DISKS: the first
+    half), or None (no brd: a tmpfs file behind a loop device).
+
+    >>> ram = [f"/dev/ram{i}" for i in range(6)]
+    >>> ram_disk(0, ram), ram_disk(2, ram), ram_disk(3, ram), ram_disk(0, [])
+    ('/dev/ram0', '/dev/ram2', None, None)
+    """
+    disks = RAM_DISKS if disks is None else disks
+    return disks[slot] if slot < len(disks) // 2 else None
+
+
 def cow_disk(slot: int, disks: list[str] | None = None) -> str | None:
-    """The brd disk for slot `slot`'s copy-on-write stores (of `disks`, default RAM_DISKS), or None
-    (no brd: a tmpfs file).
+    """The brd disk for slot `slot`'s copy-on-write stores (of `disks`, default RAM_DISKS: the
+    second half), or None (no brd: a tmpfs file).
 
     >>> ram = [f"/dev/ram{i}" for i in range(6)]
     >>> cow_disk(0, ram), cow_disk(2, ram), cow_disk(3, ram), cow_disk(0, [])
     ('/dev/ram3', '/dev/ram5', None, None)
     """
     disks = RAM_DISKS if disks is None else disks
-    slots = len(disks) // 2
-    return disks[slots + slot] if slot < slots else None
+    return disks[len(disks) // 2 + slot] if ram_disk(slot, disks) else None
 
 
 def unload_ram_disks() -> None:
@@ -174,8 +185,9 @@ def open_target(data: str, size: int, log: Log, ram_dir: str, tag: str, want: st
         kind, why = "ram", f"asked for (--replay-target ram); {why}"
     if kind == "disk":
         return Target("disk", data, data, False, why, touched)
-    if slot < len(RAM_DISKS) // 2:
-        return Target("ram", RAM_DISKS[slot], RAM_DISKS[slot], True,
+    disk = ram_disk(slot)
+    if disk:
+        return Target("ram", disk, disk, True,
                       f"{why}; on a RAM disk (brd), the snapshots' copy-on-write stores too", touched)
     why = f"{why}; a sparse file in {ram_dir} behind a loop device" + (f" ({RAM_DISKS_WHY})" if RAM_DISKS_WHY else "")
     path = os.path.join(ram_dir, f"fslab-powerloss-target-{tag}")
