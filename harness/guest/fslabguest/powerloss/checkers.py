@@ -48,9 +48,11 @@ pass 5's summary differences (block and inode bitmap differences, free block, fr
 directory counts, bitmap padding), every one of them is PR_PREEN_OK in e2fsck's problem table
 (e2fsck/problem.c, PR_5_*): the boot's preen fixes them by itself, so the verdict is "fixed by
 preen" without a second e2fsck run (the dearest part of an ext2 point under TCG, issue 24 item 11).
-check.py still runs the preen at 1 in PREEN_SAMPLE of those points, and wherever the preened image
-is needed (a broken promise, no mount): the record says whether the preen agreed with the table,
-and where it did not, its own exit code gives the verdict.
+check.py still runs the preen at 1 in PREEN_SAMPLE of those points, and where the crash image did
+not mount (the preened image is then mounted for the promises after it); at a mounted point that
+broke a promise, the promises after the preen are those before it, by the same table. The record
+says whether the preen agreed with the table, and where it did not, its own exit code gives the
+verdict.
 """
 
 from __future__ import annotations
