@@ -137,6 +137,21 @@ def test_not_a_terminal_is_quiet_but_for_finished_filesystems_and_failures(tmp_p
     assert lines == ["  [0m05s] ext4/b repetition 1 of 2 FAILED", "  [0m05s] ext4 finished (2 case runs)"]
 
 
+def test_a_quiet_step_is_said_with_what_its_processes_wait_for(tmp_path):
+    path, out = tmp_path / "progress.jsonl", io.StringIO()
+    p = Progress(path, PLAN, 0.0, stream=out, clock=lambda: 125.0)
+    procs = [{"pid": 7, "comm": "fslab-powerloss", "state": "S", "wchan": "do_wait", "stack": []},
+             {"pid": 8, "comm": "fslab-powerloss", "state": "D", "wchan": "f2fs_balance_fs", "stack": ["x"]}]
+    feed(path, {"event": "boot"}, {"event": "case-start", "fs": "ext4", "case": "a", "rep": 0},
+         {"event": "step-quiet", "fs": "ext4", "case": "a", "rep": 0, "step": "run", "quiet_s": 120.4,
+          "processes": procs})
+    p()
+    p.close()
+    assert out.getvalue().splitlines() == [
+        "  [2m05s] ext4/a repetition 1 of 2: step run quiet for 120.4 s: fslab-powerloss (pid 7, state S, wchan "
+        "do_wait), fslab-powerloss (pid 8, state D, wchan f2fs_balance_fs)"]
+
+
 def test_a_half_written_line_waits_for_its_end(tmp_path):
     path = tmp_path / "progress.jsonl"
     p = Progress(path, PLAN, 0.0, stream=io.StringIO(), clock=lambda: 1.0)

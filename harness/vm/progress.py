@@ -250,6 +250,10 @@ class Progress:
             if not ev.get("ok"):
                 i, rnd = self._case_index(ev.get("case"), ev.get("rep"))
                 self._line(f"{fs}/{ev.get('case')} {self._rep_text(rnd)} FAILED", now)
+        elif name == "step-quiet":  # the agent's account of a step that may be hung: said, nothing stopped
+            _, rnd = self._case_index(ev.get("case"), ev.get("rep"))
+            self._line(f"{fs}/{ev.get('case')} {self._rep_text(rnd)}: step {ev.get('step')} quiet for "
+                       f"{ev.get('quiet_s')} s: {quiet_processes(ev.get('processes'))}", now)
         elif name == "fs-end":
             self.fs_ended.add(str(fs))
             if str(fs) in self.fs_ready and not self.grouped:  # interleaved: the last umount, after every round
@@ -324,3 +328,16 @@ class Progress:
 
 def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 1)
+
+
+def quiet_processes(procs: object, most: int = 6) -> str:
+    """A step-quiet event's processes in one line: each one's name, pid, state and wait channel.
+
+    >>> quiet_processes([{"comm": "fslab-powerloss", "pid": 9, "state": "D", "wchan": "f2fs_wait"}])
+    'fslab-powerloss (pid 9, state D, wchan f2fs_wait)'
+    """
+    if not isinstance(procs, list) or not procs:
+        return "no process left"
+    said = [f"{p.get('comm')} (pid {p.get('pid')}, state {p.get('state')}, wchan {p.get('wchan')})"
+            for p in procs[:most] if isinstance(p, dict)]
+    return ", ".join(said) + (f" and {len(procs) - most} more" if len(procs) > most else "")
