@@ -682,7 +682,8 @@ def _reap(pid: int, wait_s: float) -> tuple[int, resource.struct_rusage] | None:
 
 
 def describe_stuck(pid: int, proc: str = "/proc") -> dict:
-    """What a process that SIGKILL did not end is doing: its state, wchan and kernel stack."""
+    """What a process is doing (one that SIGKILL did not end, or one of a quiet step): its state,
+    wchan and kernel stack."""
     def read(name: str) -> str:
         try:
             with open(f"{proc}/{pid}/{name}") as f:
