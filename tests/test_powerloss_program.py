@@ -1397,6 +1397,8 @@ def fake_tracefs(root: Path) -> Path:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text("")
     (root / "per_cpu/cpu1/stats").write_text("entries: 9\noverrun: 3\ncommit overrun: 0\n")
+    (root / "tracing_on").write_text("1\n")  # as a fresh boot has them
+    (root / "buffer_size_kb").write_text("7 (expanded: 1408)\n")
     return root
 
 
@@ -1417,6 +1419,8 @@ def test_record_with_trace_enables_the_events_from_mount_to_umount_and_marks_the
             (root / "events/fslab/ok").mkdir(parents=True)
             (root / "events/fslab/ok/enable").write_text("")
         elif path.endswith("kprobe_events") and text.startswith("p:"):
+            (root / "error_log").write_text("[  9.1] trace_kprobe: error: Failed to register probe event\n"
+                                            "  Command: p:fslab/no x:unknown\n")
             raise OSError(22, "Invalid argument")
 
     monkeypatch.setattr(pl.ktrace, "_write", write)
@@ -1432,12 +1436,15 @@ def test_record_with_trace_enables_the_events_from_mount_to_umount_and_marks_the
     assert traced == marks[1:] == [p["id"] for p in acks.promises] != []  # append: a pN mark per promise
     assert marks[0] == "mkfs"  # the trace starts after mkfs: its mark is the log's alone
     on = [t for f, t in seen if f == "tracing_on"]
-    assert on == ["0", "1", "0"] and ("events/x/enable", "1") in seen and ("events/x/enable", "0") in seen
-    assert seen[-1] == ("kprobe_events", "-:fslab/ok\n")  # its probe, removed last; the refused one never made
+    assert on == ["0", "1", "0", "1"] and ("events/x/enable", "1") in seen and ("events/x/enable", "0") in seen
+    assert [t for f, t in seen if f == "buffer_size_kb"] == [str(pl.ktrace.BUFFER_KB), "1408"]  # put back
+    assert seen[-3] == ("kprobe_events", "-:fslab/ok\n")  # its probe removed; the refused one never made
+    assert seen[-2:] == [("buffer_size_kb", "1408"), ("tracing_on", "1")]  # then the settings as they were
     ((name, lines, unit), fields), = [m for m in metrics if m[0][0] == "trace_lines"]
     assert lines == len(traced) and fields == {
         "file": "trace.txt", "enabled": ["x", "block:block_bio_queue", "block:block_bio_complete", "fslab/ok"],
-        "missing": ["nosuch:event", "fslab/no (Invalid argument)"], "overrun": 3}
+        "missing": ["nosuch:event", "fslab/no (Invalid argument: trace_kprobe: error: Failed to register probe "
+                    "event)"], "overrun": 3}
     assert (Path(out) / "trace.txt").read_text().count("tracing_mark_write: fslab mark ") == len(traced)
 
 

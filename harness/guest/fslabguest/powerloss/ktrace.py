@@ -12,7 +12,9 @@ layer's bio submission and completion (which write completed before a flush was 
 fslab's probes where the filesystem's events do not say what its sync decided (PROBES). OUT/
 trace.txt holds the trace; the metric `trace_lines` says its lines, the events enabled, those this
 kernel lacks or refused (said, never an error: jfs and reiserfs have no events) and the events
-the ring buffer dropped (`overrun`, from per_cpu/*/stats). Probes are removed at the end.
+the ring buffer dropped (`overrun`, from per_cpu/*/stats). Probes are removed at the end, and the
+ring buffer's size and tracing_on are put back as they were; a probe the kernel refused is named
+with tracefs's own reason (its error_log).
 """
 
 from __future__ import annotations
@@ -117,6 +119,7 @@ class KTrace:
         self.enabled: list[str] = []
         self.missing: list[str] = []
         self.probes: list[str] = []  # GROUP/NAME of the probes this trace defined
+        self.before: dict[str, str] = {}  # tracing_on and buffer_size_kb as they were, put back by stop
 
     def start(self, device: str | None = None) -> None:
         """Tracing on; `device` ("MAJOR,MINOR", the filesystem's own block device) written first
@@ -126,6 +129,8 @@ class KTrace:
             rc, out = dm.run_cmd(["mount", "-t", "tracefs", "nodev", self.root], 60)
             if rc != 0:
                 raise PowerlossError(f"--trace: tracefs would not mount on {self.root}: {dm.one_line(out)}")
+        self.before = {name: value for name in ("tracing_on", "buffer_size_kb")
+                       if (value := setting(os.path.join(self.root, name)))}
         _write(os.path.join(self.root, "tracing_on"), "0")
         _write(os.path.join(self.root, "trace"), "")  # opened for writing: the buffer emptied
         _write(os.path.join(self.root, "buffer_size_kb"), str(BUFFER_KB))
@@ -138,7 +143,8 @@ class KTrace:
                 try:
                     _write(os.path.join(self.root, "kprobe_events"), item + "\n", "a")
                 except OSError as e:
-                    self.missing.append(f"{event} ({os.strerror(e.errno or 0)})")
+                    why = last_error(os.path.join(self.root, "error_log"))
+                    self.missing.append(f"{event} ({os.strerror(e.errno or 0)}" + (f": {why})" if why else ")"))
                     continue
                 self.probes.append(event)
             path = _enable_path(self.root, event)
@@ -163,10 +169,47 @@ class KTrace:
             _write(_enable_path(self.root, event), "0")
         for event in self.probes:
             _write(os.path.join(self.root, "kprobe_events"), f"-:{event}\n", "a")
+        for name in ("buffer_size_kb", "tracing_on"):  # as before start: the 16 MiB a CPU given back
+            if name in self.before:
+                _write(os.path.join(self.root, name), self.before[name])
         with open(path, "rb") as f:
             lines = sum(1 for ln in f if not ln.startswith(b"#"))
         return {"lines": lines, "enabled": self.enabled, "missing": self.missing,
                 "overrun": overrun(glob.glob(os.path.join(self.root, "per_cpu", "cpu*", "stats")))}
+
+
+def setting(path: str) -> str:
+    """A tracefs setting's value to write back: buffer_size_kb's size once expanded ("7 (expanded:
+    1408)" before first use, then "1408"), tracing_on's 0 or 1; "" when unreadable.
+
+    >>> import tempfile; d = tempfile.mkdtemp(); p = os.path.join(d, "b")
+    >>> _ = open(p, "w").write("7 (expanded: 1408)\\n"); setting(p), setting(p + "x")
+    ('1408', '')
+    """
+    try:
+        with open(path) as f:
+            text = f.read().strip()
+    except OSError:
+        return ""
+    if "(expanded:" in text:
+        text = text.split("(expanded:", 1)[1].rstrip(")").strip()
+    return text if text.isdigit() else ""
+
+
+def last_error(path: str) -> str:
+    """tracefs's error_log: its last error line ("trace_kprobe: error: ..."), "" if none.
+
+    >>> import tempfile; d = tempfile.mkdtemp(); p = os.path.join(d, "e")
+    >>> _ = open(p, "w").write("[ 9.1] trace_kprobe: error: Invalid fetch argument\\n  Command: p:a b\\n")
+    >>> last_error(p)
+    'trace_kprobe: error: Invalid fetch argument'
+    """
+    try:
+        with open(path) as f:
+            lines = [ln for ln in f.read().splitlines() if " error: " in ln]
+    except OSError:
+        return ""
+    return lines[-1].split("] ", 1)[-1].strip() if lines else ""
 
 
 def overrun(stats_files: list[str]) -> int:
