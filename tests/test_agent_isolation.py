@@ -40,7 +40,7 @@ def test_a_quiet_step_is_described_to_the_host_before_it_is_stopped(agent, tmp_p
     rc, col, run_dir, events = run_agent(agent, tmp_path, plan)
     (quiet,) = [e for e in events if e["event"] == "step-quiet"]
     assert (quiet["fs"], quiet["case"], quiet["rep"], quiet["step"]) == ("ext4", "ops", 0, "run")
-    assert 0.5 <= quiet["quiet_s"] < 3
+    assert 0.5 <= quiet["quiet_s"] < 3 and quiet["silent_s"] == 30
     assert [p["comm"] for p in quiet["processes"]] == [Path(sys.executable).name[:15], "sleep"]  # the step, its child
     assert all(p["state"] == "S" and p["wchan"] and isinstance(p["stack"], list) for p in quiet["processes"])
     assert json.loads((run_dir / "raw/ext4/ops/case.json").read_text())["ok"]  # nothing stopped by it

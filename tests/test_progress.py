@@ -144,12 +144,12 @@ def test_a_quiet_step_is_said_with_what_its_processes_wait_for(tmp_path):
              {"pid": 8, "comm": "fslab-powerloss", "state": "D", "wchan": "f2fs_balance_fs", "stack": ["x"]}]
     feed(path, {"event": "boot"}, {"event": "case-start", "fs": "ext4", "case": "a", "rep": 0},
          {"event": "step-quiet", "fs": "ext4", "case": "a", "rep": 0, "step": "run", "quiet_s": 120.4,
-          "processes": procs})
+          "silent_s": 1200.0, "processes": procs})
     p()
     p.close()
     assert out.getvalue().splitlines() == [
-        "  [2m05s] ext4/a repetition 1 of 2: step run quiet for 120.4 s: fslab-powerloss (pid 7, state S, wchan "
-        "do_wait), fslab-powerloss (pid 8, state D, wchan f2fs_balance_fs)"]
+        "  [2m05s] ext4/a repetition 1 of 2: step run has written nothing for 120.4 s (stopped at 1200.0 s): "
+        "fslab-powerloss (pid 7, state S, wchan do_wait), fslab-powerloss (pid 8, state D, wchan f2fs_balance_fs)"]
 
 
 def test_a_half_written_line_waits_for_its_end(tmp_path):

@@ -23,6 +23,7 @@ fslab-powerloss, are programs the plan's steps run.)
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -615,8 +616,9 @@ def run_timed(argv: list[str], cwd: str, env: dict, stdout, stderr, timeout: flo
     kernel stack), and the step ends with rc None instead of waiting for it forever. `live`, when
     given, is called while the step runs (fslabguest/live.py: its stdout's lines sent as it goes).
     `quiet`, when given with `silent_s`, is called once each time the stdout has not grown for
-    `quiet_s` (default QUIET_NOTE_S) with the seconds quiet and describe_stuck of each process of
-    the step's tree: what a step that may be hung is doing, said before anything is stopped."""
+    `quiet_s` (default QUIET_NOTE_S), with `quiet_s` (the seconds quiet) and `processes`
+    (describe_stuck of each process of the step's tree): what a step that may be hung is doing,
+    said before anything is stopped."""
     quiet_s = QUIET_NOTE_S if quiet_s is None else quiet_s
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=stdout,
@@ -644,7 +646,7 @@ def run_timed(argv: list[str], cwd: str, env: dict, stdout, stderr, timeout: flo
                 silent, deadline = True, now
             elif quiet is not None and not told and now - heard > quiet_s:
                 told = True
-                quiet(round(now - heard, 1), [describe_stuck(p) for p in tree_of(proc.pid)])
+                quiet(quiet_s=round(now - heard, 1), processes=[describe_stuck(p) for p in tree_of(proc.pid)])
         if deadline is not None and now >= deadline and not timed_out:
             timed_out = True
             _signal_group(proc.pid, signal.SIGTERM)
@@ -788,12 +790,11 @@ def run_steps(case: dict, ctx: dict, prefix: str, out: TarWriter, rep: Reporter)
                 if step.get("parse") == "metrics" else None
             with open(os.path.join(work, "out"), "wb") as so, open(os.path.join(work, "err"), "wb") as se:
                 try:
+                    silent_s = float(step.get("silent_s") or 0)
+                    quiet = functools.partial(rep.event, "step-quiet", fs=ctx["vals"]["{name}"], case=case["id"],
+                                              rep=case.get("rep", 0), step=name, silent_s=silent_s)
                     res.update(run_timed(argv, cwd, env, so, se, max(1.0, deadline - time.monotonic()),
-                                         silent_s=float(step.get("silent_s") or 0),
-                                         live=live.poll if live else None,
-                                         quiet=lambda secs, procs, name=name: rep.event(
-                                             "step-quiet", fs=ctx["vals"]["{name}"], case=case["id"],
-                                             rep=case.get("rep", 0), step=name, quiet_s=secs, processes=procs)))
+                                         silent_s=silent_s, live=live.poll if live else None, quiet=quiet))
                 except OSError as e:
                     res.update(rc=127, error=f"{argv[0]}: {e.strerror}")
             if before is not None:  # no sync: the suites' steps follow one another as in the articles

@@ -252,8 +252,9 @@ class Progress:
                 self._line(f"{fs}/{ev.get('case')} {self._rep_text(rnd)} FAILED", now)
         elif name == "step-quiet":  # the agent's account of a step that may be hung: said, nothing stopped
             _, rnd = self._case_index(ev.get("case"), ev.get("rep"))
-            self._line(f"{fs}/{ev.get('case')} {self._rep_text(rnd)}: step {ev.get('step')} quiet for "
-                       f"{ev.get('quiet_s')} s: {quiet_processes(ev.get('processes'))}", now)
+            self._line(f"{fs}/{ev.get('case')} {self._rep_text(rnd)}: step {ev.get('step')} has written nothing for "
+                       f"{ev.get('quiet_s')} s (stopped at {ev.get('silent_s')} s): "
+                       f"{quiet_processes(ev.get('processes'))}", now)
         elif name == "fs-end":
             self.fs_ended.add(str(fs))
             if str(fs) in self.fs_ready and not self.grouped:  # interleaved: the last umount, after every round
