@@ -84,6 +84,15 @@ def test_good_file_becomes_one_steps_case(tmp_path):
     assert case.params["suite_file_sha256"] == sf.sha256 == hashlib.sha256(GOOD.encode()).hexdigest()
 
 
+def test_a_silent_step_is_stopped_and_described_by_the_agent(tmp_path):
+    """`silent: 10m`: the plan step's silent_s (the agent stops it when quiet that long, and says
+    what its processes do at a quarter of it); without the key, 0 (never)."""
+    sf = _load(tmp_path, GOOD.replace("    shell: true\n", "    shell: true\n    silent: 10m\n"))
+    (case,) = sf.suite.cases("smoke")
+    by = {s.name: s for s in case.steps}
+    assert by["rm"].silent_s == 600 and by["untar"].silent_s == 0
+
+
 def test_resolve_puts_inputs_suite_file_and_claims_in_the_plan(tmp_path):
     text = GOOD + "claims:\n  - {id: c1, text: ext4 unpacks more files, kind: direction, filesystems: [ext4, xfs]}\n"
     p = _write(tmp_path, text)
@@ -143,6 +152,8 @@ BAD = {
                                 "files"),
     "variable named inputs": (GOOD.replace("variables: {tarball: tree.tar}", "variables: {inputs: /tmp}"), 4,
                               "variables: inputs is the directory of the inputs in the guest"),
+    "silent not a duration": (GOOD.replace("    shell: true\n", "    shell: true\n    silent: soon\n"), 19,
+                              "steps[1].silent: 'soon' is not allowed; allowed:"),
     "claim of one filesystem": (GOOD + "claims:\n  - {id: c, text: t, kind: direction, filesystems: [ext4]}\n", 24,
                                 "claims[0].filesystems: ['ext4'] is not allowed"),
 }

@@ -368,6 +368,8 @@ def load(path: str | Path, builtin: tuple[str, ...] = ()) -> SuiteFile:
                 st["extract"] = s["extract"]
             if s["fields"]:
                 st["fields"] = s["fields"]
+            if s["silent"]:
+                st["silent_s"] = s["silent"]
             plan_steps.append(st)
         params = {"suite_file": src, "suite_file_sha256": digest,
                   **({"variables": {k: v for k, v in variables.items() if k != "inputs"}}

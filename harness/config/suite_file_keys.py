@@ -147,6 +147,10 @@ STEP_KEYS: dict[str, Key] = {
     "cold": Key(False, "bool", "a cold start before the step: umount + mount, drop caches", _bool),
     "metrics": Key([], "list of metrics", "numbers read from the step's output (below)"),
     "io": Key(None, "mapping", "what the step asks of the filesystem, for its IO amplification (below)"),
+    "silent": Key(None, "duration", "a step that writes a line per unit of progress: stopped as at the timeout "
+                  "when its stdout has not grown for this long (e.g. 10m), and described to you (the live view's "
+                  "`has written nothing for` line: its processes' states and wait channels) at a quarter of it, "
+                  "2 minutes at most", _duration),
 }
 METRIC_KEYS: dict[str, Key] = {
     "name": Key(REQUIRED, "name", "the record's `metric`", name_of),

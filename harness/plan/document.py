@@ -73,7 +73,8 @@ class Step:
                  "json" (a dotted path), "source": "stdout"|"stderr"}; the agent ignores it.
     silent_s:    the agent stops the step as at its timeout when its stdout has not grown for
                  this many seconds (0: never): a program that writes a line per unit of progress
-                 (fslab-powerloss: one per crash point) has hung. A process that outlives the
+                 (fslab-powerloss: one per crash point) has hung. At a quarter of it (2 minutes at
+                 most) the agent describes the step's processes to the host (`step-quiet`). A process that outlives the
                  SIGKILL after it is stuck in the kernel: the agent goes on without it, and that
                  filesystem's later cases fail saying so (its devices stay held).
     once:        set-up that runs once per mkfs (untimed only): the first repetition of the case
