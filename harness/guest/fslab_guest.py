@@ -61,9 +61,10 @@ FIO_STOP_GRACE_S = 30.0
 STEP_STOP_GRACE_S = 60.0
 # A process still there this long after SIGKILL is stuck in the kernel: the agent goes on without it.
 KILL_WAIT_S = 30.0
-# A step with silent_s whose output has not grown for this long is described to the host once per
-# quiet spell (the `step-quiet` progress event: its processes' states, wait channels and kernel
-# stacks), so a guest that then hangs for good has already said where (run_timed).
+# A step with silent_s whose output has not grown for this long (or a quarter of its silent_s, if
+# less) is described to the host once per quiet spell (the `step-quiet` progress event: its
+# processes' states, wait channels and kernel stacks), so a guest that then hangs for good has
+# already said where (run_timed).
 QUIET_NOTE_S = 120.0
 SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._+-]*$")
 
@@ -616,10 +617,10 @@ def run_timed(argv: list[str], cwd: str, env: dict, stdout, stderr, timeout: flo
     kernel stack), and the step ends with rc None instead of waiting for it forever. `live`, when
     given, is called while the step runs (fslabguest/live.py: its stdout's lines sent as it goes).
     `quiet`, when given with `silent_s`, is called once each time the stdout has not grown for
-    `quiet_s` (default QUIET_NOTE_S), with `quiet_s` (the seconds quiet) and `processes`
-    (describe_stuck of each process of the step's tree): what a step that may be hung is doing,
-    said before anything is stopped."""
-    quiet_s = QUIET_NOTE_S if quiet_s is None else quiet_s
+    `quiet_s` (default QUIET_NOTE_S or silent_s / 4, the less), with `quiet_s` (the seconds
+    quiet) and `processes` (describe_stuck of each process of the step's tree): what a step that
+    may be hung is doing, said before anything is stopped."""
+    quiet_s = min(QUIET_NOTE_S, silent_s / 4) if quiet_s is None else quiet_s
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=stdout,
                             stderr=stderr, start_new_session=True)
