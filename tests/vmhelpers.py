@@ -62,7 +62,7 @@ def run_ok(vmconfig: str, results_dir: Path, *args: str, timeout: float = 3600) 
     t0 = time.monotonic()
     cp = fslab("run", vmconfig, "--results-dir", str(results_dir), *args, timeout=timeout)
     wall = time.monotonic() - t0
-    assert cp.returncode == 0, cp.stdout[-3000:] + cp.stderr[-3000:]
+    assert cp.returncode == 0, what_it_left(cp, results_dir)
     run_dir = Path(cp.stdout.strip().splitlines()[-1])
     assert no_qemu_left(json.loads((run_dir / "manifest.json").read_text())["run_id"])
     recs = read_records(run_dir)

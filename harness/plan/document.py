@@ -74,9 +74,10 @@ class Step:
     silent_s:    the agent stops the step as at its timeout when its stdout has not grown for
                  this many seconds (0: never): a program that writes a line per unit of progress
                  (fslab-powerloss: one per crash point) has hung. At a quarter of it (2 minutes at
-                 most) the agent describes the step's processes to the host (`step-quiet`). A process that outlives the
-                 SIGKILL after it is stuck in the kernel: the agent goes on without it, and that
-                 filesystem's later cases fail saying so (its devices stay held).
+                 most) the agent describes the step's processes to the host (`step-quiet`). A
+                 process that outlives the SIGKILL after it is stuck in the kernel: the agent goes
+                 on without it, and that filesystem's later cases fail saying so (its devices stay
+                 held).
     once:        set-up that runs once per mkfs (untimed only): the first repetition of the case
                  on a freshly made filesystem runs it, later repetitions on the same filesystem
                  skip it (steps.json: `once_from_rep`, the repetition that ran it). With a fresh
