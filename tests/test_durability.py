@@ -420,6 +420,30 @@ def test_the_paper_profile_is_extrapolated_from_a_smaller_run_and_said_so(tmp_pa
     assert "ext4 " in sec.markdown and "points at 1.33 s)" in sec.markdown and "3050 points" in sec.markdown
 
 
+def test_the_check_phase_a_point_is_its_wall_clock_over_its_points_and_held_to_the_tcg_goal(tmp_path):
+    def case_records(fs, points, replay_s, workers):
+        f = {"step": "run", "workload": "maildir", "seed": 0, "ops": 3}
+        recs = pl_records(fs, "maildir", points, 0, 0, {}, total=points)
+        recs += [synthetic.record("power-loss", "maildir", fs, m, v, "s", 0, **f)
+                 for m, v in (("replay_s", replay_s), ("workers", workers))]
+        return recs + [synthetic.record("power-loss", "maildir", fs, "point_s", 3 * replay_s / points, "s", 0,
+                                        point=i, checker_s=0.1, checker="clean", **f) for i in range(points)]
+    # ext2: 40 points in 6 s with 3 workers (0.15 s a point, each point 0.45 s of one worker's);
+    # reiserfs 40 in 14 s; jfs 2 points in 1.2 s
+    recs = case_records("ext2", 40, 6.0, 3) + case_records("reiserfs", 40, 14.0, 3) + case_records("jfs", 2, 1.2, 1)
+    run = load_run(synthetic.make_run(tmp_path / "g", "power-loss", recs, profile="paper"))
+    label_runs([run])
+    (sec,) = durability.sections([run])
+    assert "| ext2 | 40 | 0.45 / 0.45 / 0.45 |" in sec.markdown
+    assert "| 0.150 (40 points, 3 workers) |" in sec.markdown and "| 0.600 (2 points, 1 worker) |" in sec.markdown
+    assert ("Goal: the check phase at most 0.3 s a crash point under TCG (issue 24): met by ext2 (0.150); not met "
+            "by reiserfs (0.350); too few points to say") in sec.markdown
+    assert "jfs (2 points, 0.600)." in sec.markdown
+    run.manifest["accel"] = "kvm"
+    (sec,) = durability.sections([run])
+    assert "this run used kvm, so its figures are not held to it." in sec.markdown and "met by" not in sec.markdown
+
+
 def test_a_traced_case_lists_each_promises_kernel_events_kept_and_broken_side_by_side(tmp_path):
     recs = pl_records("f2fs", "seq-1", 10, 1, 0, {}, total=10)
     run_dir = synthetic.make_run(tmp_path / "t", "power-loss", recs, profile="seq-1-trace")

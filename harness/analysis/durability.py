@@ -321,11 +321,13 @@ def table(ds: list[FsDurability]) -> tuple[list[str], list[list[str]]]:
     return head, rows
 
 
-def cost_table(run: Run) -> tuple[list[str], list[list[str]]]:
-    """What a crash point cost, per filesystem (harness/results/crash_cost.py); no rows for a run
-    made before points had their own records."""
+def cost_table(run: Run) -> tuple[list[str], list[list[str]], str]:
+    """What a crash point cost, per filesystem (harness/results/crash_cost.py), and what the check
+    phase's seconds a point say of the speed goal; no rows for a run made before points had their
+    own records."""
     s = crash_cost.summary([r for r in run.records if r.get("suite") == SUITE])
-    return crash_cost.HEAD, [crash_cost.line(fs, v) for fs, v in s.items()]
+    return (crash_cost.HEAD, [crash_cost.line(fs, v) for fs, v in s.items()],
+            crash_cost.goal(s, str(run.manifest.get("accel", "?"))))
 
 
 def paper_extrapolated(run: Run) -> str:
@@ -684,12 +686,16 @@ def sections(runs: list[Run]) -> list:
                         "(fua_overlaps).")
                 html.append(f'<div class="loud"><ul><li>{escape(warn)}</li></ul></div>')
                 md += [f"- **WARNING**: {warn}", ""]
-        chead, crows = cost_table(run)
+        chead, crows, goal = cost_table(run)
         if crows:
             text = ("Cost per crash point (replay, snapshot, mount, verify, umount and checker; "
-                    f"accel {run.manifest.get('accel', '?')}), n points per filesystem:")
+                    f"accel {run.manifest.get('accel', '?')}), n points per filesystem; a point's seconds are one "
+                    "worker's, the check phase's are its wall clock over the points its workers checked at once:")
             html += [f"<p>{escape(text)}</p>", _html_table(chead, crows)]
             md += [text, "", *_md_table(chead, crows), ""]
+            if goal:
+                html.append(f"<p>{escape(goal)}</p>")
+                md += [goal, ""]
             paper = paper_extrapolated(run) if profile != "paper" else ""
             if paper:
                 html.append(f"<p>{escape(paper)}</p>")
