@@ -179,6 +179,13 @@ def test_power_loss_smoke_on_ext4_and_ext2(smoke):
     assert (run_dir / "report" / "figures" / "power-loss-durability.svg").is_file()
     assert "Reordered states (CrashMonkey&#x27;s in-flight writes)" in html
     assert 'id="claims"' in html and "pl-ext2-needs-fsck" in html  # the report's claims section
+    # the check phase's wall seconds a point (its workers at once), from the guest's own clock, held to the goal
+    cost = json.loads((run_dir / "manifest.json").read_text())["crash_point_s"]["ext4"]
+    wl_recs = [r for r in recs if r["fs"] == "ext4" and r["case"] != "control" and r.get("kind") is None]
+    assert cost["check_points"] == sum(r["value"] for r in wl_recs if r["metric"] == "points_checked") > 0, cost
+    assert cost["check_s_per_point"] > 0 and cost["workers"], cost
+    assert f"{cost['check_s_per_point']:.3f} ({cost['check_points']} points, " in html
+    assert "Goal: the check phase at most 0.3 s a crash point under TCG (issue 24)" in html
     check_claims(run_dir, "power-loss", report=False)  # the power-loss claims: every row with a verdict
     print(f"\npower-loss smoke: {wall:.0f} s wall; {json.dumps(summary)}")
 
